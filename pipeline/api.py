@@ -1,0 +1,76 @@
+"""The Python API, shaped like MindSpore's: `offline_analyse` and `op_analyse`.
+
+Both are thin: `offline_analyse` calls the pipeline runner, `op_analyse` queries the
+profile.duckdb an analysis left behind.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+
+from .errors import ProfpipeError
+from .run import RunResult, analyse
+
+
+def offline_analyse(path: str | Path, output_path: str | Path | None = None, pretty: bool = False,
+                    step_list: list[int] | None = None) -> RunResult:
+    """Analyse the saved profiler folder `path`, as MindSpore's `Profiler.offline_analyse` does.
+
+    Unlike MindSpore, nothing is written into `path`: results go to `output_path` (default
+    `./<folder name>.profpipe`). `pretty` indents the JSON reports; `step_list` keeps only
+    those consecutive steps (ranks without a step trace keep everything).
+    """
+    source = Path(path)
+    output = Path(output_path) if output_path is not None else Path.cwd() / f"{source.resolve().name}.profpipe"
+    return analyse(source, output, step_list=step_list, pretty=pretty)
+
+
+def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
+    """Per-op statistics for op types, grouped by input shapes, like MindSpore's `Profiler.op_analyse`.
+
+    Returns MindSpore's JSON string: `{op_type: [{op_side, input_shape, op_occurrences,
+    op_total_time(us), op_avg_time(us)}, ...], "device_id": id}`. Where MindSpore takes the
+    first op instance of a short name, this sums every instance that shares it; an instance
+    launched with several shapes is reported under all of them joined by ' | '.
+    """
+    names = [op_name] if isinstance(op_name, str) else list(op_name)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise TypeError("op_name must be a non-empty str or list of str")
+    database = Path(output_path) / "profile.duckdb"
+    if not database.is_file():
+        raise ProfpipeError(f"{output_path}: not a profpipe output folder (no profile.duckdb)")
+    with duckdb.connect(str(database), read_only=True) as con:
+        con.execute("SET file_search_path = ?", [str(Path(output_path).resolve())])
+        ranks = [r for (r,) in con.execute("SELECT rank FROM run_info ORDER BY rank").fetchall()]
+        if device_id is None:
+            if len(ranks) != 1:
+                raise ProfpipeError(f"several ranks {ranks} in {output_path}: pass device_id")
+            device_id = ranks[0]
+        elif device_id not in ranks:
+            raise ProfpipeError(f"no rank {device_id} in {output_path} (ranks: {ranks})")
+        result: dict[str, object] = {}
+        for name in names:
+            rows = con.execute("""
+                WITH shapes AS (
+                    SELECT rank, side, short_name,
+                           string_agg(DISTINCT replace(input_shapes, ';', ','), ' | ') AS input_shape
+                    FROM op_meta GROUP BY rank, side, short_name
+                )
+                SELECT lower(CASE d.side WHEN 'Host' THEN 'cpu' ELSE 'gpu' END) AS op_side,
+                       coalesce(s.input_shape, '') AS input_shape,
+                       sum(d.occurrences)::BIGINT AS op_occurrences,
+                       round(sum(d.total_ns) / 1e3, 4) AS "op_total_time(us)",
+                       round(sum(d.total_ns) / 1e3 / sum(d.occurrences), 4) AS "op_avg_time(us)"
+                FROM op_detail_stats d
+                LEFT JOIN shapes s USING (rank, side, short_name)
+                WHERE d.rank = ? AND d.op_type = ?
+                GROUP BY ALL ORDER BY op_side, input_shape""", [device_id, name])
+            columns = [c[0] for c in rows.description]
+            found = [dict(zip(columns, row)) for row in rows.fetchall()]
+            if not found:
+                raise ProfpipeError(f"op type {name!r} not found on rank {device_id}")
+            result[name] = found
+        result["device_id"] = device_id
+    return json.dumps(result)

@@ -1,0 +1,165 @@
+"""The `profpipe` command: analyse a saved profiler folder, query the result, list its tables.
+
+A thin layer over pipeline.run and profile.duckdb: argument parsing, progress bars and
+plain-text tables for people, CSV/JSON for machines. Errors in the input are printed as one
+line naming the file and line, never as a traceback.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import duckdb
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import ProfpipeError
+from .models import load_models
+from .run import RunResult, analyse as run_analysis
+from .tables import catalog
+
+app = typer.Typer(
+    help="profpipe: offline analysis of deep-learning profiler dumps.\n\n"
+         "Point `analyse` at a folder a profiler saved; open the result with `query` and `tables`, "
+         "or with any DuckDB client.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+_err = Console(stderr=True)
+_out = Console()
+
+
+class _BarReporter:
+    """Draws one progress bar per stage."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task = None
+
+    def stage(self, name: str, total: float) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, completed=self._progress.tasks[self._task].total)
+        self._task = self._progress.add_task(name, total=max(total, 1))
+
+    def advance(self, amount: float) -> None:
+        self._progress.advance(self._task, amount)
+
+
+@app.command()
+def analyse(
+    path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
+    rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
+    timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on the first unreadable rank instead of skipping it.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
+) -> None:
+    """Analyse a saved profiler folder into OUTPUT (tables/, profile.duckdb, reports/, timeline/, manifest.json).
+
+    Exit status: 0 all sources read, 2 bad input or usage, 3 some ranks skipped (see manifest.json).
+    """
+    try:
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
+                      TimeElapsedColumn(), console=_err, transient=True, disable=not _err.is_terminal) as bars:
+            result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
+                                  strict=strict, reporter=_BarReporter(bars))
+    except ProfpipeError as exc:
+        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if json_out:
+        sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
+    else:
+        _print_summary(result)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def query(
+    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")],
+    sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables`).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table, csv or json.")] = "table",
+) -> None:
+    """Run SQL over OUTPUT/profile.duckdb and print the result."""
+    if format not in ("table", "csv", "json"):
+        _err.print("profpipe: error: --format must be table, csv or json")
+        raise typer.Exit(2)
+    try:
+        con = _open(output)
+        relation = con.sql(sql)
+        if relation is None:
+            return
+        frame = relation.pl()
+    except (duckdb.Error, ProfpipeError) as exc:
+        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if format == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif format == "json":
+        sys.stdout.write(json.dumps(frame.to_dicts(), default=str) + "\n")
+    else:
+        table = Table(*frame.columns, show_lines=False)
+        for row in frame.iter_rows():
+            table.add_row(*("" if v is None else str(v) for v in row))
+        _out.print(table)
+
+
+@app.command()
+def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
+    """List the normalized tables and the SQL models in OUTPUT with row counts and what one row is."""
+    try:
+        con = _open(output)
+    except ProfpipeError as exc:
+        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    table = Table("name", "kind", "rows", "one row is")
+    for name, spec in catalog().items():
+        table.add_row(name, "table", str(con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]), spec.description)
+    for model in load_models():
+        rows = con.execute(f"SELECT count(*) FROM {model.name}").fetchone()[0]
+        table.add_row(model.name, model.kind.lower(), str(rows), model.description)
+    _out.print(table)
+
+
+def _open(output: Path) -> duckdb.DuckDBPyConnection:
+    database = output / "profile.duckdb"
+    if not database.is_file():
+        raise ProfpipeError(f"{output}: not a profpipe output folder (no profile.duckdb)")
+    con = duckdb.connect(str(database), read_only=True)
+    con.execute("SET file_search_path = ?", [str(output.resolve())])
+    return con
+
+
+def _print_summary(result: RunResult) -> None:
+    _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
+    for skipped in result.skipped:
+        _err.print(f"profpipe: warning: skipped rank {skipped['rank']}: {skipped['error']}", markup=False)
+    for rank in result.summary["ranks"]:
+        types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
+        for column in ("side", "op type", "count", "total ms", "share %"):
+            types.add_column(column, justify="right" if column in ("count", "total ms", "share %") else "left")
+        for row in rank["top_op_types"]:
+            types.add_row(row["side"], row["op_type"], str(row["occurrences"]), f"{row['total_ms']:.3f}",
+                          "" if row["share"] is None else f"{100 * row['share']:.1f}")
+        _out.print(types)
+        if rank["top_kernels"]:
+            kernels = Table(title=f"rank {rank['rank']}: top kernels", title_justify="left")
+            for column in ("kernel", "stream", "count", "total ms", "share %"):
+                kernels.add_column(column, justify="left" if column == "kernel" else "right")
+            for row in rank["top_kernels"]:
+                name = row["name"] if len(row["name"]) <= 60 else row["name"][:57] + "..."
+                kernels.add_row(name, str(row["stream_id"]), str(row["instances"]), f"{row['total_ms']:.3f}",
+                                "" if row["share"] is None else f"{100 * row['share']:.1f}")
+            _out.print(kernels)
+        steps = rank["steps"]
+        if steps["count"]:
+            _out.print(f"rank {rank['rank']}: {steps['count']} steps, avg {steps['avg_total_ms']:.3f} ms "
+                       f"(iteration gap {steps['avg_iteration_interval_ms']:.3f}, "
+                       f"fp+bp {steps['avg_fp_and_bp_ms']:.3f}, tail "
+                       f"{steps['avg_tail_ms'] if steps['avg_tail_ms'] is None else round(steps['avg_tail_ms'], 3)})",
+                       markup=False)
+    timeline = result.summary["timeline"]
+    if timeline and timeline["events_dropped"]:
+        _out.print(f"timeline truncated: {timeline['events_dropped']} events dropped "
+                   f"(limit --timeline-limit)", markup=False)

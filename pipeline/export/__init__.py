@@ -1,0 +1,1 @@
+"""Stage 4, export: files users open, written from the models in profile.duckdb."""

@@ -1,0 +1,83 @@
+"""Stage 3, models: run the DuckDB SQL files of sql/ over the normalized tables.
+
+Each `sql/<layer>/<name>.sql` holds one SELECT and defines the relation `<name>`. Files under
+`staging/` become views, files under `marts/` become tables. A model depends on every other
+model whose name it mentions; the runner orders them so that each runs after what it reads.
+The first comment line of a file is its one-line description; the following comment lines
+document its columns.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import duckdb
+
+from .resources import data_dir
+from .tables import catalog
+
+_LAYER_KIND = {"staging": "VIEW", "marts": "TABLE"}
+
+
+@dataclass(frozen=True)
+class Model:
+    """One SQL model file."""
+
+    name: str
+    layer: str
+    sql: str
+    description: str
+    depends_on: frozenset[str]
+
+    @property
+    def kind(self) -> str:
+        return _LAYER_KIND[self.layer]
+
+
+def load_models(sql_dir: Path | None = None) -> list[Model]:
+    """All models under `sql_dir` (default: the packaged sql/), in an order that respects dependencies."""
+    root = sql_dir or data_dir("sql")
+    files = {path.stem: path for layer in _LAYER_KIND for path in sorted((root / layer).glob("*.sql"))}
+    raw = {name: path.read_text(encoding="utf-8") for name, path in files.items()}
+    models = {}
+    for name, sql in raw.items():
+        body = _strip_comments(sql)
+        depends = frozenset(other for other in raw if other != name
+                            and re.search(rf"\b{re.escape(other)}\b", body))
+        models[name] = Model(name, files[name].parent.name, sql.strip().rstrip(";"),
+                             _description(name, sql), depends)
+    try:
+        order = TopologicalSorter({m.name: m.depends_on for m in models.values()}).static_order()
+        return [models[name] for name in order]
+    except CycleError as exc:
+        raise RuntimeError(f"SQL models depend on each other in a cycle: {exc.args[1]}") from exc
+
+
+def table_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Create one view per normalized table over tables/<name>.parquet (paths relative to the output folder)."""
+    for name in catalog():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('tables/{name}.parquet')")
+
+
+def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None) -> dict[str, float]:
+    """Create every model in `con`; return seconds spent per model."""
+    timings = {}
+    for model in models or load_models():
+        started = time.perf_counter()
+        con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
+        timings[model.name] = time.perf_counter() - started
+    return timings
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"--[^\n]*", "", sql)
+
+
+def _description(name: str, sql: str) -> str:
+    first = sql.lstrip().splitlines()[0] if sql.strip() else ""
+    if not first.startswith("--"):
+        raise RuntimeError(f"SQL model {name} must start with a comment saying what one row is")
+    return first.lstrip("-").strip().removeprefix(f"{name}:").strip()

@@ -1,0 +1,194 @@
+"""The pipeline end to end: discover -> ingest -> tables -> models -> export, into one output folder.
+
+This is the only module that knows the order of the stages. The CLI and the Python API both
+call `analyse`; progress goes to a `Reporter` (the CLI draws bars, the API stays quiet).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+import duckdb
+
+from . import ingest
+from .discover import Source, discover
+from .errors import InputError, ProfpipeError, SchemaError
+from .export.chrome_trace import write_timeline
+from .export.mindspore_reports import write_marts, write_reports
+from .export.summary import build_summary, write_summary
+from .models import load_models, run_models, table_views
+from .output import check_not_inside, fingerprint, staged_output
+from .step_filter import check_step_list, keep_steps
+from .tables import TableSink, merge_parts, table_row_counts
+
+VERSION = "0.1.0"
+
+
+class Reporter(Protocol):
+    """Receives progress: a stage starts with a total amount of work, then advances."""
+
+    def stage(self, name: str, total: float) -> None: ...
+
+    def advance(self, amount: float) -> None: ...
+
+
+class QuietReporter:
+    """A Reporter that reports nothing."""
+
+    def stage(self, name: str, total: float) -> None:
+        pass
+
+    def advance(self, amount: float) -> None:
+        pass
+
+
+@dataclass
+class RunResult:
+    """What one analysis produced."""
+
+    output: Path
+    ranks: list[int]
+    skipped: list[dict[str, Any]]
+    summary: dict[str, Any]
+    row_counts: dict[str, int]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every source was read, 3 when some were skipped."""
+        return 3 if self.skipped else 0
+
+
+def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None,
+            timeline_limit_mb: float | None = None, strict: bool = False,
+            step_list: list[int] | None = None, pretty: bool = True,
+            reporter: Reporter | None = None) -> RunResult:
+    """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
+
+    `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
+    """
+    reporter = reporter or QuietReporter()
+    path, output = Path(path), Path(output)
+    check_not_inside(output, path)
+    steps = check_step_list(step_list) if step_list is not None else None
+    timings: dict[str, float] = {}
+    warnings: list[str] = []
+
+    started = time.perf_counter()
+    sources = discover(path, ranks)
+    if not sources:
+        wanted = f" for ranks {ranks}" if ranks else ""
+        raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
+                            "cpu/gpu op_execute_timestamp and activity_execute_timestamp files)")
+    timings["discover"] = time.perf_counter() - started
+
+    with staged_output(output) as tmp:
+        started = time.perf_counter()
+        part_dirs, skipped = _ingest(sources, tmp / "parts", strict, reporter)
+        if not part_dirs:
+            raise ProfpipeError("every source failed to read:\n" +
+                                "\n".join(f"  {s['error']}" for s in skipped))
+        merge_parts(part_dirs, tmp / "tables")
+        shutil.rmtree(tmp / "parts")
+        if steps is not None:
+            warnings += keep_steps(tmp / "tables", steps)
+        row_counts = table_row_counts(tmp / "tables")
+        timings["ingest"] = time.perf_counter() - started
+
+        con = duckdb.connect(str(tmp / "profile.duckdb"))
+        try:
+            con.execute("SET file_search_path = ?", [str(tmp)])
+            started = time.perf_counter()
+            models = load_models()
+            reporter.stage("models", len(models))
+            table_views(con)
+            run_models(con, models)
+            reporter.advance(len(models))
+            timings["models"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            reporter.stage("export", 3)
+            write_reports(con, tmp / "reports")
+            write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
+            reporter.advance(1)
+            timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb)
+            reporter.advance(1)
+            timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
+                             "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
+            summary = build_summary(con, VERSION, str(path), skipped, timeline_info)
+            write_summary(summary, tmp / "reports" / "summary.json", indent=2 if pretty else None)
+            reporter.advance(1)
+            timings["export"] = time.perf_counter() - started
+        finally:
+            con.close()
+        warnings += [f"skipped rank {s['rank']}: {s['error']}" for s in skipped]
+        if timeline.events_dropped:
+            warnings.append(f"timeline truncated: {timeline.events_dropped} events dropped")
+        _write_manifest(tmp / "manifest.json", path, sources, skipped, warnings, row_counts, timings,
+                        indent=2 if pretty else None)
+
+    return RunResult(output=output, ranks=sorted({s.rank for s in sources} - {s["rank"] for s in skipped}),
+                     skipped=skipped, summary=summary, row_counts=row_counts, timings=timings)
+
+
+def _ingest(sources: list[Source], parts_root: Path, strict: bool,
+            reporter: Reporter) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Read every source into its own part folder; a source that fails leaves nothing behind."""
+    reporter.stage("ingest", sum(_size(p) for s in sources for p in s.files.values()))
+    part_dirs, skipped, seen_ranks = [], [], set()
+    for index, source in enumerate(sources):
+        part_dir = parts_root / f"source-{index}"
+        sink = TableSink(part_dir)
+        try:
+            if source.rank in seen_ranks:
+                raise InputError(source.directory, f"rank {source.rank} was already read from another folder")
+            for table_name, table in ingest.read(source):
+                sink.write(table_name, table)
+            sink.close()
+            part_dirs.append(part_dir)
+            seen_ranks.add(source.rank)
+        except (InputError, SchemaError, OSError) as exc:
+            if isinstance(exc, OSError):
+                exc = InputError(exc.filename or source.directory, exc.strerror or str(exc))
+            sink.close()
+            shutil.rmtree(part_dir, ignore_errors=True)
+            if strict:
+                raise exc from None
+            skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(exc)})
+        reporter.advance(sum(_size(p) for p in source.files.values()))
+    return part_dirs, skipped
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
+                    warnings: list[str], row_counts: dict[str, int], timings: dict[str, float],
+                    indent: int | None) -> None:
+    """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
+    versions = {"profpipe": VERSION, "python": platform.python_version()}
+    for package in ("duckdb", "pyarrow", "polars"):
+        versions[package] = metadata.version(package)
+    manifest = {
+        "input": str(input_path.resolve()),
+        "created_unix_s": time.time(),
+        "versions": versions,
+        "sources": [{
+            "family": s.family, "layout": s.layout, "rank": s.rank, "device_id": s.device_id,
+            "directory": str(s.directory),
+            "files": [{"role": role, "path": str(p), "bytes": _size(p), "fingerprint": fingerprint(p)}
+                      for role, p in sorted(s.files.items())],
+        } for s in sources],
+        "skipped": skipped,
+        "warnings": warnings,
+        "row_counts": row_counts,
+        "timings_s": timings,
+    }
+    path.write_text(json.dumps(manifest, indent=indent) + "\n", encoding="utf-8")

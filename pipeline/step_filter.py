@@ -1,0 +1,55 @@
+"""Optional stage between ingest and models: keep only the rows of selected steps (`step_list`).
+
+A step is the window [start, end] of its step-trace points. Host ops, device activities and
+step points outside the selected windows are dropped from tables/ before the models run. A
+rank without a step trace keeps everything, and the runner says so in the warnings.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from .errors import ProfpipeError
+
+_TIMED_TABLES = ("host_op", "device_exec")
+
+
+def check_step_list(step_list: list[int]) -> list[int]:
+    """MindSpore's rule: a non-empty list of consecutive positive step numbers."""
+    steps = sorted(int(s) for s in step_list)
+    if not steps or steps[0] < 1 or steps != list(range(steps[0], steps[0] + len(steps))):
+        raise ProfpipeError(f"step_list must be consecutive step numbers starting at 1 or later, got {step_list}")
+    return steps
+
+
+def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
+    """Rewrite the timed tables of tables_dir to the selected steps; return warnings."""
+    first, last = steps[0], steps[-1]
+    with duckdb.connect() as con:
+        con.execute(f"SET file_search_path = '{tables_dir}'")
+        con.execute(f"""CREATE TEMP TABLE windows AS
+            SELECT rank, min(ts_ns) AS start_ns, max(ts_ns) AS end_ns
+            FROM read_parquet('step_point.parquet')
+            WHERE step BETWEEN {first} AND {last} AND kind IN ('step_start', 'step_end')
+            GROUP BY rank""")
+        ranks_with_steps = con.execute(
+            "SELECT DISTINCT rank FROM read_parquet('step_point.parquet')").fetchall()
+        all_ranks = con.execute("SELECT rank FROM read_parquet('run_info.parquet')").fetchall()
+        warnings = [f"rank {r}: no step trace, step_list ignored"
+                    for (r,) in sorted(set(all_ranks) - set(ranks_with_steps))]
+        for name in _TIMED_TABLES:
+            _rewrite(con, tables_dir, name, """
+                SELECT t.* FROM read_parquet('{name}.parquet') t LEFT JOIN windows w USING (rank)
+                WHERE t.rank NOT IN (SELECT DISTINCT rank FROM read_parquet('step_point.parquet'))
+                   OR t.start_ns BETWEEN w.start_ns AND w.end_ns""")
+        _rewrite(con, tables_dir, "step_point",
+                 f"SELECT * FROM read_parquet('{{name}}.parquet') WHERE step BETWEEN {first} AND {last}")
+    return warnings
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, tables_dir: Path, name: str, select: str) -> None:
+    target = tables_dir / f"{name}.parquet"
+    staged = tables_dir / f"{name}.filtered.parquet"
+    con.execute(f"COPY ({select.format(name=name)}) TO '{staged}' (FORMAT PARQUET, COMPRESSION ZSTD)")
+    staged.replace(target)

@@ -1,0 +1,22 @@
+-- kernel_stats: one row per CUDA kernel name and stream (rank, name, stream_id), with Nsight Systems' summary columns.
+-- Columns:
+--   rank, name (kernel signature), stream_id.
+--   instances: executions.  total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns (sample) [ns].
+--   share: total_ns / the summed total_ns of all kernels of the rank (fraction 0-1; Nsight's "Time %").
+--   op_name: the op most of its executions belong to (see stg_device_exec).
+SELECT
+    rank,
+    name,
+    stream_id,
+    count(*) AS instances,
+    sum(dur_ns)::BIGINT AS total_ns,
+    avg(dur_ns) AS avg_ns,
+    median(dur_ns) AS median_ns,
+    min(dur_ns) AS min_ns,
+    max(dur_ns) AS max_ns,
+    coalesce(stddev_samp(dur_ns), 0) AS stddev_ns,
+    sum(dur_ns) / nullif(sum(sum(dur_ns)) OVER (PARTITION BY rank), 0) AS share,
+    mode(op_name) AS op_name
+FROM stg_device_exec
+WHERE kind = 'kernel'
+GROUP BY rank, name, stream_id
