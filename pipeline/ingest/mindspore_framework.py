@@ -34,8 +34,15 @@ _OP_DUR_TO_NS = {"cpu_op_timestamp": 1_000_000.0, "gpu_op_timestamp": 1_000.0}
 _OP_SIDE = {"cpu_op_timestamp": "Host", "gpu_op_timestamp": "Device"}
 
 
+#: Roles whose file may be empty: MindSpore writes an empty step trace in PyNative mode.
+_MAY_BE_EMPTY = {"step_trace"}
+
+
 def read(source: Source) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one MindSpore framework source."""
+    for role, path in source.files.items():
+        if role not in _MAY_BE_EMPTY and path.stat().st_size == 0:
+            raise InputError(path, "empty file (the profiler writes at least one line; was it cut short?)")
     offset = _host_to_cupti_offset(source.files.get("start_time"))
     yield "run_info", _run_info(source, offset)
     for role in ("cpu_op_timestamp", "gpu_op_timestamp"):
