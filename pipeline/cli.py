@@ -65,8 +65,8 @@ def analyse(
                       TimeElapsedColumn(), console=_err, transient=True, disable=not _err.is_terminal) as bars:
             result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
                                   strict=strict, reporter=_BarReporter(bars))
-    except ProfpipeError as exc:
-        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+    except (ProfpipeError, OSError) as exc:
+        typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(2) from None
     if json_out:
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
@@ -83,7 +83,7 @@ def query(
 ) -> None:
     """Run SQL over OUTPUT/profile.duckdb and print the result."""
     if format not in ("table", "csv", "json"):
-        _err.print("profpipe: error: --format must be table, csv or json")
+        typer.echo("profpipe: error: --format must be table, csv or json", err=True)
         raise typer.Exit(2)
     try:
         con = _open(output)
@@ -92,7 +92,7 @@ def query(
             return
         frame = relation.pl()
     except (duckdb.Error, ProfpipeError) as exc:
-        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+        typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(2) from None
     if format == "csv":
         sys.stdout.write(frame.write_csv())
@@ -111,7 +111,7 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
     try:
         con = _open(output)
     except ProfpipeError as exc:
-        _err.print(f"profpipe: error: {exc}", markup=False, highlight=False)
+        typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(2) from None
     table = Table("name", "kind", "rows", "one row is")
     for name, spec in catalog().items():
@@ -134,7 +134,7 @@ def _open(output: Path) -> duckdb.DuckDBPyConnection:
 def _print_summary(result: RunResult) -> None:
     _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
     for skipped in result.skipped:
-        _err.print(f"profpipe: warning: skipped rank {skipped['rank']}: {skipped['error']}", markup=False)
+        typer.echo(f"profpipe: warning: skipped rank {skipped['rank']}: {skipped['error']}", err=True)
     for rank in result.summary["ranks"]:
         types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
         for column in ("side", "op type", "count", "total ms", "share %"):

@@ -177,6 +177,7 @@ _KERNEL_SUMMARY_COLUMNS = ["name", "type", "op_full_name", "stream_id", "block_d
 
 def _kernel_summary(path: Path) -> pl.DataFrame:
     """The name-level facts MindSpore's GPU profiler recorded in gpu_activity_data_N.csv."""
+    read_lines(path)  # the text checks (UTF-8, NUL bytes, truncation) with offsets and lines
     try:
         frame = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.PolarsError, UnicodeDecodeError) as exc:
