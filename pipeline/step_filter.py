@@ -1,7 +1,10 @@
 """Optional stage between ingest and models: keep only the rows of selected steps (`step_list`).
 
-A step is the window [start, end] of its step-trace points. Host ops, device activities and
-step points outside the selected windows are dropped from tables/ before the models run. A
+A step is the window of its step-trace points. MindSpore's windows overlap (a step starts
+where the previous step's iteration-end op starts), so a row belongs to the selected steps
+when it starts after the end of the step before them (at or after the first step's start
+when that is step 1) and at or before the end of the last one. Rows outside are dropped from
+tables/ before the models run. A
 rank without a step trace keeps everything, and the runner says so in the warnings.
 """
 from __future__ import annotations
@@ -29,9 +32,11 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
     with duckdb.connect() as con:
         con.execute(f"SET file_search_path = '{tables_dir}'")
         con.execute(f"""CREATE TEMP TABLE windows AS
-            SELECT rank, min(ts_ns) AS start_ns, max(ts_ns) AS end_ns
+            SELECT rank,
+                   min(ts_ns) FILTER (WHERE step = {first} AND kind = 'step_start') AS start_ns,
+                   max(ts_ns) FILTER (WHERE step = {first - 1} AND kind = 'step_end') AS previous_end_ns,
+                   max(ts_ns) FILTER (WHERE step = {last} AND kind = 'step_end') AS end_ns
             FROM read_parquet('step_point.parquet')
-            WHERE step BETWEEN {first} AND {last} AND kind IN ('step_start', 'step_end')
             GROUP BY rank""")
         ranks_with_steps = con.execute(
             "SELECT DISTINCT rank FROM read_parquet('step_point.parquet')").fetchall()
@@ -42,7 +47,8 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
             _rewrite(con, tables_dir, name, """
                 SELECT t.* FROM read_parquet('{name}.parquet') t LEFT JOIN windows w USING (rank)
                 WHERE t.rank NOT IN (SELECT DISTINCT rank FROM read_parquet('step_point.parquet'))
-                   OR t.start_ns BETWEEN w.start_ns AND w.end_ns""")
+                   OR (t.start_ns <= w.end_ns AND (t.start_ns > w.previous_end_ns
+                       OR (w.previous_end_ns IS NULL AND t.start_ns >= w.start_ns)))""")
         _rewrite(con, tables_dir, "step_point",
                  f"SELECT * FROM read_parquet('{{name}}.parquet') WHERE step BETWEEN {first} AND {last}")
     return warnings
