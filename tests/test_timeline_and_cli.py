@@ -20,7 +20,7 @@ def test_trace_is_a_chrome_json_object_with_metadata(tmp_path):
     assert isinstance(trace["baseTimeNanoseconds"], int)
     events = trace["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    assert names == {"Rank 0 Steps", "Rank 0 CPU ops", "Rank 0 GPU ops", "Rank 0 GPU kernels"}
+    assert names == {"profpipe", "Rank 0 Steps", "Rank 0 CPU ops", "Rank 0 GPU ops", "Rank 0 GPU kernels"}
     threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {"Steps", "Phases", "Stream 7", "Stream 13", "Thread 4242", "Ops"} <= threads
     complete = [e for e in events if e["ph"] == "X"]
@@ -40,7 +40,10 @@ def test_timeline_limit_drops_the_latest_events_and_says_so(tmp_path):
     ops = [e for e in cut["traceEvents"] if e.get("cat") == "op"]
     all_ops = [e for e in full["traceEvents"] if e.get("cat") == "op"]
     assert 0 < len(ops) < len(all_ops)
-    assert info["events_dropped"] == len(full["traceEvents"]) - info["events_written"]
+    # every event of the full trace is either written or counted as dropped (the first element,
+    # the "profpipe" process name, is written by hand and counted in neither)
+    assert info["events_dropped"] == len(full["traceEvents"]) - 1 - info["events_written"]
+    assert len(cut["traceEvents"]) == info["events_written"] + 2  # + profpipe process + marker
     # complete up to the cut: the kept ops are exactly the earliest ones
     assert sorted(e["ts"] for e in ops) == sorted(e["ts"] for e in all_ops)[: len(ops)]
     assert max(e["ts"] for e in ops) <= info["complete_until_us"]

@@ -11,7 +11,8 @@ ever held as Python objects. Layout, per rank r (pid = 10 * (r + 1) + lane):
 Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does), so a
 double keeps ns precision. With a size limit, metadata and steps are always kept, then the
 other events in time order until the budget is spent: the timeline is complete up to a cut
-time and empty after it. The cut is marked by a global instant event and by the top-level
+time (every event that starts before it is present) and empty after it. The cut is marked by
+a global instant event in a "profpipe" process (pid 0) and by the top-level
 `profpipe.truncated` object.
 """
 from __future__ import annotations
@@ -87,22 +88,25 @@ class TimelineResult:
     bytes_written: int
 
 
+#: The first array element, written by hand so every streamed event can start with a comma.
+_PROFPIPE_PROCESS = {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "profpipe"}}
+
+
 def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float | None = None) -> TimelineResult:
-    """Write the Chrome trace of everything in `con` to `path`, at most `limit_mb` MiB when given."""
+    """Write the Chrome trace of everything in `con` to `path`, at most `limit_mb` MiB when given.
+
+    Events are streamed unsorted (viewers sort them). With a limit, one pass over the event
+    sizes in time order finds the cut time; the second pass writes what starts before it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     base_ns = con.execute("SELECT least((SELECT min(start_ns) FROM stg_host_op), "
                           "(SELECT min(start_ns) FROM stg_device_exec), "
                           "(SELECT min(start_ns) FROM step_phases))").fetchone()[0] or 0
-    budget = None if limit_mb is None else max(int(limit_mb * 1024 * 1024) - _HEADER_RESERVE, 0)
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE timeline_events AS
-        SELECT event, start_ns,
-               sum(strlen(event) + 2) OVER (ORDER BY tier, start_ns NULLS FIRST, event
-                                            ROWS UNBOUNDED PRECEDING) AS cumulative_bytes
-        FROM ({_EVENTS_SQL.replace('__BASE_NS__', str(base_ns))})""")
-    keep = "TRUE" if budget is None else f"cumulative_bytes <= {budget}"
-    total, kept, cut_ns = con.execute(
-        f"SELECT count(*), count(*) FILTER (WHERE {keep}), "
-        f"min(start_ns) FILTER (WHERE NOT ({keep})) FROM timeline_events").fetchone()
+    con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS "
+                + _EVENTS_SQL.replace("__BASE_NS__", str(base_ns)))
+    cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
+    keep = "TRUE" if cut_ns is None else f"tier = 0 OR start_ns < {cut_ns}"
+    total, kept = con.execute(f"SELECT count(*), count(*) FILTER (WHERE {keep}) FROM timeline_events").fetchone()
     dropped = total - kept
     header = {"displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
               "otherData": {"producer": "profpipe", "clock": "rank clock, ns since baseTimeNanoseconds"}}
@@ -111,19 +115,31 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
                                             "events_written": kept,
                                             "complete_until_us": (cut_ns - base_ns) / 1000}}
     body = path.with_suffix(".body.tmp")
-    con.execute(f"""COPY (SELECT CASE WHEN row_number() OVER (ORDER BY cumulative_bytes) = 1
-                                      THEN '' ELSE ',' END || event
-                          FROM timeline_events WHERE {keep} ORDER BY cumulative_bytes)
+    con.execute(f"""COPY (SELECT ',' || event FROM timeline_events WHERE {keep})
                     TO '{body}' (FORMAT CSV, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\x01')""")
-    con.execute("DROP TABLE timeline_events")
+    con.execute("DROP VIEW timeline_events")
     with open(path, "w", encoding="utf-8") as out:
-        out.write(json.dumps(header)[:-1] + ', "traceEvents": [\n')
+        out.write(json.dumps(header)[:-1] + ', "traceEvents": [\n' + json.dumps(_PROFPIPE_PROCESS) + "\n")
         with open(body, encoding="utf-8") as events:
             shutil.copyfileobj(events, out, 1024 * 1024)
         if dropped:
             marker = {"name": f"profpipe: timeline truncated here, {dropped} later events dropped",
                       "ph": "i", "s": "g", "pid": 0, "tid": 0, "ts": (cut_ns - base_ns) / 1000}
-            out.write(("," if kept else "") + json.dumps(marker) + "\n")
+            out.write("," + json.dumps(marker) + "\n")
         out.write("]}\n")
     body.unlink()
     return TimelineResult(path, kept, dropped, path.stat().st_size)
+
+
+def _cut_time(con: duckdb.DuckDBPyConnection, budget: int) -> int | None:
+    """Start time of the first timed event that no longer fits the byte budget (None: all fit).
+
+    Metadata and steps (tier 0) are always kept and paid for first.
+    """
+    return con.execute(f"""
+        WITH sized AS (SELECT tier, start_ns, strlen(event) + 2 AS bytes FROM timeline_events),
+        fixed AS (SELECT coalesce(sum(bytes), 0) AS bytes FROM sized WHERE tier = 0),
+        running AS (SELECT start_ns, sum(bytes) OVER (ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS bytes
+                    FROM sized WHERE tier = 1)
+        SELECT min(running.start_ns) FROM running, fixed WHERE running.bytes + fixed.bytes > {budget}
+    """).fetchone()[0]

@@ -108,28 +108,36 @@ def _host_to_cupti_offset(path: Path | None) -> int | None:
 
 
 def _op_executions(path: Path, role: str, shift_ns: int) -> Iterator[pl.DataFrame]:
-    """One row per op execution from a `name;kind;start,dur[,tid] ...` file."""
+    """One row per op execution from a `name;kind;start,dur[,tid] ...` file.
+
+    Fields are split and cast column-wise; a field that is missing or not a number becomes
+    null, and the first null names its line.
+    """
     with_tid = role == "cpu_op_timestamp"
-    exec_re = rf"^({_INT}),({_NUM}),({_INT})$" if with_tid else rf"^({_INT}),({_NUM})$"
     expected_exec = "start_ns,dur,tid" if with_tid else "start_ns,dur"
     for lines in iter_line_frames(path):
-        split = lines.with_columns(
-            pl.col("line").str.extract_groups(r"^([^;]+);([^;]*);([^;]*)$").alias("f")).unnest("f")
-        require(path, split, pl.col("1").is_not_null() & (pl.col("3").str.len_chars() == 0)
-                .or_(pl.col("3").str.ends_with(" ")),
+        split = lines.with_columns(pl.col("line").str.split_exact(";", 2).alias("f")).unnest("f")
+        executions = pl.col("field_2")
+        require(path, split, pl.col("field_0").is_not_null() & executions.is_not_null()
+                & ((executions.str.len_bytes() == 0) | executions.str.ends_with(" ")),
                 "'<op full name>;<kind>;<start>,<dur>... ' ending with a space")
-        execs = (split.select("line_no", pl.col("1").alias("op_name"),
-                              pl.col("3").str.strip_chars().str.split(" ").alias("exec"))
+        execs = (split.select("line_no", pl.col("field_0").alias("op_name"),
+                              executions.str.strip_chars_end(" ").str.split(" ").alias("exec"))
                  .explode("exec").filter(pl.col("exec").is_not_null() & (pl.col("exec") != ""))
-                 .with_columns(pl.col("exec").str.extract_groups(exec_re).alias("g")).unnest("g"))
-        require(path, execs, pl.col("1").is_not_null(),
+                 .with_columns(pl.col("exec").str.split_exact(",", 2 if with_tid else 1).alias("g")).unnest("g")
+                 .with_columns(pl.col("field_0").cast(pl.Int64, strict=False).alias("start_ns"),
+                               pl.col("field_1").cast(pl.Float64, strict=False).alias("dur"),
+                               (pl.col("field_2").cast(pl.Int64, strict=False) if with_tid
+                                else pl.lit(None, pl.Int64)).alias("tid")))
+        require(path, execs, pl.col("start_ns").is_not_null() & pl.col("dur").is_not_null()
+                & (pl.col("tid").is_not_null() if with_tid else pl.lit(True)),
                 f"executions as '{expected_exec}' separated by spaces", lines=lines)
         yield execs.select(
             pl.lit(_OP_SIDE[role]).alias("side"),
-            (pl.col("3").cast(pl.Int64) if with_tid else pl.lit(None, pl.Int64)).alias("tid"),
+            "tid",
             "op_name",
-            (pl.col("1").cast(pl.Int64) + shift_ns).alias("start_ns"),
-            (pl.col("2").cast(pl.Float64) * _OP_DUR_TO_NS[role]).round().cast(pl.Int64).alias("dur_ns"),
+            pl.col("start_ns") + shift_ns,
+            (pl.col("dur") * _OP_DUR_TO_NS[role]).round().cast(pl.Int64).alias("dur_ns"),
         )
 
 
