@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,8 +45,9 @@ def measure(command: list[str], timeout_s: float) -> dict:
     The command is stopped when it runs past `timeout_s` or when the machine is about to run
     out of memory (less than MIN_AVAILABLE_MIB left), and the result says so.
     """
+    log = tempfile.TemporaryFile()
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     deadline = started + timeout_s
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -55,14 +57,15 @@ def measure(command: list[str], timeout_s: float) -> dict:
             reason = (f"timed out after {timeout_s:.0f} s" if time.perf_counter() > deadline else
                       f"stopped after {time.perf_counter() - started:.0f} s: machine out of memory")
             os.killpg(process.pid, 9)
-            _, _, usage = os.wait4(process.pid, 0)
-            return {"ok": False, "error": reason, "peak_rss_mib_at_stop": round(usage.ru_maxrss / 1024, 1)}
+            os.wait4(process.pid, 0)
+            return {"ok": False, "error": reason}
         time.sleep(0.05)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
     result = {"ok": code == 0, "wall_s": round(wall, 2), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
     if code != 0:
-        result["error"] = f"exit {code}: {process.stderr.read().decode(errors='replace')[-300:]}"
+        log.seek(0)
+        result["error"] = f"exit {code}: {log.read().decode(errors='replace')[-300:]}"
     return result
 
 

@@ -22,6 +22,7 @@ def staged_output(out: Path) -> Iterator[Path]:
     """Yield a fresh temporary folder; on success it replaces `out`, on error it is removed."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_leftovers(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -35,6 +36,20 @@ def staged_output(out: Path) -> Iterator[Path]:
         out.rename(old)
     tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _sweep_leftovers(out: Path) -> None:
+    """Remove temporary folders of earlier runs on `out` whose process is gone (killed, crashed)."""
+    for leftover in out.parent.glob(f".{out.name}.*-*"):
+        kind, _, pid = leftover.name.rpartition("-")
+        if not kind.endswith((".tmp", ".old")) or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(leftover, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
 
 
 def check_not_inside(out: Path, inputs: Path) -> None:

@@ -72,6 +72,15 @@ def test_failed_run_keeps_the_earlier_good_output(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "out"]
 
 
+def test_leftovers_of_a_killed_run_are_swept(tmp_path):
+    dead_pid = 2**22 + 12345  # above the default pid_max: no such process
+    leftover = tmp_path / f".out.tmp-{dead_pid}"
+    (leftover / "tables").mkdir(parents=True)
+    run(GPU, tmp_path / "out")
+    assert not leftover.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def test_rerun_replaces_the_output(tmp_path):
     out = tmp_path / "out"
     run(FIXTURES / "mindspore_gpu" / "two_ranks", out)
