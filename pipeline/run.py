@@ -20,7 +20,8 @@ from . import ingest
 from .discover import Source, discover
 from .errors import InputError, ProfpipeError, SchemaError
 from .export.chrome_trace import write_timeline
-from .export.mindspore_reports import write_marts, write_reports
+from .export.mart_csv import write_marts
+from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .models import load_models, run_models, table_views
 from .output import check_not_inside, fingerprint, staged_output
@@ -140,7 +141,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
 def _ingest(sources: list[Source], parts_root: Path, strict: bool,
             reporter: Reporter) -> tuple[list[Path], list[dict[str, Any]]]:
     """Read every source into its own part folder; a source that fails leaves nothing behind."""
-    reporter.stage("ingest", sum(_size(p) for s in sources for p in s.files.values()))
+    source_bytes = [sum(p.stat().st_size for p in s.files.values()) for s in sources]
+    reporter.stage("ingest", sum(source_bytes))
     part_dirs, skipped, seen_ranks = [], [], set()
     for index, source in enumerate(sources):
         part_dir = parts_root / f"source-{index}"
@@ -161,12 +163,8 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool,
             if strict:
                 raise exc from None
             skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(exc)})
-        reporter.advance(sum(_size(p) for p in source.files.values()))
+        reporter.advance(source_bytes[index])
     return part_dirs, skipped
-
-
-def _size(path: Path) -> int:
-    return path.stat().st_size
 
 
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
@@ -183,7 +181,7 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
         "sources": [{
             "family": s.family, "layout": s.layout, "rank": s.rank, "device_id": s.device_id,
             "directory": str(s.directory),
-            "files": [{"role": role, "path": str(p), "bytes": _size(p), "fingerprint": fingerprint(p)}
+            "files": [{"role": role, "path": str(p), "bytes": p.stat().st_size, "fingerprint": fingerprint(p)}
                       for role, p in sorted(s.files.items())],
         } for s in sources],
         "skipped": skipped,

@@ -87,13 +87,3 @@ def write_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path) -> list[Pat
             written.append(path)
     return written
 
-
-def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, names: list[str]) -> list[Path]:
-    """Write each mart as reports/<name>.csv (all ranks), for people and spreadsheets."""
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name in names:
-        path = reports_dir / f"{name}.csv"
-        con.execute(f"COPY (SELECT * FROM {name}) TO '{path}' (FORMAT CSV, HEADER true)")
-        paths.append(path)
-    return paths
