@@ -29,6 +29,31 @@ MINDSPORE_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 _PRIMARY_ROLES = ("cpu_op_timestamp", "gpu_op_timestamp", "activity_timestamp")
 _ASCEND_MS_DIR = re.compile(r".*_(\d+)_\d+_ascend_ms$")
 
+#: Raw Ascend device files (eras A/B `JOB*` and era C `PROF_*/device_N/data`), by role. Group 1
+#: is the device id; the data files are split into `.slice_<n>` pieces, read in
+#: order. Markers (`.done`), archives (`.zip`) and MindSpore's own `.join` files never match.
+_SLICE = r"(?:\.[A-Za-z]+\d*)?\.slice_\d+"
+ASCEND_RAW_PATTERNS: dict[str, re.Pattern[str]] = {
+    "hwts": re.compile(r"hwts\.log\.data\.45\.dev\.profiler_default_tag\.(\d+)" + _SLICE),
+    "hwts_c": re.compile(r"hwts\.data\.(\d+)" + _SLICE),
+    "training_trace": re.compile(r"training_trace\.46\.dev\.profiler_default_tag\.(\d+)" + _SLICE),
+    "ts_track": re.compile(r"ts_track\.data\.(\d+)" + _SLICE),
+    "task_desc_text": re.compile(r"Framework\.host\.(?:vm[._])?task_desc_info\.(\d+)" + _SLICE),
+    "graph_desc_text": re.compile(r"Framework\.host\.(?:vm[._])?graph_desc_info\.(\d+)" + _SLICE),
+    "point_text": re.compile(r"Framework\.host\.(?:vm[._])?point\.(\d+)" + _SLICE),
+    "task_desc_bin": re.compile(r"Framework\.task_desc_info\.(\d+)" + _SLICE),
+    "step_info_bin": re.compile(r"Framework\.step_info\.(\d+)" + _SLICE),
+    "tensor_data_bin": re.compile(r"Framework\.tensor_data_info\.(\d+)" + _SLICE),
+    "hash_dic": re.compile(r"Framework\.hash_dic\.(\d+)" + _SLICE),
+    "aicpu": re.compile(r"(?:DATA_PREPROCESS\.(?:dev\.)?AICPU|aicpu\.data)\.(\d+)" + _SLICE),
+    "host_start": re.compile(r"host_start\.log\.(\d+)"),
+    "dev_start": re.compile(r"dev_start\.log\.(\d+)"),
+    "device_info": re.compile(r"info\.json\.(\d+)"),
+}
+#: Roles that make a folder a raw Ascend source (clock and name files only add to one).
+_ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
+                         "task_desc_bin", "aicpu")
+
 
 @dataclass
 class Source:
@@ -41,9 +66,18 @@ class Source:
     directory: Path
     files: dict[str, Path] = field(default_factory=dict)
     pid: int | None = None
+    #: Split files (raw Ascend data) by role: every `.slice_<n>` piece, ordered by n.
+    slices: dict[str, list[Path]] = field(default_factory=dict)
+
+    def all_files(self) -> list[tuple[str, Path]]:
+        """(role, path) of every input file of the source, slices included."""
+        return sorted(self.files.items()) + [(role, p) for role, paths in sorted(self.slices.items())
+                                             for p in paths]
 
     @property
     def device_type(self) -> str:
+        if self.family == "ascend_raw":
+            return "ascend"
         gpu_roles = {"gpu_op_timestamp", "activity_timestamp", "gpu_framework", "kernel_summary"}
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
 
@@ -56,6 +90,7 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
     if not root.is_dir():
         raise InputError(root, "expected a folder that a profiler saved, got a file")
     sources: dict[tuple[Path, int], Source] = {}
+    ascend: dict[tuple[Path, int], Source] = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         directory = Path(dirpath)
@@ -67,8 +102,11 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
                     source = sources.setdefault((directory, device_id), _new_source(directory, device_id))
                     source.files[role] = directory / filename
                     break
+            else:
+                _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
+    found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found.sort(key=lambda s: (s.rank, str(s.directory)))
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
@@ -83,6 +121,28 @@ def _new_source(directory: Path, device_id: int) -> Source:
         pid = int(match.group(1)) if match else None
     return Source(family="mindspore_framework", layout="framework" if framework_layout else "flat",
                   rank=device_id, device_id=device_id, directory=directory, pid=pid)
+
+
+def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, filename: str) -> None:
+    """File a raw Ascend file under its job folder: the folder itself, or its parent for `data/`."""
+    for role, pattern in ASCEND_RAW_PATTERNS.items():
+        match = pattern.fullmatch(filename)
+        if match:
+            device_id = int(match.group(1))
+            job_dir = directory.parent if directory.name == "data" else directory
+            source = ascend.setdefault((job_dir, device_id), Source(
+                family="ascend_raw", layout="ascend_job", rank=device_id, device_id=device_id,
+                directory=job_dir))
+            pieces = source.slices.setdefault(role, [])
+            pieces.append(directory / filename)
+            pieces.sort(key=slice_number)
+            return
+
+
+def slice_number(path: Path) -> int:
+    """n of a `<name>.slice_<n>` file; 0 for a file that is not split."""
+    match = re.search(r"\.slice_(\d+)$", path.name)
+    return int(match.group(1)) if match else 0
 
 
 def _attach_parent_profiler_info(sources: list[Source]) -> None:

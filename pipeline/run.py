@@ -86,12 +86,13 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
-                            "cpu/gpu op_execute_timestamp and activity_execute_timestamp files)")
+                            "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, and raw "
+                            "Ascend hwts, training_trace, ts_track, Framework and AICPU files)")
     timings["discover"] = time.perf_counter() - started
 
     with staged_output(output) as tmp:
         started = time.perf_counter()
-        part_dirs, skipped = _ingest(sources, tmp / "parts", strict, reporter)
+        part_dirs, skipped = _ingest(sources, tmp / "parts", strict, reporter, warnings.append)
         if not part_dirs:
             raise ProfpipeError("every source failed to read:\n" +
                                 "\n".join(f"  {s['error']}" for s in skipped))
@@ -138,10 +139,13 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
                      skipped=skipped, summary=summary, row_counts=row_counts, timings=timings)
 
 
-def _ingest(sources: list[Source], parts_root: Path, strict: bool,
-            reporter: Reporter) -> tuple[list[Path], list[dict[str, Any]]]:
-    """Read every source into its own part folder; a source that fails leaves nothing behind."""
-    source_bytes = [sum(p.stat().st_size for p in s.files.values()) for s in sources]
+def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
+            warn: ingest.Warn) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Read every source into its own part folder; a source that fails leaves nothing behind.
+
+    Recoverable problems a reader meets (a cut-short last record, unnamed tasks) go to `warn`.
+    """
+    source_bytes = [sum(p.stat().st_size for _, p in s.all_files()) for s in sources]
     reporter.stage("ingest", sum(source_bytes))
     part_dirs, skipped, seen_ranks = [], [], set()
     for index, source in enumerate(sources):
@@ -150,7 +154,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool,
         try:
             if source.rank in seen_ranks:
                 raise InputError(source.directory, f"rank {source.rank} was already read from another folder")
-            for table_name, table in ingest.read(source):
+            for table_name, table in ingest.read(source, warn):
                 sink.write(table_name, table)
             sink.close()
             part_dirs.append(part_dir)
@@ -182,7 +186,7 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
             "family": s.family, "layout": s.layout, "rank": s.rank, "device_id": s.device_id,
             "directory": str(s.directory),
             "files": [{"role": role, "path": str(p), "bytes": p.stat().st_size, "fingerprint": fingerprint(p)}
-                      for role, p in sorted(s.files.items())],
+                      for role, p in s.all_files()],
         } for s in sources],
         "skipped": skipped,
         "warnings": warnings,

@@ -55,8 +55,12 @@ def catalog() -> dict[str, TableSpec]:
 
 
 def conform(name: str, table: pa.Table) -> pa.Table:
-    """Return `table` cast to the declared schema of `name`; raise SchemaError if it cannot be."""
+    """Return `table` cast to the declared schema of `name` (absent nullable columns become null);
+    raise SchemaError if it cannot be."""
     spec = catalog()[name]
+    for field in spec.schema:  # a source that lacks an optional column leaves it null
+        if field.nullable and field.name not in table.column_names:
+            table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
     missing = [f.name for f in spec.schema if f.name not in table.column_names]
     extra = [c for c in table.column_names if c not in spec.schema.names]
     if missing or extra:

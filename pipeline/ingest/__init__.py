@@ -6,15 +6,18 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from ..discover import Source
-from . import mindspore_framework
+from . import ascend_raw, mindspore_framework
+from .binary_records import Warn
 
-Reader = Callable[[Source], Iterator[tuple[str, pa.Table]]]
+#: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
+Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]
 
 READERS: dict[str, Reader] = {
     "mindspore_framework": mindspore_framework.read,
+    "ascend_raw": ascend_raw.read,
 }
 
 
-def read(source: Source) -> Iterator[tuple[str, pa.Table]]:
-    """Yield (table name, Arrow table) pieces for one source."""
-    return READERS[source.family](source)
+def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """Yield (table name, Arrow table) pieces for one source; recoverable problems go to `warn`."""
+    return READERS[source.family](source, warn)

@@ -17,7 +17,7 @@ No statistics here: that is the models' job.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -38,8 +38,8 @@ _OP_SIDE = {"cpu_op_timestamp": "Host", "gpu_op_timestamp": "Device"}
 _MAY_BE_EMPTY = {"step_trace"}
 
 
-def read(source: Source) -> Iterator[tuple[str, pa.Table]]:
-    """Yield the normalized tables of one MindSpore framework source."""
+def read(source: Source, warn: Callable[[str], None]) -> Iterator[tuple[str, pa.Table]]:
+    """Yield the normalized tables of one MindSpore framework source (every problem here is an error)."""
     for role, path in source.files.items():
         if role not in _MAY_BE_EMPTY and path.stat().st_size == 0:
             raise InputError(path, "empty file (the profiler writes at least one line; was it cut short?)")

@@ -1,0 +1,104 @@
+"""Fixed-size binary records for the readers: slices joined in order, decoded column-wise with numpy.
+
+Raw Ascend device data (HWTS logs, step traces, binary framework and AI CPU files) is a stream
+of fixed-size little-endian records, split over `.slice_<n>` files that together form one
+stream (a record may straddle two slices). `read_columns` walks the slices in chunks of whole
+records and keeps only the columns a reader asks for, so memory is bounded by those columns,
+never by the file. Problems are reported with the file and byte offset they concern.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..discover import slice_number
+from ..errors import InputError
+
+CHUNK_RECORDS = 1 << 20
+
+Warn = Callable[[str], None]
+
+
+def check_slices(paths: Sequence[Path]) -> None:
+    """Raise InputError when the slice numbers of one stream are not 0, 1, 2, ... without a gap."""
+    for expected, path in enumerate(paths):
+        number = slice_number(path)
+        if number != expected:
+            missing = path.with_name(path.name[: path.name.rfind(".slice_")] + f".slice_{expected}")
+            raise InputError(missing, f"slice {expected} is missing (found slice {number} after it): "
+                                      "the records of the following slices cannot be placed")
+
+
+def read_columns(paths: Sequence[Path], dtype: np.dtype, columns: Sequence[str], warn: Warn,
+                 keep: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Decode the records of the slices `paths` (one stream) and return the named columns.
+
+    `keep`, given a chunk of records, returns a boolean mask of those to keep (applied before
+    the columns are copied out). A trailing partial record is dropped with a warning that
+    names its file and offset. Records made only of ASCII whitespace (padding) are skipped.
+    The extra column "offset" holds each kept record's byte offset in the joined stream.
+    """
+    check_slices(paths)
+    size = dtype.itemsize
+    pieces: dict[str, list[np.ndarray]] = {name: [] for name in columns}
+    pieces["offset"] = []
+    carry = b""
+    stream_offset = 0  # offset of carry[0] within the joined stream
+    file_starts: list[tuple[int, Path]] = []
+    for path in paths:
+        file_starts.append((stream_offset + len(carry), path))
+        with open(path, "rb") as handle:
+            while True:
+                block = handle.read(CHUNK_RECORDS * size)
+                if not block:
+                    break
+                data = carry + block
+                whole = len(data) - len(data) % size
+                records = np.frombuffer(data, dtype=dtype, count=whole // size)
+                mask = ~_is_blank(np.frombuffer(data, dtype=np.uint8, count=whole).reshape(-1, size))
+                if keep is not None:
+                    mask &= keep(records)
+                picked = records[mask]
+                for name in columns:
+                    pieces[name].append(picked[name].copy())
+                pieces["offset"].append(stream_offset + np.flatnonzero(mask).astype(np.int64) * size)
+                stream_offset += whole
+                carry = data[whole:]
+    if carry:
+        path, local = _locate(file_starts, stream_offset)
+        warn(f"{path}: byte offset {local}: last record is cut short ({len(carry)} of {size} bytes); "
+             "dropped")
+    empty = {name: np.empty(0, dtype[name]) for name in columns} | {"offset": np.empty(0, np.int64)}
+    return {name: np.concatenate(parts) if parts else empty[name] for name, parts in pieces.items()}
+
+
+def locate_offset(paths: Sequence[Path], stream_offset: int) -> tuple[Path, int]:
+    """The file among the slices `paths` and the offset within it of a joined-stream offset."""
+    starts, total = [], 0
+    for path in paths:
+        starts.append((total, path))
+        total += path.stat().st_size
+    return _locate(starts, stream_offset)
+
+
+def _locate(file_starts: list[tuple[int, Path]], stream_offset: int) -> tuple[Path, int]:
+    start, path = file_starts[0]
+    for candidate_start, candidate in file_starts:
+        if candidate_start <= stream_offset:
+            start, path = candidate_start, candidate
+    return path, stream_offset - start
+
+
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
+def _is_blank(rows: np.ndarray) -> np.ndarray:
+    """Per record (row of bytes): made only of ASCII whitespace (first byte tested first: cheap)."""
+    blank = _WHITESPACE[rows[:, 0]]
+    candidates = np.flatnonzero(blank)
+    if candidates.size:
+        blank[candidates] = _WHITESPACE[rows[candidates]].all(axis=1)
+    return blank
