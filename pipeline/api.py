@@ -11,20 +11,30 @@ from pathlib import Path
 import duckdb
 
 from .errors import ProfpipeError
+from .export.ascend_reports import ReportOptions
 from .run import RunResult, analyse
 
 
 def offline_analyse(path: str | Path, output_path: str | Path | None = None, pretty: bool = False,
-                    step_list: list[int] | None = None) -> RunResult:
+                    step_list: list[int] | None = None, *, subgraph: str = "all",
+                    optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
+                    is_show_op_path: bool = False, report_style: str = "latest") -> RunResult:
     """Analyse the saved profiler folder `path`, as MindSpore's `Profiler.offline_analyse` does.
 
     Unlike MindSpore, nothing is written into `path`: results go to `output_path` (default
     `./<folder name>.profpipe`). `pretty` indents the JSON reports; `step_list` keeps only
-    those consecutive steps (ranks without a step trace keep everything).
+    those consecutive steps (ranks without a step trace keep everything). `subgraph`,
+    `optypes_to_deal`, `optypes_not_deal` (comma-separated) and `is_show_op_path` are
+    MindSpore's Profiler arguments for the Ascend op detail report; `report_style` is
+    "latest" or "legacy" (see README).
     """
+    options = ReportOptions(style=report_style, subgraph=subgraph,
+                            optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
+                            optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),
+                            show_op_path=is_show_op_path)
     source = Path(path)
     output = Path(output_path) if output_path is not None else Path.cwd() / f"{source.resolve().name}.profpipe"
-    return analyse(source, output, step_list=step_list, pretty=pretty)
+    return analyse(source, output, step_list=step_list, pretty=pretty, report_options=options)
 
 
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:

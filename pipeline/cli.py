@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from .errors import ProfpipeError
+from .export.ascend_reports import ReportOptions
 from .models import load_models
 from .run import RunResult, analyse as run_analysis
 from .tables import catalog
@@ -55,16 +56,27 @@ def analyse(
     timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on the first unreadable rank instead of skipping it.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
+    fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
+    bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
+    report_style: Annotated[str, typer.Option("--report-style", help="Ascend reports: 'latest' MindSpore behaviour or 'legacy' (MindSpore r0.5-r1.0 file layouts and averages).")] = "latest",
+    subgraph: Annotated[str, typer.Option("--subgraph", help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
+    optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", help="Ascend op detail report: only these comma-separated op types.")] = "",
+    optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",
+    op_path: Annotated[bool, typer.Option("--op-path", help="Ascend op detail report: add the full op name column.")] = False,
 ) -> None:
     """Analyse a saved profiler folder into OUTPUT (tables/, profile.duckdb, reports/, timeline/, manifest.json).
 
     Exit status: 0 all sources read, 2 bad input or usage, 3 some ranks skipped (see manifest.json).
     """
     try:
+        options = ReportOptions(style=report_style, subgraph=subgraph,
+                                optypes_to_deal=_type_list(optypes_to_deal),
+                                optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path)
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
                       TimeElapsedColumn(), console=_err, transient=True, disable=not _err.is_terminal) as bars:
             result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
-                                  strict=strict, reporter=_BarReporter(bars))
+                                  strict=strict, reporter=_BarReporter(bars), fp_op=fp_op, bp_op=bp_op,
+                                  report_options=options)
     except (ProfpipeError, OSError) as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -73,6 +85,10 @@ def analyse(
     else:
         _print_summary(result)
     raise typer.Exit(result.exit_code)
+
+
+def _type_list(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 @app.command()

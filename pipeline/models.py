@@ -62,6 +62,13 @@ def table_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('tables/{name}.parquet')")
 
 
+def set_run_options(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> None:
+    """Table run_option(name, value): the analysis options the models read (fp_op, bp_op overrides)."""
+    con.execute("CREATE OR REPLACE TABLE run_option (name VARCHAR, value VARCHAR)")
+    if options:
+        con.executemany("INSERT INTO run_option VALUES (?, ?)", list(options.items()))
+
+
 def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None) -> dict[str, float]:
     """Create every model in `con`; return seconds spent per model."""
     timings = {}

@@ -6,6 +6,7 @@ call `analyse`; progress goes to a `Reporter` (the CLI draws bars, the API stays
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import time
@@ -19,16 +20,24 @@ import duckdb
 from . import ingest
 from .discover import Source, discover
 from .errors import InputError, ProfpipeError, SchemaError
+from .export.ascend_reports import ReportOptions, write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
-from .models import load_models, run_models, table_views
+from .models import load_models, run_models, set_run_options, table_views
 from .output import check_not_inside, fingerprint, staged_output
 from .step_filter import check_step_list, keep_steps
 from .tables import TableSink, merge_parts, table_row_counts
 
 VERSION = "0.1.0"
+
+
+def trace_point_overrides(fp_op: str | None, bp_op: str | None) -> dict[str, str]:
+    """The FP/BP op overrides: arguments first, then MindSpore's environment variables."""
+    fp_op = fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START")
+    bp_op = bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END")
+    return {name: value for name, value in (("fp_op", fp_op), ("bp_op", bp_op)) if value}
 
 
 class Reporter(Protocol):
@@ -69,11 +78,17 @@ class RunResult:
 def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None,
             timeline_limit_mb: float | None = None, strict: bool = False,
             step_list: list[int] | None = None, pretty: bool = True,
-            reporter: Reporter | None = None) -> RunResult:
+            reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
+            report_options: ReportOptions | None = None) -> RunResult:
     """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
 
     `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
+    `fp_op` / `bp_op` name the ops that start forward and end backward propagation, overriding
+    the step trace (default: the FP_POINT / BP_POINT or PROFILING_FP_START / PROFILING_BP_END
+    environment variables, as MindSpore reads them). `report_options` are the Ascend report
+    choices (MindSpore's Profiler filters and which MindSpore version to imitate).
     """
+    report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
     path, output = Path(path), Path(output)
     check_not_inside(output, path)
@@ -110,6 +125,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             models = load_models()
             reporter.stage("models", len(models))
             table_views(con)
+            set_run_options(con, trace_point_overrides(fp_op, bp_op))
             run_models(con, models)
             reporter.advance(len(models))
             timings["models"] = time.perf_counter() - started
@@ -117,6 +133,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             started = time.perf_counter()
             reporter.stage("export", 3)
             write_reports(con, tmp / "reports")
+            write_ascend_reports(con, tmp / "reports", report_options)
             write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb)

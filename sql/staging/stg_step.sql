@@ -1,18 +1,69 @@
--- stg_step: one row per (rank, step) with its four base points, pivoted from step_point.
+-- stg_step: one row per (rank, step) with its four base points and the ops that carry them.
 -- Columns:
 --   rank, step.
---   start_ns: step start (MindSpore: where the previous step's iteration-end op starts; the first step at its FP start).
+--   start_ns: step start (MindSpore: where the previous step ended; the first step at its FP start).
 --   fp_ns: FP start (first forward op starts).  bp_ns: BP end (last backward op ends).  end_ns: step end.
---   fp_op, bp_op, end_op: ops that carry those points.
+--   fp_op, bp_op, end_op: ops that carry those points. In order of precedence: the user's override
+--     (run_option fp_op / bp_op: then fp_ns / bp_ns are that op's first start / last end inside
+--     the step), the op the step trace names, or - when the trace names none - the op derived from
+--     op order on the rank's first complete step as MindSpore does for msprof data: FP = the last op
+--     starting at or before the FP point; BP = in start order, the op at position (number of ops
+--     ending before the BP point).
+--   point_source: 'override', 'trace', 'derived' or NULL (for fp_op).
+WITH points AS (
+    SELECT
+        rank,
+        step,
+        max(ts_ns) FILTER (WHERE kind = 'step_start') AS start_ns,
+        max(ts_ns) FILTER (WHERE kind = 'fp_start') AS fp_ns,
+        max(ts_ns) FILTER (WHERE kind = 'bp_end') AS bp_ns,
+        max(ts_ns) FILTER (WHERE kind = 'step_end') AS end_ns,
+        max(op_name) FILTER (WHERE kind = 'fp_start') AS fp_op,
+        max(op_name) FILTER (WHERE kind = 'bp_end') AS bp_op,
+        max(op_name) FILTER (WHERE kind = 'step_end') AS end_op
+    FROM step_point
+    GROUP BY rank, step
+), options AS (
+    SELECT max(value) FILTER (WHERE name = 'fp_op') AS fp_override,
+           max(value) FILTER (WHERE name = 'bp_op') AS bp_override
+    FROM run_option
+), ops AS (
+    SELECT rank, op_name, start_ns, end_ns FROM stg_device_exec WHERE op_name IS NOT NULL
+    UNION ALL
+    SELECT rank, op_name, start_ns, end_ns FROM stg_host_op
+), ordered_ops AS (
+    SELECT *, row_number() OVER (PARTITION BY rank ORDER BY start_ns, op_name) AS position FROM ops
+), first_step AS (
+    SELECT rank, arg_min(fp_ns, step) AS fp_ns, arg_min(bp_ns, step) AS bp_ns
+    FROM points WHERE fp_ns IS NOT NULL AND end_ns IS NOT NULL
+    GROUP BY rank
+), derived AS (
+    SELECT
+        f.rank,
+        (SELECT arg_max(o.op_name, o.position) FROM ordered_ops o
+         WHERE o.rank = f.rank AND o.start_ns <= f.fp_ns) AS fp_op,
+        (SELECT any_value(o.op_name) FROM ordered_ops o
+         WHERE o.rank = f.rank AND o.position = (SELECT count(*) FROM ops e
+                                                 WHERE e.rank = f.rank AND e.end_ns < f.bp_ns)) AS bp_op
+    FROM first_step f
+)
 SELECT
-    rank,
-    step,
-    max(ts_ns) FILTER (WHERE kind = 'step_start') AS start_ns,
-    max(ts_ns) FILTER (WHERE kind = 'fp_start') AS fp_ns,
-    max(ts_ns) FILTER (WHERE kind = 'bp_end') AS bp_ns,
-    max(ts_ns) FILTER (WHERE kind = 'step_end') AS end_ns,
-    max(op_name) FILTER (WHERE kind = 'fp_start') AS fp_op,
-    max(op_name) FILTER (WHERE kind = 'bp_end') AS bp_op,
-    max(op_name) FILTER (WHERE kind = 'step_end') AS end_op
-FROM step_point
-GROUP BY rank, step
+    p.rank,
+    p.step,
+    p.start_ns,
+    CASE WHEN fp_override IS NULL THEN p.fp_ns
+         ELSE (SELECT min(o.start_ns) FROM ops o WHERE o.rank = p.rank AND o.op_name = fp_override
+               AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS fp_ns,
+    CASE WHEN bp_override IS NULL THEN p.bp_ns
+         ELSE (SELECT max(o.end_ns) FROM ops o WHERE o.rank = p.rank AND o.op_name = bp_override
+               AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS bp_ns,
+    p.end_ns,
+    coalesce(fp_override, p.fp_op, d.fp_op) AS fp_op,
+    coalesce(bp_override, p.bp_op, d.bp_op) AS bp_op,
+    p.end_op,
+    CASE WHEN fp_override IS NOT NULL THEN 'override'
+         WHEN p.fp_op IS NOT NULL THEN 'trace'
+         WHEN d.fp_op IS NOT NULL THEN 'derived' END AS point_source
+FROM points p
+CROSS JOIN options
+LEFT JOIN derived d USING (rank)

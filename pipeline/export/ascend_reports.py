@@ -1,0 +1,347 @@
+"""MindSpore-compatible Ascend reports: the files MindSpore 0.5-1.x wrote from raw device data.
+
+Per Ascend rank N (its device id): output_timeline_data_N.txt, output_op_compute_time_N.txt,
+output_op_compute_time_detail_N.txt, aicore_intermediate_N_{detail,type}.csv,
+framework_raw_N.csv, step_trace_raw_N_detail_time.csv, step_trace_point_info.json,
+(ascend_)timeline_display_N.json with its summary, output_data_preprocess_aicpu_N.txt.
+
+Numbers are computed the way MindSpore computes them, down to the float arithmetic (per-op
+averages are a left-to-right sum of per-execution milliseconds, printed like Python prints
+floats), so the files compare equal to MindSpore's. Where MindSpore versions disagree,
+`ReportOptions.style` picks the behaviour (README, "Ascend reports"):
+
+* "latest" (default): step-trace average over all steps and communication columns named
+  `stream_<id>_<k>_<op>`; aicore type table with total time, executions and a fraction;
+  framework_raw in the later 9/10-column layout; `ascend_timeline_display_N.json` with process
+  and thread names; the AI CPU table in MindSpore's later aligned layout.
+* "legacy" (MindSpore r0.5-r1.0 / MindInsight 0.x): average over steps 2..N, columns
+  `stream_<id>_parallel_<k>`, per-step type table in percent, the 8-column framework_raw,
+  `timeline_display_N.json`, the space-separated AI CPU table.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+import duckdb
+
+from ..errors import ProfpipeError
+from .text_table import simple_table
+
+STYLES = ("latest", "legacy")
+_TITLE = "====================op compute time===================="
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """Choices of MindSpore's Profiler arguments and of the version the reports imitate."""
+
+    style: str = "latest"
+    subgraph: str = "all"  # all | Default | Gradients: ops listed in the Detail section
+    optypes_to_deal: tuple[str, ...] = ()  # only these op types in the Detail section (empty: all)
+    optypes_not_deal: tuple[str, ...] = ("Variable",)  # op types left out of the Detail section
+    show_op_path: bool = False  # add the full op name to the Detail section
+
+    def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ProfpipeError(f"report style must be one of {', '.join(STYLES)}, got {self.style!r}")
+        if self.subgraph not in ("all", "Default", "Gradients"):
+            raise ProfpipeError(f"subgraph must be all, Default or Gradients, got {self.subgraph!r}")
+
+
+def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, options: ReportOptions) -> list[Path]:
+    """Write the compatible files of every Ascend rank; return their paths."""
+    written: list[Path] = []
+    ranks = con.execute("SELECT rank, device_id, tick_hz FROM run_info WHERE device_type = 'ascend' "
+                        "ORDER BY rank").fetchall()
+    for rank, device, tick_hz in ranks:
+        writer = _RankReports(con, reports_dir, rank, device, tick_hz, options)
+        written += writer.write_all()
+    return written
+
+
+class _RankReports:
+    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, rank: int, device: int, tick_hz: int,
+                 options: ReportOptions) -> None:
+        self.con, self.folder, self.rank, self.device, self.options = con, folder, rank, device, options
+        self.ns_per_tick = 1e9 / tick_hz
+        self.written: list[Path] = []
+
+    def write_all(self) -> list[Path]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        has_tasks = self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank") > 0
+        if has_tasks:
+            self._timeline_data()
+            self._op_compute_time()
+            self._op_compute_time_detail()
+            self._aicore_intermediate()
+        if self._scalar("SELECT count(*) FROM task_desc WHERE rank = $rank") or \
+                self._scalar("SELECT count(*) FROM op_desc WHERE rank = $rank"):
+            self._framework_raw()
+        if self._scalar("SELECT count(*) FROM stg_step WHERE rank = $rank AND end_ns IS NOT NULL"):
+            self._step_trace()
+            self._point_info()
+        if has_tasks or self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
+            self._timeline_display()
+        if self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
+            self._aicpu()
+        return self.written
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _rows(self, sql: str) -> list[tuple]:
+        return self.con.execute(sql.replace("$rank", str(int(self.rank)))).fetchall()
+
+    def _scalar(self, sql: str) -> object:
+        return self._rows(sql)[0][0]
+
+    def _path(self, name: str) -> Path:
+        path = self.folder / name
+        self.written.append(path)
+        return path
+
+    def _text(self, name: str, text: str) -> None:
+        self._path(name).write_text(text, encoding="utf-8")
+
+    def _csv(self, name: str, header: list[str], rows: list[tuple]) -> None:
+        with open(self._path(name), "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)  # MindSpore wrote CSV with the csv module's \r\n lines
+            writer.writerow(header)
+            writer.writerows(rows)
+
+    # ---- op timing -------------------------------------------------------------------------
+    def _timeline_data(self) -> None:
+        rows = self._rows("""
+            SELECT op_name || ',' || stream_id || ',' || (start_ns / 1e6)::VARCHAR || ',' || (dur_ns / 1e6)::VARCHAR
+            FROM stg_device_exec WHERE rank = $rank AND kind = 'task'
+            ORDER BY start_ns, stream_id, task_id""")
+        lines = ["op_name, stream_id, start_time(ms), duration(ms)"] + [r[0] for r in rows]
+        self._text(f"output_timeline_data_{self.device}.txt", "\n".join(lines) + "\n")
+
+    def _per_op_ms(self) -> list[tuple]:
+        """(op_name, avg ms as MindSpore sums it, stream, executions, op_type, subgraph), first-seen order."""
+        return self._rows("""
+            SELECT s.op_name,
+                   list_reduce(list(e.dur_ns / 1e6 ORDER BY e.start_ns, e.task_id), lambda a, b: a + b)
+                       / any_value(s.executions) AS avg_ms,
+                   any_value(s.stream_id), any_value(s.executions), any_value(s.op_type),
+                   any_value(s.subgraph), any_value(s.short_name), any_value(s.first_start_ns) AS first_start
+            FROM device_op_stats s
+            JOIN stg_device_exec e ON e.rank = s.rank AND e.op_name = s.op_name AND e.kind = 'task'
+            WHERE s.rank = $rank
+            GROUP BY s.op_name ORDER BY first_start, s.op_name""")
+
+    def _op_compute_time(self) -> None:
+        ops = self._per_op_ms()
+        total = 0.0
+        for op in ops:
+            total += op[1]
+        lines = [_TITLE, "op_name       compute_time(ms) stream_id", "------------  ---------------  ---------"]
+        lines += [f"{name} {avg!r}  {stream}" for name, avg, stream, *_ in ops]
+        lines.append(f"total op  {total!r} 0")
+        self._text(f"output_op_compute_time_{self.device}.txt", "\n".join(lines) + "\n")
+
+    def _op_compute_time_detail(self) -> None:
+        ops = self._per_op_ms()
+        types: dict[str, list[tuple]] = {}
+        for op in ops:
+            types.setdefault(op[4], []).append(op)
+        grand = sum(op[1] for op in ops)
+        type_rows = sorted(((t, sum(o[1] for o in members), len(members)) for t, members in types.items()),
+                           key=lambda row: -row[1])
+        table = [(t, round(time, 6), count, round(time / grand * 100, 2) if grand else 0.0)
+                 for t, time, count in type_rows]
+        text = simple_table(["optype_name", "compute_time(ms, per-step)", "called_times(per-step)", "percent"], table)
+        detail = []
+        options = self.options
+        for op_type, *_ in type_rows:
+            if op_type in options.optypes_not_deal or (options.optypes_to_deal and op_type not in options.optypes_to_deal):
+                continue
+            for name, avg, _stream, _count, _type, subgraph, short, _ in sorted(types[op_type], key=lambda o: -o[1]):
+                if options.subgraph != "all" and subgraph != options.subgraph:
+                    continue
+                row = (short, op_type, avg, subgraph if subgraph in ("Default", "Gradients") else "")
+                detail.append(row + ((name,) if options.show_op_path else ()))
+        headers = ["op_name", "op_type", "avg_execution_time", "subgraph"] + (["full_op_name"] if options.show_op_path else [])
+        text += "\n\nDetail:\n" + simple_table(headers, detail) + "\n"
+        self._text(f"output_op_compute_time_detail_{self.device}.txt", _TITLE + "\n" + text)
+
+    def _aicore_intermediate(self) -> None:
+        ops = self._per_op_ms()
+        if self.options.style == "legacy":
+            self._csv(f"aicore_intermediate_{self.device}_detail.csv", ["full_op_time", "execution_time"],
+                      [(name, avg) for name, avg, *_ in ops])
+            rows = self._rows("""SELECT op_type, round(per_step_ns / 1e6, 6), instances, round(per_step_share * 100, 2)
+                                 FROM device_op_type_stats WHERE rank = $rank ORDER BY per_step_ns DESC, op_type""")
+            self._csv(f"aicore_intermediate_{self.device}_type.csv",
+                      ["op_type", "execution_time", "execution_frequency", "percent"], rows)
+            return
+        types = dict(self._rows("SELECT op_name, any_value(task_type) FROM task_desc WHERE rank = $rank GROUP BY op_name"))
+        self._csv(f"aicore_intermediate_{self.device}_detail.csv",
+                  ["full_op_name", "task_duration", "execution_frequency", "task_type"],
+                  [(name, avg, count, types.get(name) or "AI_CORE") for name, avg, _s, count, *_ in ops])
+        rows = self._rows("""SELECT op_type, total_ns / 1e6, executions, share
+                             FROM device_op_type_stats WHERE rank = $rank ORDER BY total_ns DESC, op_type""")
+        self._csv(f"aicore_intermediate_{self.device}_type.csv",
+                  ["op_type", "total_time", "execution_frequency", "percent"], rows)
+
+    # ---- framework ---------------------------------------------------------------------------
+    def _framework_raw(self) -> None:
+        rows = self._rows("""
+            WITH joined AS (
+                SELECT coalesce(t.op_name, o.op_name) AS full_name, t.task_id, t.stream_id, t.block_dim, t.graph_id,
+                       coalesce(o.op_type, t.op_type) AS op_type, o.tensors_json,
+                       coalesce(t.seq, 1e12 + o.seq) AS ordering
+                FROM (SELECT * FROM task_desc WHERE rank = $rank) t
+                FULL JOIN (SELECT * FROM op_desc WHERE rank = $rank) o ON o.op_name = t.op_name
+            )
+            SELECT task_id, stream_id, block_dim, full_name, regexp_extract(full_name, '[^/]*$'),
+                   op_type, CASE WHEN split_part(full_name, '/', 1) IN ('Default', 'Gradients')
+                                 THEN split_part(full_name, '/', 1) ELSE '' END,
+                   tensors_json, graph_id
+            FROM joined ORDER BY ordering""")
+        if self.options.style == "legacy":
+            header = ["task_id", "stream_id", "block_dim", "full_op_name", "op_name", "op_type", "subgraph", "op_info"]
+            body = [(t, s, b, full, short, typ or "", sub, info or "") for t, s, b, full, short, typ, sub, info, _ in rows]
+        else:
+            header = ["task_id", "stream_id", "block_dim", "full_kernel_name", "op_name", "kernel_name",
+                      "kernel_type", "subgraph", "op_info"]
+            with_graph = any(r[8] is not None for r in rows)
+            header += ["graph_id"] if with_graph else []
+            body = [(t, s, b, full, full, short, typ or "", sub, info or "") + ((g,) if with_graph else ())
+                    for t, s, b, full, short, typ, sub, info, g in rows]
+        self._csv(f"framework_raw_{self.device}.csv", header, body)
+
+    # ---- step trace --------------------------------------------------------------------------
+    def _step_trace(self) -> None:
+        tick = self.ns_per_tick
+        steps = self._rows("""
+            SELECT step, start_ns, end_ns, fp_ns, bp_ns FROM stg_step
+            WHERE rank = $rank AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL
+            ORDER BY step""")
+        comm = self._rows("""SELECT step, stream_id, pair, start_ns, end_ns, op_label FROM step_communication
+                             WHERE rank = $rank ORDER BY step, stream_id, pair""")
+        training = any(s[4] is not None for s in steps)
+        first_step = steps[0][0]
+        spans = [(c[1], c[2], c[5]) for c in comm if c[0] == first_step]
+        legacy = self.options.style == "legacy"
+        names = [f"stream_{sid}_parallel_{k}" if legacy else f"stream_{sid}_{k}_{label}" for sid, k, label in spans]
+        by_step: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
+        for step, sid, k, start, end, _ in comm:
+            by_step.setdefault(step, {})[(sid, k)] = (start, end)
+        header = ["step_num", "start_point", "end_point", "total", "fp_point"]
+        header += ["bp_point", "iteration_interval", "fp_and_bp", "tail"] if training else ["iteration_interval", "fp"]
+        for name in names:
+            header += [f"{name}_start_point", f"{name}_end_point", name]
+        table = []
+        for step, start, end, fp, bp in steps:
+            t = {k: round(v / tick) for k, v in (("start", start), ("end", end), ("fp", fp), ("bp", bp)) if v is not None}
+            row = [t["start"], t["end"], t["end"] - t["start"], t["fp"]]
+            if training:
+                row += [t["bp"], t["fp"] - t["start"], t["bp"] - t["fp"], t["end"] - t["bp"]]
+            else:
+                row += [t["fp"] - t["start"], t["end"] - t["fp"]]
+            for sid, k, _ in spans:
+                span = by_step.get(step, {}).get((sid, k))
+                s, e = (round(span[0] / tick), round(span[1] / tick)) if span else (0, 0)
+                row += [s, e, e - s]
+            table.append([step] + row)
+        averaged = table[1:] if legacy else table
+        if legacy and len(table) == 1:
+            average = [0] * (len(header) - 1)
+        else:
+            average = [int((Decimal(sum(col)) / Decimal(len(averaged))).quantize(Decimal(1), ROUND_HALF_EVEN))
+                       for col in zip(*(r[1:] for r in averaged))]
+        self._csv(f"step_trace_raw_{self.device}_detail_time.csv", header, [*table, ["-", *average]])
+
+    def _point_info(self) -> None:
+        fp, bp = self._rows("""SELECT arg_min(fp_op, step), arg_min(bp_op, step) FROM stg_step
+                               WHERE rank = $rank AND fp_op IS NOT NULL""")[0]
+        if fp is None:
+            return
+        info = {"fp_start": fp} if bp is None else {"fp_start": fp, "bp_end": bp}
+        name = "step_trace_point_info.json" if self.options.style == "legacy" else \
+            f"step_trace_point_info_{self.device}.json"
+        self._text(name, json.dumps(info))
+
+    # ---- timeline ----------------------------------------------------------------------------
+    def _timeline_display(self) -> None:
+        tick = self.ns_per_tick
+        legacy = self.options.style == "legacy"
+        comm_name = ("'stream_' || stream_id || '_parallel_' || pair" if legacy
+                     else "'stream_' || stream_id || '_' || pair || '_' || op_label")
+        events = self._rows(f"""
+            WITH tasks AS (
+                SELECT e.start_ns, e.dur_ns, e.stream_id, e.op_name, e.task_id, s.short_name, s.op_type, o.tensors_json
+                FROM stg_device_exec e
+                JOIN device_op_stats s ON s.rank = e.rank AND s.op_name = e.op_name
+                LEFT JOIN op_desc o ON o.rank = e.rank AND o.op_name = e.op_name
+                WHERE e.rank = $rank AND e.kind = 'task'
+            ), origin AS (
+                SELECT least((SELECT min(start_ns) FROM tasks) / 1e6,
+                             (SELECT min(run_start_us) FROM aicpu_exec WHERE rank = $rank) / 1e3) AS min_ms
+            ), events AS (
+                SELECT 0 AS lane, start_ns AS sort_ns, short_name AS name, stream_id AS tid,
+                       (start_ns / 1e6 - min_ms) * 1000 AS ts, dur_ns / 1e6 * 1000 AS dur, op_name AS fullname,
+                       op_type, tensors_json
+                FROM tasks, origin
+                UNION ALL
+                SELECT 1, start_ns, {comm_name}, stream_id,
+                       (round(start_ns / {tick}) / 1e5 - min_ms) * 1000, round(dur_ns / {tick}) / 1e5 * 1000,
+                       NULL, NULL, NULL
+                FROM step_communication, origin WHERE rank = $rank
+                UNION ALL
+                SELECT 2, run_start_us * 1000, op_type, 0, (run_start_us / 1e3 - min_ms) * 1000,
+                       (run_end_us - run_start_us)::DOUBLE, NULL, NULL, NULL
+                FROM aicpu_exec, origin WHERE rank = $rank
+            )
+            SELECT lane, name, tid, ts, dur, fullname, op_type, tensors_json FROM events ORDER BY ts, lane""")
+        pids = {0: self.device, 1: 10000, 2: 9000}
+        out = []
+        for lane, name, tid, ts, dur, fullname, op_type, tensors in events:
+            event = {"name": name, "ph": "X", "tid": tid, "ts": ts, "dur": dur, "pid": pids[lane]}
+            if lane == 0 and op_type is not None:
+                event["args"] = {"type": op_type, "fullname": fullname, **(json.loads(tensors) if tensors else {})}
+            out.append(event)
+        if not legacy:
+            out += self._timeline_metadata(events)
+        prefix = "timeline" if legacy else "ascend_timeline"
+        self._text(f"{prefix}_display_{self.device}.json", json.dumps(out))
+        ops = [e for e in events if e[0] == 0]
+        aicpu = [e for e in events if e[0] == 2]
+        total = 0.0
+        for event in ops:
+            total += event[4]
+        summary = {"total_time": total + sum(e[4] for e in aicpu) / 1000,
+                   "num_of_streams": len({e[2] for e in ops}) + (1 if aicpu else 0),
+                   "num_of_ops": self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank")
+                   + len({e[1] for e in aicpu}),
+                   "op_exe_times": len(ops) + len(aicpu)}
+        self._text(f"{prefix}_summary_{self.device}.json", json.dumps(summary))
+
+    def _timeline_metadata(self, events: list[tuple]) -> list[dict]:
+        labels = {self.device: "AI Core Op", 10000: "Communication Op", 9000: "AI CPU Op"}
+        pids = {0: self.device, 1: 10000, 2: 9000}
+        used = sorted({(pids[e[0]], e[2]) for e in events})
+        meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": labels[pid]}}
+                for pid in sorted({p for p, _ in used})]
+        meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                  "args": {"name": f"Stream #{tid}" if pid != 9000 else "AI CPU"}} for pid, tid in used]
+        return meta
+
+    # ---- AI CPU ------------------------------------------------------------------------------
+    def _aicpu(self) -> None:
+        rows = self._rows("""SELECT seq + 1, op_type, total_us / 1e3, dispatch_us / 1e3, run_start_us, run_end_us
+                             FROM aicpu_exec WHERE rank = $rank ORDER BY seq""")
+        total = sum(r[2] for r in rows)
+        headers = ["serial_number", "node_type_name", "total_time(ms)", "dispatch_time(ms)", "run_start", "run_end"]
+        if self.options.style == "legacy":
+            lines = [" ".join(headers)] + [" ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in r)
+                                           for r in rows]
+            lines.append(f"AI CPU Total Time(ms): {total:f}")
+            text = "\n".join(lines)
+        else:
+            text = simple_table(headers, [*rows, ("AI CPU Total Time(ms):", f"{total:f}", None, None, None, None)])
+        self._text(f"output_data_preprocess_aicpu_{self.device}.txt", text + "\n")

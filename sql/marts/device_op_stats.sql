@@ -1,0 +1,48 @@
+-- device_op_stats: one row per op instance (rank, full op name) timed by its device tasks (Ascend HWTS).
+-- Columns:
+--   rank, op_name (full scoped name), short_name, op_type, subgraph.
+--   op_type comes from the framework's op description (op_desc, else task_desc), else from the name.
+--   stream_id, first_task_id: stream and task id of the op's first execution.
+--   executions: executions of the op, counted as MindSpore does - tasks that carry the op's first
+--     task id (an op made of several tasks runs once per round of its tasks).
+--   tasks: task executions of all its task ids.
+--   total_ns: summed task time [ns].  avg_ns: total_ns / executions [ns] (MindSpore's per-op average).
+--   min_ns, max_ns: shortest and longest task [ns].
+--   first_start_ns: start of the first execution (orders ops as MindSpore lists them).
+--   share: total_ns / the summed task time of the rank (fraction 0-1).
+WITH tasks AS (
+    SELECT rank, op_name, task_id, stream_id, start_ns, dur_ns
+    FROM stg_device_exec WHERE kind = 'task' AND op_name IS NOT NULL
+), per_op AS (
+    SELECT rank, op_name,
+           arg_min(task_id, (start_ns, task_id)) AS first_task_id,
+           arg_min(stream_id, (start_ns, task_id)) AS stream_id,
+           min(start_ns) AS first_start_ns
+    FROM tasks GROUP BY rank, op_name
+), types AS (
+    SELECT rank, op_name, any_value(op_type) AS op_type FROM (
+        SELECT rank, op_name, op_type FROM op_desc
+        UNION ALL
+        SELECT rank, op_name, op_type FROM task_desc WHERE op_type IS NOT NULL
+    ) GROUP BY rank, op_name
+)
+SELECT
+    t.rank,
+    t.op_name,
+    regexp_extract(t.op_name, '[^/]*$') AS short_name,
+    coalesce(ty.op_type, regexp_extract(regexp_extract(t.op_name, '[^/]*$'), '^([^-]*)', 1)) AS op_type,
+    split_part(t.op_name, '/', 1) AS subgraph,
+    p.stream_id,
+    p.first_task_id,
+    count(*) FILTER (WHERE t.task_id = p.first_task_id) AS executions,
+    count(*) AS tasks,
+    sum(t.dur_ns)::BIGINT AS total_ns,
+    sum(t.dur_ns) / count(*) FILTER (WHERE t.task_id = p.first_task_id) AS avg_ns,
+    min(t.dur_ns) AS min_ns,
+    max(t.dur_ns) AS max_ns,
+    p.first_start_ns,
+    sum(t.dur_ns) / sum(sum(t.dur_ns)) OVER (PARTITION BY t.rank) AS share
+FROM tasks t
+JOIN per_op p USING (rank, op_name)
+LEFT JOIN types ty USING (rank, op_name)
+GROUP BY t.rank, t.op_name, ty.op_type, p.stream_id, p.first_task_id, p.first_start_ns
