@@ -272,6 +272,11 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
     comm = (tag >= _ERA_C_TAGS["comm_low"]) & (tag < _ERA_C_TAGS["comm_high"])
     kind[comm & (tag % 2 == 0)] = "comm_start"
     kind[comm & (tag % 2 == 1)] = "comm_end"
+    unknown = np.flatnonzero((kind == "") & (tag > 1))
+    if unknown.size:
+        path, offset = locate_offset(paths, int(records["offset"][unknown[0]]))
+        warn(f"{path}: byte offset {offset}: {unknown.size} step-trace records have a tag that means nothing "
+             f"in this format (first: {int(tag[unknown[0]])}); ignored")
     names = _neighbour_op_names(records["stream_id"], records["task_id"], kind, tasks)
     for tag_value, name in point_names.items():  # step_info names the FP/BP ops directly
         names[tag == tag_value] = name
