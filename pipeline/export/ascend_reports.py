@@ -297,18 +297,23 @@ class _RankReports:
                        (run_end_us - run_start_us)::DOUBLE, NULL, NULL, NULL
                 FROM aicpu_exec, origin WHERE rank = $rank
             )
-            SELECT lane, name, tid, ts, dur, fullname, op_type, tensors_json FROM events ORDER BY ts, lane""")
-        pids = {0: self.device, 1: 10000, 2: 9000}
+            SELECT lane, name, tid, ts, dur, op_type IS NOT NULL AS named,
+                   to_json({{'name': name, 'ph': 'X', 'tid': tid, 'ts': ts, 'dur': dur,
+                             'pid': CASE lane WHEN 0 THEN {int(self.device)} WHEN 1 THEN 10000 ELSE 9000 END}})
+                       AS plain,
+                   to_json({{'type': op_type, 'fullname': fullname}}) AS args, tensors_json
+            FROM events ORDER BY ts, lane""")
         out = []
-        for lane, name, tid, ts, dur, fullname, op_type, tensors in events:
-            event = {"name": name, "ph": "X", "tid": tid, "ts": ts, "dur": dur, "pid": pids[lane]}
-            if lane == 0 and op_type is not None:
-                event["args"] = {"type": op_type, "fullname": fullname, **(json.loads(tensors) if tensors else {})}
-            out.append(event)
+        for _lane, _name, _tid, _ts, _dur, named, plain, args, tensors in events:
+            if named:  # MindSpore's args: type, fullname, then the tensor descriptions
+                tensor_text = tensors[1:-1] if tensors and tensors != "{}" else ""
+                args = args[:-1] + ("," + tensor_text if tensor_text else "") + "}"
+                plain = plain[:-1] + ',"args":' + args + "}"
+            out.append(plain)
         if not legacy:
-            out += self._timeline_metadata(events)
+            out += [json.dumps(m) for m in self._timeline_metadata(events)]
         prefix = "timeline" if legacy else "ascend_timeline"
-        self._text(f"{prefix}_display_{self.device}.json", json.dumps(out))
+        self._text(f"{prefix}_display_{self.device}.json", "[" + ",".join(out) + "]")
         ops = [e for e in events if e[0] == 0]
         aicpu = [e for e in events if e[0] == 2]
         total = 0.0
