@@ -272,7 +272,7 @@ class _RankReports:
         legacy = self.options.style == "legacy"
         comm_name = ("'stream_' || stream_id || '_parallel_' || pair" if legacy
                      else "'stream_' || stream_id || '_' || pair || '_' || op_label")
-        events = self._rows(f"""
+        self.con.execute(f"""CREATE OR REPLACE TEMP TABLE ascend_timeline_events AS
             WITH tasks AS (
                 SELECT e.start_ns, e.dur_ns, e.stream_id, e.op_name, e.task_id, s.short_name, s.op_type, o.tensors_json
                 FROM stg_device_exec e
@@ -297,39 +297,46 @@ class _RankReports:
                        (run_end_us - run_start_us)::DOUBLE, NULL, NULL, NULL
                 FROM aicpu_exec, origin WHERE rank = $rank
             )
-            SELECT lane, name, tid, ts, dur, op_type IS NOT NULL AS named,
-                   to_json({{'name': name, 'ph': 'X', 'tid': tid, 'ts': ts, 'dur': dur,
-                             'pid': CASE lane WHEN 0 THEN {int(self.device)} WHEN 1 THEN 10000 ELSE 9000 END}})
-                       AS plain,
-                   to_json({{'type': op_type, 'fullname': fullname}}) AS args, tensors_json
-            FROM events ORDER BY ts, lane""")
-        out = []
-        for _lane, _name, _tid, _ts, _dur, named, plain, args, tensors in events:
-            if named:  # MindSpore's args: type, fullname, then the tensor descriptions
-                tensor_text = tensors[1:-1] if tensors and tensors != "{}" else ""
-                args = args[:-1] + ("," + tensor_text if tensor_text else "") + "}"
-                plain = plain[:-1] + ',"args":' + args + "}"
-            out.append(plain)
-        if not legacy:
-            out += [json.dumps(m) for m in self._timeline_metadata(events)]
+            SELECT lane, name, tid, ts, dur,
+                   CASE WHEN op_type IS NULL THEN plain  -- MindSpore's args: type, fullname, then the tensors
+                        ELSE left(plain, -1) || ',"args":' || left(args, -1)
+                             || coalesce(',' || nullif(tensors_json[2:-2], ''), '') || '}}}}' END AS event
+            FROM (
+                SELECT *, to_json({{'name': name, 'ph': 'X', 'tid': tid, 'ts': ts, 'dur': dur,
+                                   'pid': CASE lane WHEN 0 THEN {int(self.device)} WHEN 1 THEN 10000 ELSE 9000 END}})
+                              AS plain,
+                          to_json({{'type': op_type, 'fullname': fullname}}) AS args
+                FROM events)
+            ORDER BY ts, lane""".replace("$rank", str(int(self.rank))))
         prefix = "timeline" if legacy else "ascend_timeline"
-        self._text(f"{prefix}_display_{self.device}.json", "[" + ",".join(out) + "]")
-        ops = [e for e in events if e[0] == 0]
-        aicpu = [e for e in events if e[0] == 2]
-        total = 0.0
-        for event in ops:
-            total += event[4]
-        summary = {"total_time": total + sum(e[4] for e in aicpu) / 1000,
-                   "num_of_streams": len({e[2] for e in ops}) + (1 if aicpu else 0),
-                   "num_of_ops": self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank")
-                   + len({e[1] for e in aicpu}),
-                   "op_exe_times": len(ops) + len(aicpu)}
+        with open(self._path(f"{prefix}_display_{self.device}.json"), "w", encoding="utf-8") as handle:
+            cursor = self.con.execute("SELECT event FROM ascend_timeline_events ORDER BY ts, lane")
+            separator = "["
+            while batch := cursor.fetchmany(100_000):
+                handle.write(separator + ",".join(row[0] for row in batch))
+                separator = ","
+            if not legacy:
+                threads = self._rows("SELECT DISTINCT lane, tid FROM ascend_timeline_events")
+                handle.write(separator + ",".join(json.dumps(m) for m in self._timeline_metadata(threads)))
+                separator = ","
+            handle.write("[]" if separator == "[" else "]")
+        total, streams, ops, aicpu_ms, aicpu_types, aicpu_count = self._rows("""
+            SELECT CASE WHEN count(*) FILTER (WHERE lane = 0) > 0 THEN
+                        list_reduce(list(dur ORDER BY ts, lane) FILTER (WHERE lane = 0), lambda a, b: a + b) END,
+                   count(DISTINCT tid) FILTER (WHERE lane = 0), count(*) FILTER (WHERE lane = 0),
+                   coalesce(sum(dur) FILTER (WHERE lane = 2), 0) / 1000,
+                   count(DISTINCT name) FILTER (WHERE lane = 2), count(*) FILTER (WHERE lane = 2)
+            FROM ascend_timeline_events""")[0]
+        summary = {"total_time": (total or 0.0) + aicpu_ms,
+                   "num_of_streams": streams + (1 if aicpu_count else 0),
+                   "num_of_ops": self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank") + aicpu_types,
+                   "op_exe_times": ops + aicpu_count}
         self._text(f"{prefix}_summary_{self.device}.json", json.dumps(summary))
 
-    def _timeline_metadata(self, events: list[tuple]) -> list[dict]:
+    def _timeline_metadata(self, threads: list[tuple]) -> list[dict]:
         labels = {self.device: "AI Core Op", 10000: "Communication Op", 9000: "AI CPU Op"}
         pids = {0: self.device, 1: 10000, 2: 9000}
-        used = sorted({(pids[e[0]], e[2]) for e in events})
+        used = sorted({(pids[lane], tid) for lane, tid in threads})
         meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": labels[pid]}}
                 for pid in sorted({p for p, _ in used})]
         meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
