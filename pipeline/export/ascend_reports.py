@@ -75,9 +75,10 @@ class _RankReports:
         has_tasks = self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank") > 0
         if has_tasks:
             self._timeline_data()
-            self._op_compute_time()
-            self._op_compute_time_detail()
-            self._aicore_intermediate()
+            ops = self._per_op_ms()
+            self._op_compute_time(ops)
+            self._op_compute_time_detail(ops)
+            self._aicore_intermediate(ops)
         if self._scalar("SELECT count(*) FROM task_desc WHERE rank = $rank") or \
                 self._scalar("SELECT count(*) FROM op_desc WHERE rank = $rank"):
             self._framework_raw()
@@ -133,8 +134,7 @@ class _RankReports:
             WHERE s.rank = $rank
             GROUP BY s.op_name ORDER BY first_start, s.op_name""")
 
-    def _op_compute_time(self) -> None:
-        ops = self._per_op_ms()
+    def _op_compute_time(self, ops: list[tuple]) -> None:
         total = 0.0
         for op in ops:
             total += op[1]
@@ -143,8 +143,7 @@ class _RankReports:
         lines.append(f"total op  {total!r} 0")
         self._text(f"output_op_compute_time_{self.device}.txt", "\n".join(lines) + "\n")
 
-    def _op_compute_time_detail(self) -> None:
-        ops = self._per_op_ms()
+    def _op_compute_time_detail(self, ops: list[tuple]) -> None:
         types: dict[str, list[tuple]] = {}
         for op in ops:
             types.setdefault(op[4], []).append(op)
@@ -168,8 +167,7 @@ class _RankReports:
         text += "\n\nDetail:\n" + simple_table(headers, detail) + "\n"
         self._text(f"output_op_compute_time_detail_{self.device}.txt", _TITLE + "\n" + text)
 
-    def _aicore_intermediate(self) -> None:
-        ops = self._per_op_ms()
+    def _aicore_intermediate(self, ops: list[tuple]) -> None:
         if self.options.style == "legacy":
             self._csv(f"aicore_intermediate_{self.device}_detail.csv", ["full_op_time", "execution_time"],
                       [(name, avg) for name, avg, *_ in ops])

@@ -19,7 +19,7 @@ import polars as pl
 
 from ..errors import InputError
 from .binary_records import Warn, read_columns
-from .ascend_framework import MAGIC
+from .ascend_framework import MAGIC, check_magic
 
 AICPU_DTYPE = np.dtype([
     ("magic", "<u2"), ("tag", "<u2"), ("stream_id", "<u2"), ("task_id", "<u2"), ("run_start", "<u8"),
@@ -67,26 +67,24 @@ def read_aicpu_text(paths: Sequence[Path]) -> pl.DataFrame:
         pl.col("dispatch").cast(pl.Int64).alias("dispatch_us"))
 
 
-def read_aicpu_binary(paths: Sequence[Path], op_names: dict[tuple[int, int], str], warn: Warn) -> pl.DataFrame:
-    """128-byte records; names from task_desc by (stream id, task id)."""
+def read_aicpu_binary(paths: Sequence[Path], op_names: pl.DataFrame, warn: Warn) -> pl.DataFrame:
+    """128-byte records; names from `op_names` (stream_id, task_id, op_name: task_desc)."""
     columns = read_columns(paths, AICPU_DTYPE, ["magic", "stream_id", "task_id", "run_start", "run_end",
                                                 "dispatch_time", "total_time"], warn,
                            keep=lambda r: r["task_id"] < _BINARY_SKIP_TASK_ID)
-    if (columns["magic"] != MAGIC).any():
-        raise InputError(paths[0], "AI CPU record without the 0x5A5A magic number (misaligned or mixed file)")
-    names = [op_names.get((int(s), int(t)), f"{s}_{t}") for s, t in zip(columns["stream_id"], columns["task_id"])]
-    unnamed = sum(1 for s, t in zip(columns["stream_id"], columns["task_id"]) if (int(s), int(t)) not in op_names)
-    if unnamed:
-        warn(f"{paths[0]}: {unnamed} AI CPU records have a stream/task id with no op in task_desc; "
-             "named '<stream>_<task>'")
-    frame = pl.DataFrame({"op_name": names,
-                          "stream_id": columns["stream_id"].astype(np.int64),
+    check_magic(paths, columns)
+    frame = pl.DataFrame({"stream_id": columns["stream_id"].astype(np.int64),
                           "task_id": columns["task_id"].astype(np.int64),
                           "run_start_us": columns["run_start"].astype(np.int64),
                           "run_end_us": columns["run_end"].astype(np.int64),
                           "total_us": columns["total_time"].astype(np.int64),
-                          "dispatch_us": columns["dispatch_time"].astype(np.int64)},
-                         schema_overrides={"op_name": pl.String})
+                          "dispatch_us": columns["dispatch_time"].astype(np.int64)})
+    frame = frame.join(op_names, on=["stream_id", "task_id"], how="left", maintain_order="left")
+    unnamed = frame["op_name"].null_count()
+    if unnamed:
+        warn(f"{paths[0]}: {unnamed} AI CPU records have a stream/task id with no op in task_desc; "
+             "named '<stream>_<task>'")
+    frame = frame.with_columns(pl.coalesce("op_name", pl.format("{}_{}", "stream_id", "task_id")).alias("op_name"))
     return frame.with_columns(_op_type(pl.col("op_name")).alias("op_type")).select(list(_OUT_SCHEMA))
 
 

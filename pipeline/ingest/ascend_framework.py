@@ -136,35 +136,33 @@ def _render_tensor_field(attribute: str, value: str, backend: str) -> str:
 
 def read_points_text(paths: Sequence[Path]) -> dict[int, str]:
     """`<tag> <full op name>` per line -> {tag: op name}."""
-    points: dict[int, str] = {}
+    return {int(tag): op for tag, op in _key_value_lines(paths, r"^\s*(\d+)\s+(\S+)\s*$", "'<tag> <op name>'")}
+
+
+def _key_value_lines(paths: Sequence[Path], pattern: str, expected: str) -> list[tuple[str, str]]:
+    """(key, value) of every line of the text files, both taken from `pattern`'s two groups."""
+    pairs: list[tuple[str, str]] = []
     for path in paths:
         lines = read_lines(path)
-        parsed = lines.select("line_no", pl.col("line").str.extract(r"^\s*(\d+)\s+(\S+)\s*$", 1).alias("tag"),
-                              pl.col("line").str.extract(r"^\s*(\d+)\s+(\S+)\s*$", 2).alias("op"))
-        require(path, parsed, pl.col("tag").is_not_null(), "'<tag> <op name>'", lines)
-        points.update(zip(parsed["tag"].cast(pl.Int64).to_list(), parsed["op"].to_list()))
-    return points
+        parsed = lines.select("line_no", pl.col("line").str.extract(pattern, 1).alias("key"),
+                              pl.col("line").str.extract(pattern, 2).alias("value"))
+        require(path, parsed, pl.col("key").is_not_null(), expected, lines)
+        pairs += zip(parsed["key"].to_list(), parsed["value"].to_list())
+    return pairs
 
 
 # ---- era C binary ------------------------------------------------------------------------------
 
 def read_hash_dic(paths: Sequence[Path]) -> dict[int, str]:
     """`<hash>:<op name>` per line."""
-    names: dict[int, str] = {}
-    for path in paths:
-        lines = read_lines(path)
-        parsed = lines.select("line_no", pl.col("line").str.extract(r"^(\d+):(.+)$", 1).alias("hash"),
-                              pl.col("line").str.extract(r"^(\d+):(.+)$", 2).alias("name"))
-        require(path, parsed, pl.col("hash").is_not_null(), "'<hash>:<op name>'", lines)
-        names.update(zip(parsed["hash"].cast(pl.UInt64).to_list(), parsed["name"].to_list()))
-    return names
+    return {int(key): name for key, name in _key_value_lines(paths, r"^(\d+):(.+)$", "'<hash>:<op name>'")}
 
 
 def read_task_desc_binary(paths: Sequence[Path], hashes: dict[int, str], warn: Warn) -> pl.DataFrame:
     """256-byte task_desc records (msprof data tag 23)."""
     columns = read_columns(paths, TASK_DESC_DTYPE, ["magic", "task_type", "op_name", "op_type", "block_dim",
                                                     "model_id", "stream_id", "task_id"], warn)
-    _check_magic(paths, columns)
+    check_magic(paths, columns)
     frame = pl.DataFrame({
         "op_name": _mixed_strings(paths, columns["op_name"], columns["offset"], hashes, 8),
         "task_id": columns["task_id"].astype(np.int64),
@@ -180,7 +178,7 @@ def read_task_desc_binary(paths: Sequence[Path], hashes: dict[int, str], warn: W
 def read_step_info_binary(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
     """64-byte step_info records: tag -> (stream, task) of the op that carries the trace point."""
     columns = read_columns(paths, STEP_INFO_DTYPE, ["magic", "tag", "stream_id", "task_id", "model_id"], warn)
-    _check_magic(paths, columns)
+    check_magic(paths, columns)
     return pl.DataFrame({name: columns[name].astype(np.int64)
                          for name in ("tag", "stream_id", "task_id", "model_id")})
 
@@ -189,7 +187,7 @@ def read_tensor_data_binary(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
     """256-byte tensor_data_info records -> (stream_id, task_id, tensors_json) per task."""
     columns = read_columns(paths, TENSOR_DATA_DTYPE, ["magic", "stream_id", "task_id", "tensor_num", "tensors"],
                            warn)
-    _check_magic(paths, columns)
+    check_magic(paths, columns)
     rendered = []
     for count, tensors in zip(columns["tensor_num"], columns["tensors"]):
         described: dict[str, dict[str, object]] = {}
@@ -207,12 +205,13 @@ def read_tensor_data_binary(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
                         schema={"stream_id": pl.Int64, "task_id": pl.Int64, "tensors_json": pl.String})
 
 
-def _check_magic(paths: Sequence[Path], columns: dict[str, np.ndarray]) -> None:
+def check_magic(paths: Sequence[Path], columns: dict[str, np.ndarray]) -> None:
+    """Raise InputError at the first record (read with its "magic" column) without the 0x5A5A magic."""
     bad = np.flatnonzero(columns["magic"] != MAGIC)
     if bad.size:
         path, offset = locate_offset(paths, int(columns["offset"][bad[0]]))
         raise InputError(path, f"record without the 0x5A5A magic number (found {int(columns['magic'][bad[0]]):#06x}); "
-                               "not a framework record or a misaligned file", offset=offset)
+                               "not a record of this kind or a misaligned file", offset=offset)
 
 
 def _mixed_strings(paths: Sequence[Path], fields: np.ndarray, offsets: np.ndarray, hashes: dict[int, str],

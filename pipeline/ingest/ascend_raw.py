@@ -56,7 +56,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         for path in paths:
             if path.stat().st_size == 0 and role not in ("aicpu",):
                 raise InputError(path, "empty file (was the collection cut short?)")
-    era = _era(source)
+    trace = (read_columns(slices["training_trace"], TRAINING_TRACE_DTYPE, ["tag", "stream_id", "syscnt"], warn)
+             if "training_trace" in slices else None)
+    era = _era(source, trace)
     tick_hz = _tick_hz(source, warn)
     yield "run_info", _run_info(source, era, tick_hz)
 
@@ -75,8 +77,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             yield "device_exec", _with_rank(frame, source.rank)
 
     skip_first = bool(tasks.height) and tasks["op_name"].str.starts_with("Default/InitDataSetQueue").any()
-    if "training_trace" in slices:
-        points = _training_trace_points(slices["training_trace"], point_names, tick_hz, warn)
+    if trace is not None:
+        points = _training_trace_points(trace, point_names, tick_hz)
         yield "step_point", _with_rank(_finish_steps(points, skip_first), source.rank)
     elif "ts_track" in slices:
         points = _ts_track_points(slices["ts_track"], tasks, point_names, tick_hz, warn)
@@ -85,7 +87,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     if "aicpu" in slices and any(p.stat().st_size for p in slices["aicpu"]):
         paths = [p for p in slices["aicpu"] if p.stat().st_size]
         if ascend_aicpu.is_binary(paths):
-            names = {(s, t): n for s, t, n in tasks.select("stream_id", "task_id", "op_name").iter_rows()}
+            names = tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"], keep="last")
             aicpu = ascend_aicpu.read_aicpu_binary(paths, names, warn)
         else:
             aicpu = ascend_aicpu.read_aicpu_text(paths)
@@ -93,8 +95,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         yield "aicpu_exec", _with_rank(aicpu, source.rank)
 
 
-def _era(source: Source) -> str:
-    """a, b or c, from the files present (and, for a/b, the iteration-end tag in use)."""
+def _era(source: Source, trace: dict[str, np.ndarray] | None) -> str:
+    """a, b or c, from the files present (and, for a/b, the iteration-end tag of the trace)."""
     slices = source.slices
     if {"hwts_c", "ts_track", "task_desc_bin"} & slices.keys():
         return "c"
@@ -102,10 +104,8 @@ def _era(source: Source) -> str:
                       for p in slices.get(role, []))
     if underscored:
         return "b"
-    if "training_trace" in slices:
-        tags = read_columns(slices["training_trace"][:1], TRAINING_TRACE_DTYPE, ["tag"], lambda _: None)["tag"]
-        if (tags == 65535).any():
-            return "b"
+    if trace is not None and (trace["tag"] == 65535).any():
+        return "b"
     return "a"
 
 
@@ -235,11 +235,10 @@ def ticks_to_ns(ticks: np.ndarray, tick_hz: int) -> np.ndarray:
     return np.rint(ticks * (1e9 / tick_hz)).astype(np.int64)
 
 
-def _training_trace_points(paths: list[Path], point_names: dict[int, str], tick_hz: int,
-                           warn: Warn) -> pl.DataFrame:
+def _training_trace_points(records: dict[str, np.ndarray], point_names: dict[int, str],
+                           tick_hz: int) -> pl.DataFrame:
     """Era A/B: tags 1 FP, 2 BP, 255 or 65535 iteration end, 0 or above the end tag step-start
     marker (unused), the rest communication points (odd start, even end)."""
-    records = read_columns(paths, TRAINING_TRACE_DTYPE, ["tag", "stream_id", "syscnt"], warn)
     tag = records["tag"].astype(np.int64)
     end_tag = 65535 if (tag == 65535).any() else 255
     kind = np.full(tag.size, "", dtype=object)
@@ -249,8 +248,8 @@ def _training_trace_points(paths: list[Path], point_names: dict[int, str], tick_
     comm = (tag > 2) & (tag < end_tag)
     kind[comm & (tag % 2 == 1)] = "comm_start"
     kind[comm & (tag % 2 == 0)] = "comm_end"
-    names = np.array([point_names.get(int(t)) for t in tag], dtype=object) if point_names else None
-    return _points_frame(kind, tag, records["stream_id"], records["syscnt"], names, tick_hz)
+    return _points_frame(kind, tag, records["stream_id"], records["syscnt"], _tag_names(tag, point_names),
+                         tick_hz)
 
 
 def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[int, str], tick_hz: int,
@@ -278,40 +277,40 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
         warn(f"{path}: byte offset {offset}: {unknown.size} step-trace records have a tag that means nothing "
              f"in this format (first: {int(tag[unknown[0]])}); ignored")
     names = _neighbour_op_names(records["stream_id"], records["task_id"], kind, tasks)
-    for tag_value, name in point_names.items():  # step_info names the FP/BP ops directly
-        names[tag == tag_value] = name
+    step_info_names = _tag_names(tag, point_names)  # step_info names the FP/BP ops directly
+    names = pl.select(pl.coalesce(step_info_names, names)).to_series()
     return _points_frame(kind, tag, records["stream_id"], records["syscnt"], names, tick_hz)
 
 
+def _tag_names(tag: np.ndarray, point_names: dict[int, str]) -> pl.Series:
+    """Op name per trace record from a {tag: op name} map (null where the tag has none)."""
+    return pl.Series(tag).replace_strict(point_names, default=None, return_dtype=pl.String)
+
+
 def _neighbour_op_names(stream_id: np.ndarray, task_id: np.ndarray, kind: np.ndarray,
-                        tasks: pl.DataFrame) -> np.ndarray:
+                        tasks: pl.DataFrame) -> pl.Series:
     """The op behind an era-C trace task: the next task in task_desc order for start points, the
     previous one for end points (the trace task itself is an inserted Profiling op)."""
-    names = np.full(kind.size, None, dtype=object)
-    if not tasks.height:
-        return names
-    ordered = tasks.sort("seq")
-    position = {(s, t): i for i, (s, t) in enumerate(ordered.select("stream_id", "task_id").iter_rows())}
-    op_names = ordered["op_name"].to_list()
-    for index, (stream, task, point) in enumerate(zip(stream_id.tolist(), task_id.tolist(), kind.tolist())):
-        at = position.get((stream, task))
-        if at is None or not point:
-            continue
-        neighbour = at + 1 if point in ("fp_start", "comm_start") else at - 1
-        if 0 <= neighbour < len(op_names):
-            names[index] = op_names[neighbour]
-    return names
+    ordered = tasks.sort("seq").select(
+        "stream_id", "task_id", pl.col("op_name").shift(-1).alias("next_op"),
+        pl.col("op_name").shift(1).alias("previous_op")).unique(["stream_id", "task_id"], keep="last")
+    points = pl.DataFrame({"stream_id": stream_id.astype(np.int64), "task_id": task_id.astype(np.int64),
+                           "kind": kind.astype(str)})
+    named = points.join(ordered, on=["stream_id", "task_id"], how="left", maintain_order="left")
+    return named.select(
+        pl.when(pl.col("kind").is_in(["fp_start", "comm_start"])).then(pl.col("next_op"))
+        .when(pl.col("kind") != "").then(pl.col("previous_op"))).to_series().alias("op_name")
 
 
 def _points_frame(kind: np.ndarray, tag: np.ndarray, stream_id: np.ndarray, syscnt: np.ndarray,
-                  names: np.ndarray | None, tick_hz: int) -> pl.DataFrame:
+                  names: pl.Series, tick_hz: int) -> pl.DataFrame:
     """Number steps (a step closes at its end point) and keep the points that mean something."""
     is_end = kind == "step_end"
     step = 1 + np.r_[0, np.cumsum(is_end)[:-1]]
     frame = pl.DataFrame({
         "step": step.astype(np.int64), "kind": kind.astype(str), "tag": tag,
         "stream_id": stream_id.astype(np.int64),
-        "op_name": pl.Series(names.tolist() if names is not None else [None] * kind.size, dtype=pl.String),
+        "op_name": names.cast(pl.String),
         "ts_ns": ticks_to_ns(syscnt.astype(np.int64), tick_hz),
     })
     frame = frame.with_row_index("order").filter(pl.col("kind") != "")
