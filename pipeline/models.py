@@ -1,7 +1,8 @@
 """Stage 3, models: run the DuckDB SQL files of sql/ over the normalized tables.
 
 Each `sql/<layer>/<name>.sql` holds one SELECT and defines the relation `<name>`. Files under
-`staging/` become views, files under `marts/` become tables. A model depends on every other
+`staging/` become views, files under `marts/` become tables; a staging model that many others
+read (and that is costly to recompute) says `-- materialized: table` in its header to be a table. A model depends on every other
 model whose name it mentions; the runner orders them so that each runs after what it reads.
 The first comment line of a file is its one-line description; the following comment lines
 document its columns.
@@ -31,10 +32,11 @@ class Model:
     sql: str
     description: str
     depends_on: frozenset[str]
+    materialized: str | None = None  # "table" or "view" where the header overrides the layer's kind
 
     @property
     def kind(self) -> str:
-        return _LAYER_KIND[self.layer]
+        return self.materialized.upper() if self.materialized else _LAYER_KIND[self.layer]
 
 
 def load_models(sql_dir: Path | None = None) -> list[Model]:
@@ -47,8 +49,9 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
         body = _strip_comments(sql)
         depends = frozenset(other for other in raw if other != name
                             and re.search(rf"\b{re.escape(other)}\b", body))
+        materialized = re.search(r"^--\s*materialized:\s*(table|view)\b", sql, re.MULTILINE)
         models[name] = Model(name, files[name].parent.name, sql.strip().rstrip(";"),
-                             _description(name, sql), depends)
+                             _description(name, sql), depends, materialized and materialized.group(1))
     try:
         order = TopologicalSorter({m.name: m.depends_on for m in models.values()}).static_order()
         return [models[name] for name in order]

@@ -21,18 +21,44 @@ floats), so the files compare equal to MindSpore's. Where MindSpore versions dis
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import duckdb
 
 from ..errors import ProfpipeError
+from .text_stream import write_text_column
 from .text_table import simple_table
 
 STYLES = ("latest", "legacy")
 _TITLE = "====================op compute time===================="
+
+#: One row per step of the step-trace CSV: its values in ticks, phases then (start, end, duration)
+#: of each communication span of the first step (0, 0, 0 where a later step lacks that span).
+_STEP_TRACE_ROWS_SQL = """
+CREATE OR REPLACE TEMP TABLE step_trace_rows AS
+WITH steps AS (
+    SELECT step, round_even(start_ns / {tick}, 0)::BIGINT AS s, round_even(end_ns / {tick}, 0)::BIGINT AS e,
+           round_even(fp_ns / {tick}, 0)::BIGINT AS f, round_even(bp_ns / {tick}, 0)::BIGINT AS b
+    FROM stg_step
+    WHERE rank = $rank AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL {bp_filter}
+), spans AS (
+    SELECT stream_id, pair, row_number() OVER (ORDER BY stream_id, pair) AS col
+    FROM step_communication WHERE rank = $rank AND step = {first_step}
+), cells AS (
+    SELECT t.step, p.col, coalesce(round_even(c.start_ns / {tick}, 0)::BIGINT, 0) AS cs,
+           coalesce(round_even(c.end_ns / {tick}, 0)::BIGINT, 0) AS ce
+    FROM steps t CROSS JOIN spans p
+    LEFT JOIN step_communication c
+           ON c.rank = $rank AND c.step = t.step AND c.stream_id = p.stream_id AND c.pair = p.pair
+), comm AS (
+    SELECT step, flatten(list([cs, ce, ce - cs] ORDER BY col)) AS vals FROM cells GROUP BY step
+)
+SELECT step, {phases} || coalesce(comm.vals, []::BIGINT[]) AS vals
+FROM steps LEFT JOIN comm USING (step)
+"""
 
 
 @dataclass(frozen=True)
@@ -92,8 +118,11 @@ class _RankReports:
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
+    def _sql(self, sql: str) -> str:
+        return sql.replace("$rank", str(int(self.rank)))
+
     def _rows(self, sql: str) -> list[tuple]:
-        return self.con.execute(sql.replace("$rank", str(int(self.rank)))).fetchall()
+        return self.con.execute(self._sql(sql)).fetchall()
 
     def _scalar(self, sql: str) -> object:
         return self._rows(sql)[0][0]
@@ -114,12 +143,13 @@ class _RankReports:
 
     # ---- op timing -------------------------------------------------------------------------
     def _timeline_data(self) -> None:
-        rows = self._rows("""
-            SELECT op_name || ',' || stream_id || ',' || (start_ns / 1e6)::VARCHAR || ',' || (dur_ns / 1e6)::VARCHAR
-            FROM stg_device_exec WHERE rank = $rank AND kind = 'task'
-            ORDER BY start_ns, stream_id, task_id""")
-        lines = ["op_name, stream_id, start_time(ms), duration(ms)"] + [r[0] for r in rows]
-        self._text(f"output_timeline_data_{self.device}.txt", "\n".join(lines) + "\n")
+        with open(self._path(f"output_timeline_data_{self.device}.txt"), "wb") as handle:
+            handle.write(b"op_name, stream_id, start_time(ms), duration(ms)\n")
+            write_text_column(self.con, self._sql("""
+                SELECT op_name || ',' || stream_id || ',' || (start_ns / 1e6)::VARCHAR || ','
+                       || (dur_ns / 1e6)::VARCHAR || chr(10)
+                FROM stg_device_exec WHERE rank = $rank AND kind = 'task'
+                ORDER BY start_ns, stream_id, task_id"""), handle)
 
     def _per_op_ms(self) -> list[tuple]:
         """(op_name, avg ms as MindSpore sums it, stream, executions, op_type, subgraph), first-seen order."""
@@ -214,45 +244,37 @@ class _RankReports:
 
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
-        tick = self.ns_per_tick
-        steps = self._rows("""
-            SELECT step, start_ns, end_ns, fp_ns, bp_ns FROM stg_step
-            WHERE rank = $rank AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL
-            ORDER BY step""")
-        comm = self._rows("""SELECT step, stream_id, pair, start_ns, end_ns, op_label FROM step_communication
-                             WHERE rank = $rank ORDER BY step, stream_id, pair""")
-        training = any(s[4] is not None for s in steps)
-        first_step = steps[0][0]
-        spans = [(c[1], c[2], c[5]) for c in comm if c[0] == first_step]
         legacy = self.options.style == "legacy"
-        names = [f"stream_{sid}_parallel_{k}" if legacy else f"stream_{sid}_{k}_{label}" for sid, k, label in spans]
-        by_step: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
-        for step, sid, k, start, end, _ in comm:
-            by_step.setdefault(step, {})[(sid, k)] = (start, end)
+        training = self._scalar("""SELECT count(bp_ns) > 0 FROM stg_step WHERE rank = $rank
+                                   AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL""")
+        first_step = self._scalar("""SELECT min(step) FROM stg_step WHERE rank = $rank AND start_ns IS NOT NULL
+                                     AND end_ns IS NOT NULL AND fp_ns IS NOT NULL"""
+                                  + (" AND bp_ns IS NOT NULL" if training else ""))
+        if first_step is None:
+            return
+        spans = self._rows(f"""SELECT stream_id, pair, op_label FROM step_communication
+                               WHERE rank = $rank AND step = {first_step} ORDER BY stream_id, pair""")
         header = ["step_num", "start_point", "end_point", "total", "fp_point"]
         header += ["bp_point", "iteration_interval", "fp_and_bp", "tail"] if training else ["iteration_interval", "fp"]
-        for name in names:
+        for sid, k, label in spans:
+            name = f"stream_{sid}_parallel_{k}" if legacy else f"stream_{sid}_{k}_{label}"
             header += [f"{name}_start_point", f"{name}_end_point", name]
-        table = []
-        for step, start, end, fp, bp in steps:
-            t = {k: round(v / tick) for k, v in (("start", start), ("end", end), ("fp", fp), ("bp", bp)) if v is not None}
-            row = [t["start"], t["end"], t["end"] - t["start"], t["fp"]]
-            if training:
-                row += [t["bp"], t["fp"] - t["start"], t["bp"] - t["fp"], t["end"] - t["bp"]]
-            else:
-                row += [t["fp"] - t["start"], t["end"] - t["fp"]]
-            for sid, k, _ in spans:
-                span = by_step.get(step, {}).get((sid, k))
-                s, e = (round(span[0] / tick), round(span[1] / tick)) if span else (0, 0)
-                row += [s, e, e - s]
-            table.append([step] + row)
-        averaged = table[1:] if legacy else table
-        if legacy and len(table) == 1:
-            average = [0] * (len(header) - 1)
-        else:
-            average = [int((Decimal(sum(col)) / Decimal(len(averaged))).quantize(Decimal(1), ROUND_HALF_EVEN))
-                       for col in zip(*(r[1:] for r in averaged))]
-        self._csv(f"step_trace_raw_{self.device}_detail_time.csv", header, [*table, ["-", *average]])
+        self.con.execute(self._sql(_STEP_TRACE_ROWS_SQL.format(
+            tick=self.ns_per_tick, first_step=first_step, bp_filter="AND bp_ns IS NOT NULL" if training else "",
+            phases="[s, e, e - s, f, b, f - s, b - f, e - b]" if training else "[s, e, e - s, f, f - s, e - f]")))
+        sums, count = self._rows(f"""
+            SELECT list(total ORDER BY i), any_value(n) FROM (
+                SELECT i, sum(v)::HUGEINT AS total, count(*) AS n
+                FROM (SELECT unnest(vals) AS v, generate_subscripts(vals, 1) AS i FROM step_trace_rows
+                      WHERE step > {first_step if legacy else first_step - 1})
+                GROUP BY i)""")[0]
+        average = [_round_half_even(total, count) for total in sums] if count else [0] * (len(header) - 1)
+        with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv"), "wb") as handle:
+            handle.write(_csv_line(header))
+            write_text_column(self.con, """SELECT step || ',' || array_to_string(vals, ',') || chr(13) || chr(10)
+                                           FROM step_trace_rows ORDER BY step""", handle)
+            handle.write(_csv_line(["-", *average]))
+        self.con.execute("DROP TABLE step_trace_rows")
 
     def _point_info(self) -> None:
         fp, bp = self._rows("""SELECT arg_min(fp_op, step), arg_min(bp_op, step) FROM stg_step
@@ -270,54 +292,54 @@ class _RankReports:
         legacy = self.options.style == "legacy"
         comm_name = ("'stream_' || stream_id || '_parallel_' || pair" if legacy
                      else "'stream_' || stream_id || '_' || pair || '_' || op_label")
-        self.con.execute(f"""CREATE OR REPLACE TEMP TABLE ascend_timeline_events AS
+        # Per op, its short name and the JSON args MindSpore adds (type, fullname, tensors), looked
+        # up by index while the sorted events stream out, so the sort carries no long strings.
+        self.con.execute(self._sql("""CREATE OR REPLACE TEMP TABLE ascend_timeline_ops AS
+            SELECT row_number() OVER (ORDER BY s.op_name) AS op_index, s.op_name, s.short_name,
+                   CASE WHEN s.op_type IS NOT NULL THEN
+                       ',"args":' || left(to_json({'type': s.op_type, 'fullname': s.op_name}), -1)
+                       || coalesce(',' || nullif(o.tensors_json[2:-2], ''), '') || '}}' END AS args
+            FROM device_op_stats s LEFT JOIN op_desc o ON o.rank = s.rank AND o.op_name = s.op_name
+            WHERE s.rank = $rank"""))
+        self.con.execute("""SET VARIABLE ascend_op_names = (SELECT coalesce(list(short_name ORDER BY op_index), [])
+                                                            FROM ascend_timeline_ops)""")
+        self.con.execute("""SET VARIABLE ascend_op_args = (SELECT coalesce(list(args ORDER BY op_index), [])
+                                                           FROM ascend_timeline_ops)""")
+        self.con.execute(self._sql(f"""CREATE OR REPLACE TEMP TABLE ascend_timeline_events AS
             WITH tasks AS (
-                SELECT e.start_ns, e.dur_ns, e.stream_id, e.op_name, e.task_id, s.short_name, s.op_type, o.tensors_json
-                FROM stg_device_exec e
-                JOIN device_op_stats s ON s.rank = e.rank AND s.op_name = e.op_name
-                LEFT JOIN op_desc o ON o.rank = e.rank AND o.op_name = e.op_name
+                SELECT e.start_ns, e.dur_ns, e.stream_id, p.op_index
+                FROM stg_device_exec e JOIN ascend_timeline_ops p ON p.op_name = e.op_name
                 WHERE e.rank = $rank AND e.kind = 'task'
             ), origin AS (
                 SELECT least((SELECT min(start_ns) FROM tasks) / 1e6,
                              (SELECT min(run_start_us) FROM aicpu_exec WHERE rank = $rank) / 1e3) AS min_ms
-            ), events AS (
-                SELECT 0 AS lane, start_ns AS sort_ns, short_name AS name, stream_id AS tid,
-                       (start_ns / 1e6 - min_ms) * 1000 AS ts, dur_ns / 1e6 * 1000 AS dur, op_name AS fullname,
-                       op_type, tensors_json
-                FROM tasks, origin
-                UNION ALL
-                SELECT 1, start_ns, {comm_name}, stream_id,
-                       (round(start_ns / {tick}) / 1e5 - min_ms) * 1000, round(dur_ns / {tick}) / 1e5 * 1000,
-                       NULL, NULL, NULL
-                FROM step_communication, origin WHERE rank = $rank
-                UNION ALL
-                SELECT 2, run_start_us * 1000, op_type, 0, (run_start_us / 1e3 - min_ms) * 1000,
-                       (run_end_us - run_start_us)::DOUBLE, NULL, NULL, NULL
-                FROM aicpu_exec, origin WHERE rank = $rank
             )
-            SELECT lane, name, tid, ts, dur,
-                   CASE WHEN op_type IS NULL THEN plain  -- MindSpore's args: type, fullname, then the tensors
-                        ELSE left(plain, -1) || ',"args":' || left(args, -1)
-                             || coalesce(',' || nullif(tensors_json[2:-2], ''), '') || '}}}}' END AS event
-            FROM (
-                SELECT *, to_json({{'name': name, 'ph': 'X', 'tid': tid, 'ts': ts, 'dur': dur,
-                                   'pid': CASE lane WHEN 0 THEN {int(self.device)} WHEN 1 THEN 10000 ELSE 9000 END}})
-                              AS plain,
-                          to_json({{'type': op_type, 'fullname': fullname}}) AS args
-                FROM events)
-            ORDER BY ts, lane""".replace("$rank", str(int(self.rank))))
+            SELECT 0 AS lane, op_index, NULL::VARCHAR AS name, stream_id AS tid,
+                   (start_ns / 1e6 - min_ms) * 1000 AS ts, dur_ns / 1e6 * 1000 AS dur
+            FROM tasks, origin
+            UNION ALL
+            SELECT 1, NULL, {comm_name}, stream_id,
+                   (round(start_ns / {tick}) / 1e5 - min_ms) * 1000, round(dur_ns / {tick}) / 1e5 * 1000
+            FROM step_communication, origin WHERE rank = $rank
+            UNION ALL
+            SELECT 2, NULL, op_type, 0, (run_start_us / 1e3 - min_ms) * 1000, (run_end_us - run_start_us)::DOUBLE
+            FROM aicpu_exec, origin WHERE rank = $rank"""))
         prefix = "timeline" if legacy else "ascend_timeline"
-        with open(self._path(f"{prefix}_display_{self.device}.json"), "w", encoding="utf-8") as handle:
-            cursor = self.con.execute("SELECT event FROM ascend_timeline_events ORDER BY ts, lane")
-            separator = "["
-            while batch := cursor.fetchmany(100_000):
-                handle.write(separator + ",".join(row[0] for row in batch))
-                separator = ","
+        with open(self._path(f"{prefix}_display_{self.device}.json"), "wb") as handle:
+            handle.write(b"[")
+            events = write_text_column(self.con, f"""
+                SELECT ',' || CASE WHEN args IS NULL THEN plain ELSE left(plain, -1) || args END
+                FROM (SELECT to_json({{'name': coalesce(name, getvariable('ascend_op_names')[op_index]), 'ph': 'X',
+                                       'tid': tid, 'ts': ts, 'dur': dur,
+                                       'pid': CASE lane WHEN 0 THEN {int(self.device)} WHEN 1 THEN 10000
+                                                        ELSE 9000 END}}) AS plain,
+                             getvariable('ascend_op_args')[op_index] AS args
+                      FROM (SELECT * FROM ascend_timeline_events ORDER BY ts, lane))""", handle, drop_leading=1)
             if not legacy:
                 threads = self._rows("SELECT DISTINCT lane, tid FROM ascend_timeline_events")
-                handle.write(separator + ",".join(json.dumps(m) for m in self._timeline_metadata(threads)))
-                separator = ","
-            handle.write("[]" if separator == "[" else "]")
+                metadata = ",".join(json.dumps(m) for m in self._timeline_metadata(threads))
+                handle.write(((("," if events and metadata else "") + metadata).encode()))
+            handle.write(b"]")
         total, streams, ops, aicpu_ms, aicpu_types, aicpu_count = self._rows("""
             SELECT CASE WHEN count(*) FILTER (WHERE lane = 0) > 0 THEN
                         list_reduce(list(dur ORDER BY ts, lane) FILTER (WHERE lane = 0), lambda a, b: a + b) END,
@@ -355,3 +377,18 @@ class _RankReports:
         else:
             text = simple_table(headers, [*rows, ("AI CPU Total Time(ms):", f"{total:f}", None, None, None, None)])
         self._text(f"output_data_preprocess_aicpu_{self.device}.txt", text + "\n")
+
+
+def _round_half_even(total: int, count: int) -> int:
+    """total / count rounded to the nearest integer, ties to even (MindSpore's Decimal average)."""
+    quotient, remainder = divmod(int(total), count)
+    if 2 * remainder > count or (2 * remainder == count and quotient % 2):
+        quotient += 1
+    return quotient
+
+
+def _csv_line(values: list) -> bytes:
+    """One CSV line as Python's csv module writes it (\r\n), encoded."""
+    line = io.StringIO()
+    csv.writer(line).writerow(values)
+    return line.getvalue().encode("utf-8")
