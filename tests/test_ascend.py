@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FIXTURES, REPO, realdata, run
 from pipeline.errors import InputError, ProfpipeError
+from pipeline.ingest import binary_records
 from pipeline.export.ascend_reports import ReportOptions
 
 ERA_A = FIXTURES / "ascend_raw" / "era_a"
@@ -31,8 +32,12 @@ def _expected(folder: Path) -> dict:
 
 # ---- generated fixtures: generate -> read -> same values -------------------------------------
 
+@pytest.mark.parametrize("chunk_records", [1 << 20, 3], ids=["one_chunk", "3_record_chunks"])
 @pytest.mark.parametrize("folder", [ERA_A, ERA_C], ids=["era_a", "era_c"])
-def test_fixture_round_trip(folder: Path, tmp_path: Path) -> None:
+def test_fixture_round_trip(folder: Path, chunk_records: int, tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also with tiny read chunks, so start/end pairs and records straddle chunk boundaries."""
+    monkeypatch.setattr(binary_records, "CHUNK_RECORDS", chunk_records)
     expected = _expected(folder)
     result = run(folder, tmp_path / "out")
     out = result.output

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from ..errors import ProfpipeError
 from .text_stream import write_text_column
@@ -262,13 +263,11 @@ class _RankReports:
         self.con.execute(self._sql(_STEP_TRACE_ROWS_SQL.format(
             tick=self.ns_per_tick, first_step=first_step, bp_filter="AND bp_ns IS NOT NULL" if training else "",
             phases="[s, e, e - s, f, b, f - s, b - f, e - b]" if training else "[s, e, e - s, f, f - s, e - f]")))
-        sums, count = self._rows(f"""
-            SELECT list(total ORDER BY i), any_value(n) FROM (
-                SELECT i, sum(v)::HUGEINT AS total, count(*) AS n
-                FROM (SELECT unnest(vals) AS v, generate_subscripts(vals, 1) AS i FROM step_trace_rows
-                      WHERE step > {first_step if legacy else first_step - 1})
-                GROUP BY i)""")[0]
-        average = [_round_half_even(total, count) for total in sums] if count else [0] * (len(header) - 1)
+        columns = len(header) - 1
+        count, *sums = self._rows(f"""
+            SELECT count(*), {", ".join(f"sum(vals[{i}])" for i in range(1, columns + 1))} FROM step_trace_rows
+            WHERE step > {first_step if legacy else first_step - 1}""")[0]
+        average = [_round_half_even(total, count) for total in sums] if count else [0] * columns
         with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv"), "wb") as handle:
             handle.write(_csv_line(header))
             write_text_column(self.con, """SELECT step || ',' || array_to_string(vals, ',') || chr(13) || chr(10)
@@ -340,14 +339,15 @@ class _RankReports:
                 metadata = ",".join(json.dumps(m) for m in self._timeline_metadata(threads))
                 handle.write(((("," if events and metadata else "") + metadata).encode()))
             handle.write(b"]")
-        total, streams, ops, aicpu_ms, aicpu_types, aicpu_count = self._rows("""
-            SELECT CASE WHEN count(*) FILTER (WHERE lane = 0) > 0 THEN
-                        list_reduce(list(dur ORDER BY ts, lane) FILTER (WHERE lane = 0), lambda a, b: a + b) END,
-                   count(DISTINCT tid) FILTER (WHERE lane = 0), count(*) FILTER (WHERE lane = 0),
+        streams, ops, aicpu_ms, aicpu_types, aicpu_count = self._rows("""
+            SELECT count(DISTINCT tid) FILTER (WHERE lane = 0), count(*) FILTER (WHERE lane = 0),
                    coalesce(sum(dur) FILTER (WHERE lane = 2), 0) / 1000,
                    count(DISTINCT name) FILTER (WHERE lane = 2), count(*) FILTER (WHERE lane = 2)
             FROM ascend_timeline_events""")[0]
-        summary = {"total_time": (total or 0.0) + aicpu_ms,
+        # MindSpore adds the durations one by one in timeline order; cumsum adds in that order too
+        durations = self.con.sql("SELECT dur FROM ascend_timeline_events WHERE lane = 0 ORDER BY ts").fetchnumpy()["dur"]
+        total = float(np.cumsum(durations)[-1]) if durations.size else 0.0
+        summary = {"total_time": total + aicpu_ms,
                    "num_of_streams": streams + (1 if aicpu_count else 0),
                    "num_of_ops": self._scalar("SELECT count(*) FROM device_op_stats WHERE rank = $rank") + aicpu_types,
                    "op_exe_times": ops + aicpu_count}

@@ -30,7 +30,7 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
-from .binary_records import Warn, locate_offset, read_columns
+from .binary_records import Warn, is_blank, iter_record_chunks, locate_offset, read_columns
 
 DEFAULT_TICK_HZ = 100_000_000
 HWTS_DTYPE = np.dtype([("head", "u1"), ("core", "u1"), ("unused", "<u2"), ("block_id", "<u2"),
@@ -42,7 +42,10 @@ TS_TRACK_DTYPE = np.dtype([("mode", "u1"), ("rpt_type", "u1"), ("buf_size", "<u2
 _TS_TRACK_STEP = 10
 #: Era A joins by the bare task id from this id on, by (stream, task) below it.
 _BARE_TASK_ID_FROM = 25000
-_EXEC_CHUNK_ROWS = 1 << 20
+
+#: Point kinds as small codes while decoding (0: a record that means nothing), named at the end.
+_POINT_KINDS = {1: "fp_start", 2: "bp_end", 3: "step_end", 4: "comm_start", 5: "comm_end"}
+_FP, _BP, _END, _COMM_START, _COMM_END = _POINT_KINDS
 
 #: Tag meaning per step-trace format: FP start, BP end, iteration end(s), communication range.
 _ERA_AB_TAGS = {"fp": 1, "bp": 2}
@@ -183,49 +186,75 @@ def _task_keys(task_id: np.ndarray, stream_id: np.ndarray, era: str) -> np.ndarr
 
 def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: int,
                      warn: Warn) -> Iterator[pl.DataFrame]:
-    """Pair HWTS start/end records of the same op into executions (device_exec rows)."""
-    records = read_columns(paths, HWTS_DTYPE, ["head", "task_id", "syscnt", "stream_id"], warn,
-                           keep=lambda r: (r["head"] & 0x7) <= 1)
+    """Pair HWTS start/end records of the same op into executions (device_exec rows), chunk by chunk.
+
+    Only start/end records of named tasks take part (MindSpore drops the rest before pairing),
+    so the last such record of a chunk is carried into the next one, where it may start a pair.
+    """
     # task_desc: the last registration of a key wins, as in MindSpore's dict
-    desc = tasks.select("task_id", "stream_id", "op_name").with_row_index("row")
-    desc_keys = _task_keys(desc["task_id"].to_numpy(), desc["stream_id"].to_numpy(), era)
+    desc = tasks.select("task_id", "stream_id", "op_name")
+    desc_task_ids = desc["task_id"].to_numpy()
+    desc_keys = _task_keys(desc_task_ids, desc["stream_id"].to_numpy(), era)
     order = np.argsort(desc_keys, kind="stable")
     keys_sorted = desc_keys[order]
     last_of_key = np.r_[keys_sorted[1:] != keys_sorted[:-1], True]
     unique_keys, unique_rows = keys_sorted[last_of_key], order[last_of_key]
-    op_names = desc["op_name"].to_numpy()[unique_rows]
+    names = pl.Series("op_name", desc["op_name"].to_numpy()[unique_rows], dtype=pl.String)
+    # HWTS task ids are 16-bit: a lookup table drops records no task_desc row can name, cheaply
+    named_task_id = np.zeros(1 << 16, dtype=bool)
+    named_task_id[desc_task_ids[(desc_task_ids >= 0) & (desc_task_ids < 1 << 16)].astype(np.int64)] = True
 
-    keys = _task_keys(records["task_id"], records["stream_id"], era)
-    position = np.searchsorted(unique_keys, keys)
-    position[position == unique_keys.size] = 0
-    known = unique_keys.size > 0
-    known = (unique_keys[position] == keys) if known else np.zeros(keys.size, dtype=bool)
-    unknown = int((~known).sum())
-    if unknown:
-        first = int(np.flatnonzero(~known)[0])
-        path, offset = locate_offset(paths, int(records["offset"][first]))
-        warn(f"{path}: byte offset {offset}: {unknown} of {keys.size} task records have a task id with no op in "
-             f"task_desc (first: task {int(records['task_id'][first])}, stream {int(records['stream_id'][first])}); "
+    carried: dict[str, np.ndarray] | None = None
+    task_records = unnamed = 0
+    first_unnamed: tuple[int, int, int] | None = None  # (stream offset, task id, stream id)
+    for chunk_offset, records in iter_record_chunks(paths, HWTS_DTYPE, warn):
+        task_id, head = records["task_id"], records["head"]
+        is_task = ((head & 0x7) <= 1) & ~is_blank(records)
+        candidates = np.flatnonzero(is_task & named_task_id[task_id])
+        keys = _task_keys(task_id[candidates], records["stream_id"][candidates], era)
+        position = np.minimum(np.searchsorted(unique_keys, keys), unique_keys.size - 1)
+        known = unique_keys[position] == keys
+        named = candidates[known]
+        in_chunk = int(np.count_nonzero(is_task))
+        task_records += in_chunk
+        if named.size < in_chunk:
+            unnamed += in_chunk - named.size
+            if first_unnamed is None:
+                is_task[named] = False
+                first = int(np.flatnonzero(is_task)[0])
+                first_unnamed = (chunk_offset + first * HWTS_DTYPE.itemsize, int(task_id[first]),
+                                 int(records["stream_id"][first]))
+        kept = {"op": position[known], "kind": head[named] & 0x7, "syscnt": records["syscnt"][named],
+                "task_id": task_id[named], "stream_id": records["stream_id"][named]}
+        if carried is not None:
+            kept = {name: np.concatenate([carried[name], column]) for name, column in kept.items()}
+        if kept["op"].size == 0:
+            continue
+        carried = {name: column[-1:].copy() for name, column in kept.items()}
+        if (frame := _paired(kept, names, tick_hz)) is not None:
+            yield frame
+    if unnamed:
+        path, offset = locate_offset(paths, first_unnamed[0])
+        warn(f"{path}: byte offset {offset}: {unnamed} of {task_records} task records have a task id with no op "
+             f"in task_desc (first: task {first_unnamed[1]}, stream {first_unnamed[2]}); "
              "dropped, as MindSpore does (profiling and other framework-internal tasks)")
-    op_index = position[known]
-    kind = records["head"][known] & 0x7
-    syscnt = records["syscnt"][known]
-    is_start = np.r_[(kind[:-1] == 0) & (kind[1:] == 1) & (op_index[:-1] == op_index[1:]), False]
-    starts = np.flatnonzero(is_start)
-    start_ticks = syscnt[starts]
-    dur_ticks = syscnt[starts + 1].astype(np.int64) - start_ticks.astype(np.int64)
-    task_ids = records["task_id"][known][starts].astype(np.int64)
-    stream_ids = records["stream_id"][known][starts].astype(np.int64)
-    names = pl.Series("op_name", op_names, dtype=pl.String)
-    pair_ops = op_index[starts]
-    for begin in range(0, starts.size, _EXEC_CHUNK_ROWS):
-        end = begin + _EXEC_CHUNK_ROWS
-        name = names.gather(pair_ops[begin:end])
-        yield pl.DataFrame({
-            "stream_id": stream_ids[begin:end], "kind": "task", "name": name, "task_id": task_ids[begin:end], "op_name": name,
-            "start_ns": ticks_to_ns(start_ticks[begin:end].astype(np.int64), tick_hz),
-            "dur_ns": ticks_to_ns(dur_ticks[begin:end], tick_hz),
-        })
+
+
+def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int) -> pl.DataFrame | None:
+    """device_exec rows of the named task records of one chunk: a start directly followed by the
+    end of the same op is one execution (the chunk's last record is left for the next chunk)."""
+    op, kind = records["op"], records["kind"]
+    starts = np.flatnonzero((kind[:-1] == 0) & (kind[1:] == 1) & (op[:-1] == op[1:]))
+    if starts.size == 0:
+        return None
+    syscnt = records["syscnt"].astype(np.int64)
+    name = names.gather(op[starts])
+    return pl.DataFrame({
+        "stream_id": records["stream_id"][starts].astype(np.int64), "kind": "task", "name": name,
+        "task_id": records["task_id"][starts].astype(np.int64), "op_name": name,
+        "start_ns": ticks_to_ns(syscnt[starts], tick_hz),
+        "dur_ns": ticks_to_ns(syscnt[starts + 1] - syscnt[starts], tick_hz),
+    })
 
 
 def ticks_to_ns(ticks: np.ndarray, tick_hz: int) -> np.ndarray:
@@ -241,13 +270,13 @@ def _training_trace_points(records: dict[str, np.ndarray], point_names: dict[int
     marker (unused), the rest communication points (odd start, even end)."""
     tag = records["tag"].astype(np.int64)
     end_tag = 65535 if (tag == 65535).any() else 255
-    kind = np.full(tag.size, "", dtype=object)
-    kind[tag == _ERA_AB_TAGS["fp"]] = "fp_start"
-    kind[tag == _ERA_AB_TAGS["bp"]] = "bp_end"
-    kind[tag == end_tag] = "step_end"
+    kind = np.zeros(tag.size, dtype=np.int8)
+    kind[tag == _ERA_AB_TAGS["fp"]] = _FP
+    kind[tag == _ERA_AB_TAGS["bp"]] = _BP
+    kind[tag == end_tag] = _END
     comm = (tag > 2) & (tag < end_tag)
-    kind[comm & (tag % 2 == 1)] = "comm_start"
-    kind[comm & (tag % 2 == 0)] = "comm_end"
+    kind[comm & (tag % 2 == 1)] = _COMM_START
+    kind[comm & (tag % 2 == 0)] = _COMM_END
     return _points_frame(kind, tag, records["stream_id"], records["syscnt"], _tag_names(tag, point_names),
                          tick_hz)
 
@@ -264,14 +293,14 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
         warn(f"{paths[0]}: step trace of {models.size} models (graphs {models.tolist()}); steps are cut at every "
              "iteration end, so the segmentation may mix graphs")
     tag = records["tag"].astype(np.int64)
-    kind = np.full(tag.size, "", dtype=object)
-    kind[tag == _ERA_C_TAGS["fp"]] = "fp_start"
-    kind[tag == _ERA_C_TAGS["bp"]] = "bp_end"
-    kind[tag == _ERA_C_TAGS["end"]] = "step_end"
+    kind = np.zeros(tag.size, dtype=np.int8)
+    kind[tag == _ERA_C_TAGS["fp"]] = _FP
+    kind[tag == _ERA_C_TAGS["bp"]] = _BP
+    kind[tag == _ERA_C_TAGS["end"]] = _END
     comm = (tag >= _ERA_C_TAGS["comm_low"]) & (tag < _ERA_C_TAGS["comm_high"])
-    kind[comm & (tag % 2 == 0)] = "comm_start"
-    kind[comm & (tag % 2 == 1)] = "comm_end"
-    unknown = np.flatnonzero((kind == "") & (tag > 1))
+    kind[comm & (tag % 2 == 0)] = _COMM_START
+    kind[comm & (tag % 2 == 1)] = _COMM_END
+    unknown = np.flatnonzero((kind == 0) & (tag > 1))
     if unknown.size:
         path, offset = locate_offset(paths, int(records["offset"][unknown[0]]))
         warn(f"{path}: byte offset {offset}: {unknown.size} step-trace records have a tag that means nothing "
@@ -295,27 +324,31 @@ def _neighbour_op_names(stream_id: np.ndarray, task_id: np.ndarray, kind: np.nda
         "stream_id", "task_id", pl.col("op_name").shift(-1).alias("next_op"),
         pl.col("op_name").shift(1).alias("previous_op")).unique(["stream_id", "task_id"], keep="last")
     points = pl.DataFrame({"stream_id": stream_id.astype(np.int64), "task_id": task_id.astype(np.int64),
-                           "kind": kind.astype(str)})
+                           "kind": kind})
     named = points.join(ordered, on=["stream_id", "task_id"], how="left", maintain_order="left")
     return named.select(
-        pl.when(pl.col("kind").is_in(["fp_start", "comm_start"])).then(pl.col("next_op"))
-        .when(pl.col("kind") != "").then(pl.col("previous_op"))).to_series().alias("op_name")
+        pl.when(pl.col("kind").is_in([_FP, _COMM_START])).then(pl.col("next_op"))
+        .when(pl.col("kind") != 0).then(pl.col("previous_op"))).to_series().alias("op_name")
 
 
 def _points_frame(kind: np.ndarray, tag: np.ndarray, stream_id: np.ndarray, syscnt: np.ndarray,
                   names: pl.Series, tick_hz: int) -> pl.DataFrame:
-    """Number steps (a step closes at its end point) and keep the points that mean something."""
-    is_end = kind == "step_end"
-    step = 1 + np.r_[0, np.cumsum(is_end)[:-1]]
-    frame = pl.DataFrame({
-        "step": step.astype(np.int64), "kind": kind.astype(str), "tag": tag,
-        "stream_id": stream_id.astype(np.int64),
-        "op_name": names.cast(pl.String),
-        "ts_ns": ticks_to_ns(syscnt.astype(np.int64), tick_hz),
+    """Keep the points that mean something, number steps (a step closes at its end point) and
+    number the points within their step (seq, in record order)."""
+    kept = np.flatnonzero(kind != 0)
+    kind = kind[kept]
+    step = 1 + np.r_[0, np.cumsum(kind == _END)[:-1]] if kind.size else np.empty(0, np.int64)
+    first_of_step = np.r_[True, step[1:] != step[:-1]] if kind.size else np.empty(0, bool)
+    step_first_index = np.maximum.accumulate(np.where(first_of_step, np.arange(kind.size), 0))
+    return pl.DataFrame({
+        "step": step.astype(np.int64),
+        "kind": pl.Series(kind).replace_strict(_POINT_KINDS, return_dtype=pl.String),
+        "tag": tag[kept],
+        "stream_id": stream_id[kept].astype(np.int64),
+        "op_name": names.gather(kept).cast(pl.String),
+        "ts_ns": ticks_to_ns(syscnt[kept].astype(np.int64), tick_hz),
+        "seq": (np.arange(kind.size) - step_first_index).astype(np.int32),
     })
-    frame = frame.with_row_index("order").filter(pl.col("kind") != "")
-    return frame.with_columns(pl.col("order").rank("ordinal").over("step").cast(pl.Int32).alias("seq") - 1
-                              ).drop("order")
 
 
 def _finish_steps(points: pl.DataFrame, skip_first: bool) -> pl.DataFrame:

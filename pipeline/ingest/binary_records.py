@@ -8,7 +8,7 @@ never by the file. Problems are reported with the file and byte offset they conc
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,45 +31,58 @@ def check_slices(paths: Sequence[Path]) -> None:
                                       "the records of the following slices cannot be placed")
 
 
+def iter_record_chunks(paths: Sequence[Path], dtype: np.dtype, warn: Warn) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (stream offset of the first record, records) for the slices `paths`, in order.
+
+    `records` is a structured view of up to CHUNK_RECORDS whole records in a buffer that the
+    next chunk overwrites: copy what you keep. A record that straddles two slices is joined;
+    a trailing partial record is dropped with a warning that names its file and offset.
+    Blank (whitespace padding) records are included; `is_blank` finds them.
+    """
+    check_slices(paths)
+    size = dtype.itemsize
+    buffer = bytearray(CHUNK_RECORDS * size)
+    view = memoryview(buffer)
+    filled = 0  # bytes at the front of buffer: a partial record carried over, then what was read
+    stream_offset = 0  # offset of buffer[0] within the joined stream
+    file_starts: list[tuple[int, Path]] = []
+    for path in paths:
+        file_starts.append((stream_offset + filled, path))
+        with open(path, "rb") as handle:
+            while read := handle.readinto(view[filled:]):
+                filled += read
+                whole = filled - filled % size
+                if filled < len(buffer) and whole == 0:
+                    continue
+                yield stream_offset, np.frombuffer(buffer, dtype=dtype, count=whole // size)
+                stream_offset += whole
+                buffer[: filled - whole] = buffer[whole:filled]
+                filled -= whole
+    if filled:
+        path, local = _locate(file_starts, stream_offset)
+        warn(f"{path}: byte offset {local}: last record is cut short ({filled} of {size} bytes); dropped")
+
+
 def read_columns(paths: Sequence[Path], dtype: np.dtype, columns: Sequence[str], warn: Warn,
                  keep: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Decode the records of the slices `paths` (one stream) and return the named columns.
 
     `keep`, given a chunk of records, returns a boolean mask of those to keep (applied before
-    the columns are copied out). A trailing partial record is dropped with a warning that
-    names its file and offset. Records made only of ASCII whitespace (padding) are skipped.
-    The extra column "offset" holds each kept record's byte offset in the joined stream.
+    the columns are copied out). Blank records are skipped; a trailing partial record is
+    dropped with a warning (`iter_record_chunks`). The extra column "offset" holds each kept
+    record's byte offset in the joined stream.
     """
-    check_slices(paths)
     size = dtype.itemsize
     pieces: dict[str, list[np.ndarray]] = {name: [] for name in columns}
     pieces["offset"] = []
-    carry = b""
-    stream_offset = 0  # offset of carry[0] within the joined stream
-    file_starts: list[tuple[int, Path]] = []
-    for path in paths:
-        file_starts.append((stream_offset + len(carry), path))
-        with open(path, "rb") as handle:
-            while True:
-                block = handle.read(CHUNK_RECORDS * size)
-                if not block:
-                    break
-                data = carry + block
-                whole = len(data) - len(data) % size
-                records = np.frombuffer(data, dtype=dtype, count=whole // size)
-                mask = ~_is_blank(np.frombuffer(data, dtype=np.uint8, count=whole).reshape(-1, size))
-                if keep is not None:
-                    mask &= keep(records)
-                picked = records[mask]
-                for name in columns:
-                    pieces[name].append(picked[name].copy())
-                pieces["offset"].append(stream_offset + np.flatnonzero(mask).astype(np.int64) * size)
-                stream_offset += whole
-                carry = data[whole:]
-    if carry:
-        path, local = _locate(file_starts, stream_offset)
-        warn(f"{path}: byte offset {local}: last record is cut short ({len(carry)} of {size} bytes); "
-             "dropped")
+    for start, records in iter_record_chunks(paths, dtype, warn):
+        mask = ~is_blank(records)
+        if keep is not None:
+            mask &= keep(records)
+        index = np.flatnonzero(mask)
+        for name in columns:
+            pieces[name].append(records[name][index])
+        pieces["offset"].append(start + index.astype(np.int64) * size)
     empty = {name: np.empty(0, dtype[name]) for name in columns} | {"offset": np.empty(0, np.int64)}
     return {name: np.concatenate(parts) if parts else empty[name] for name, parts in pieces.items()}
 
@@ -95,8 +108,9 @@ _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[[9, 10, 11, 12, 13, 32]] = True
 
 
-def _is_blank(rows: np.ndarray) -> np.ndarray:
-    """Per record (row of bytes): made only of ASCII whitespace (first byte tested first: cheap)."""
+def is_blank(records: np.ndarray) -> np.ndarray:
+    """Per record: made only of ASCII whitespace (padding). The first byte is tested first: cheap."""
+    rows = records.view(np.uint8).reshape(records.size, records.dtype.itemsize)
     blank = _WHITESPACE[rows[:, 0]]
     candidates = np.flatnonzero(blank)
     if candidates.size:
