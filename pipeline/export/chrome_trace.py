@@ -18,11 +18,12 @@ a global instant event in a "profpipe" process (pid 0) and by the top-level
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+
+from .text_stream import write_text_column
 
 _HEADER_RESERVE = 4096
 
@@ -101,33 +102,27 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     path.parent.mkdir(parents=True, exist_ok=True)
     base_ns = con.execute("SELECT least((SELECT min(start_ns) FROM stg_host_op), "
                           "(SELECT min(start_ns) FROM stg_device_exec), "
-                          "(SELECT min(start_ns) FROM step_phases))").fetchone()[0] or 0
+                          "(SELECT min(start_ns) FROM step_phases))").fetchall()[0][0] or 0
     con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS "
                 + _EVENTS_SQL.replace("__BASE_NS__", str(base_ns)))
     cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
     keep = "TRUE" if cut_ns is None else f"tier = 0 OR start_ns < {cut_ns}"
-    total, kept = con.execute(f"SELECT count(*), count(*) FILTER (WHERE {keep}) FROM timeline_events").fetchone()
-    dropped = total - kept
+    kept, dropped = (None, 0) if cut_ns is None else con.execute(
+        f"SELECT count(*) FILTER (WHERE {keep}), count(*) FILTER (WHERE NOT ({keep})) FROM timeline_events").fetchall()[0]
     header = {"displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
               "otherData": {"producer": "profpipe", "clock": "rank clock, ns since baseTimeNanoseconds"}}
     if dropped:
         header["profpipe"] = {"truncated": {"limit_mb": limit_mb, "events_dropped": dropped,
-                                            "events_written": kept,
-                                            "complete_until_us": (cut_ns - base_ns) / 1000}}
-    body = path.with_suffix(".body.tmp")
-    con.execute(f"""COPY (SELECT ',' || event FROM timeline_events WHERE {keep})
-                    TO '{body}' (FORMAT CSV, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\x01')""")
-    con.execute("DROP VIEW timeline_events")
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(json.dumps(header)[:-1] + ', "traceEvents": [\n' + json.dumps(_PROFPIPE_PROCESS) + "\n")
-        with open(body, encoding="utf-8") as events:
-            shutil.copyfileobj(events, out, 1024 * 1024)
+                                            "events_written": kept, "complete_until_us": (cut_ns - base_ns) / 1000}}
+    with open(path, "wb") as out:
+        out.write((json.dumps(header)[:-1] + ', "traceEvents": [\n' + json.dumps(_PROFPIPE_PROCESS) + "\n").encode())
+        kept = write_text_column(con, f"SELECT ',' || event || chr(10) FROM timeline_events WHERE {keep}", out)
         if dropped:
             marker = {"name": f"profpipe: timeline truncated here, {dropped} later events dropped",
                       "ph": "i", "s": "g", "pid": 0, "tid": 0, "ts": (cut_ns - base_ns) / 1000}
-            out.write("," + json.dumps(marker) + "\n")
-        out.write("]}\n")
-    body.unlink()
+            out.write(("," + json.dumps(marker) + "\n").encode())
+        out.write(b"]}\n")
+    con.execute("DROP VIEW timeline_events")
     return TimelineResult(path, kept, dropped, path.stat().st_size)
 
 
@@ -142,4 +137,4 @@ def _cut_time(con: duckdb.DuckDBPyConnection, budget: int) -> int | None:
         running AS (SELECT start_ns, sum(bytes) OVER (ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS bytes
                     FROM sized WHERE tier = 1)
         SELECT min(running.start_ns) FROM running, fixed WHERE running.bytes + fixed.bytes > {budget}
-    """).fetchone()[0]
+    """).fetchall()[0][0]

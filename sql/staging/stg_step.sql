@@ -32,12 +32,15 @@ WITH points AS (
     SELECT rank, op_name, start_ns, end_ns FROM stg_device_exec WHERE op_name IS NOT NULL
     UNION ALL
     SELECT rank, op_name, start_ns, end_ns FROM stg_host_op
-), ordered_ops AS (
-    SELECT *, row_number() OVER (PARTITION BY rank ORDER BY start_ns, op_name) AS position FROM ops
 ), first_step AS (
     SELECT rank, arg_min(fp_ns, step) AS fp_ns, arg_min(bp_ns, step) AS bp_ns
     FROM points WHERE fp_ns IS NOT NULL AND end_ns IS NOT NULL
     GROUP BY rank
+), ordered_ops AS (
+    -- only the ops up to the first step's points are looked at: a prefix in start order keeps positions
+    SELECT o.*, row_number() OVER (PARTITION BY o.rank ORDER BY o.start_ns, o.op_name) AS position
+    FROM ops o JOIN first_step f ON f.rank = o.rank
+    WHERE o.start_ns <= greatest(f.fp_ns, coalesce(f.bp_ns, f.fp_ns))
 ), derived AS (
     SELECT
         f.rank,
