@@ -151,3 +151,15 @@ def test_models_run_in_dependency_order():
     for model in load_models():
         for dependency in model.depends_on:
             assert order.index(dependency) < order.index(model.name), (model.name, dependency)
+
+
+def test_model_header_can_materialize_a_staging_model(tmp_path: Path):
+    for layer in ("staging", "marts"):
+        (tmp_path / layer).mkdir()
+    (tmp_path / "staging" / "stg_a.sql").write_text("-- stg_a: one row per thing.\n-- Columns: x.\nSELECT 1 AS x\n")
+    (tmp_path / "staging" / "stg_b.sql").write_text(
+        "-- stg_b: one row per thing.\n-- Columns: x.\n-- materialized: table (read often)\nSELECT x FROM stg_a\n")
+    kinds = {m.name: m.kind for m in load_models(tmp_path)}
+    assert kinds == {"stg_a": "VIEW", "stg_b": "TABLE"}
+    shipped = {m.name: m.kind for m in load_models()}
+    assert shipped["stg_step"] == shipped["stg_device_exec"] == "TABLE" and shipped["stg_host_op"] == "VIEW"
