@@ -50,6 +50,13 @@ ASCEND_RAW_PATTERNS: dict[str, re.Pattern[str]] = {
     "dev_start": re.compile(r"dev_start\.log\.(\d+)"),
     "device_info": re.compile(r"info\.json\.(\d+)"),
 }
+#: MindSpore's own Ascend result files that later analyses read back (MindSpore 1.x profiler
+#: folder): the step-trace CSV (group 1: rank) and the HCCL traces, one folder per
+#: communication op instance `hccl_info/<op>_<n>_..._dev<rank>/iter<N>.trace`.
+STEP_TRACE_CSV = re.compile(r"step_trace_raw_(\d+)_detail_time\.csv")
+HCCL_TRACE = re.compile(r"iter(\d+)\.trace")
+HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
+
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
                          "task_desc_bin", "aicpu")
@@ -76,7 +83,7 @@ class Source:
 
     @property
     def device_type(self) -> str:
-        if self.family == "ascend_raw":
+        if self.family in ("ascend_raw", "mindspore_ascend_reports"):
             return "ascend"
         gpu_roles = {"gpu_op_timestamp", "activity_timestamp", "gpu_framework", "kernel_summary"}
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
@@ -91,6 +98,7 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
         raise InputError(root, "expected a folder that a profiler saved, got a file")
     sources: dict[tuple[Path, int], Source] = {}
     ascend: dict[tuple[Path, int], Source] = {}
+    reports: dict[tuple[Path, int], Source] = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         directory = Path(dirpath)
@@ -103,10 +111,12 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
                     source.files[role] = directory / filename
                     break
             else:
-                _add_ascend_file(ascend, directory, filename)
+                if not _add_report_file(reports, directory, filename):
+                    _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
+    found += list(reports.values())
     found.sort(key=lambda s: (s.rank, str(s.directory)))
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
@@ -137,6 +147,27 @@ def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, fi
             pieces.append(directory / filename)
             pieces.sort(key=slice_number)
             return
+
+
+def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File a MindSpore Ascend result file (step-trace CSV, HCCL trace) under its profiler folder."""
+    match = STEP_TRACE_CSV.fullmatch(filename)
+    if match:
+        rank, profiler_dir = int(match.group(1)), directory
+    else:
+        op_dir = HCCL_OP_DIR.fullmatch(directory.name)
+        if not (HCCL_TRACE.fullmatch(filename) and op_dir and directory.parent.name == "hccl_info"):
+            return False
+        rank, profiler_dir = int(op_dir.group(1)), directory.parent.parent
+    source = reports.setdefault((profiler_dir, rank), Source(
+        family="mindspore_ascend_reports", layout="profiler_dir", rank=rank, device_id=rank,
+        directory=profiler_dir))
+    if match:
+        source.files["step_trace_csv"] = directory / filename
+    else:
+        source.slices.setdefault("hccl_trace", []).append(directory / filename)
+        source.slices["hccl_trace"].sort(key=lambda p: (p.parent.name, int(HCCL_TRACE.fullmatch(p.name).group(1))))
+    return True
 
 
 def slice_number(path: Path) -> int:

@@ -36,8 +36,8 @@ from .text_table import simple_table
 STYLES = ("latest", "legacy")
 _TITLE = "====================op compute time===================="
 
-#: One row per step of the step-trace CSV: its values in ticks, phases then (start, end, duration)
-#: of each communication span of the first step (0, 0, 0 where a later step lacks that span).
+#: One row per step of the step-trace CSV: its values in ticks, phases then the `span` values
+#: of each communication span of the first step (zeros where a later step lacks that span).
 _STEP_TRACE_ROWS_SQL = """
 CREATE OR REPLACE TEMP TABLE step_trace_rows AS
 WITH steps AS (
@@ -55,7 +55,7 @@ WITH steps AS (
     LEFT JOIN step_communication c
            ON c.rank = $rank AND c.step = t.step AND c.stream_id = p.stream_id AND c.pair = p.pair
 ), comm AS (
-    SELECT step, flatten(list([cs, ce, ce - cs] ORDER BY col)) AS vals FROM cells GROUP BY step
+    SELECT step, flatten(list({span} ORDER BY col)) AS vals FROM cells GROUP BY step
 )
 SELECT step, {phases} || coalesce(comm.vals, []::BIGINT[]) AS vals
 FROM steps LEFT JOIN comm USING (step)
@@ -116,6 +116,8 @@ class _RankReports:
             self._timeline_display()
         if self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
             self._aicpu()
+        if self._scalar("SELECT count(*) FROM comm_op_stats WHERE rank = $rank AND step IS NOT NULL"):
+            self._hccl_raw()
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -259,10 +261,12 @@ class _RankReports:
         header += ["bp_point", "iteration_interval", "fp_and_bp", "tail"] if training else ["iteration_interval", "fp"]
         for sid, k, label in spans:
             name = f"stream_{sid}_parallel_{k}" if legacy else f"stream_{sid}_{k}_{label}"
-            header += [f"{name}_start_point", f"{name}_end_point", name]
+            group = [f"{name}_start_point", f"{name}_end_point", name]  # MindInsight 0.3 order
+            header += group if legacy else group[2:] + group[:2]  # later: duration, start, end
         self.con.execute(self._sql(_STEP_TRACE_ROWS_SQL.format(
             tick=self.ns_per_tick, first_step=first_step, bp_filter="AND bp_ns IS NOT NULL" if training else "",
-            phases="[s, e, e - s, f, b, f - s, b - f, e - b]" if training else "[s, e, e - s, f, f - s, e - f]")))
+            phases="[s, e, e - s, f, b, f - s, b - f, e - b]" if training else "[s, e, e - s, f, f - s, e - f]",
+            span="[cs, ce, ce - cs]" if legacy else "[ce - cs, cs, ce]")))
         columns = len(header) - 1
         count, *sums = self._rows(f"""
             SELECT count(*), {", ".join(f"sum(vals[{i}])" for i in range(1, columns + 1))} FROM step_trace_rows
@@ -363,6 +367,45 @@ class _RankReports:
                   "args": {"name": f"Stream #{tid}" if pid != 9000 else "AI CPU"}} for pid, tid in used]
         return meta
 
+    # ---- HCCL ---------------------------------------------------------------------------------
+    def _hccl_raw(self) -> None:
+        """hccl_raw_N.csv: per step the communication and wait cost and the per-link figures of
+        its communication ops (summed over ops), per op the same; then the mean row '-'."""
+        executions = self._rows("""
+            SELECT step, op_label, communication_cost_ms, wait_cost_ms, op_name, iteration FROM comm_op_stats
+            WHERE rank = $rank AND step IS NOT NULL ORDER BY step, start_ns, op_name, iteration""")
+        links: dict[tuple[str, int], dict[str, dict[str, list[float]]]] = {}
+        for op_name, iteration, link, transport, time_ms, size_kb, bandwidth, wait_ms in self._rows("""
+                SELECT op_name, iteration, link, transport, time_ms, size_kb, bandwidth_kb_s, wait_ms
+                FROM comm_link_stats WHERE rank = $rank ORDER BY op_name, iteration, first_seq"""):
+            values = [time_ms, size_kb, bandwidth] + ([wait_ms] if transport == "RDMA" else [])
+            links.setdefault((op_name, iteration), {}).setdefault(link, {})[transport] = values
+        steps: dict[int, list] = {}  # step -> [cost, wait, links, {op_label: [cost, wait, links]}]
+        for step, label, cost, wait, op_name, iteration in executions:
+            op_links = links.get((op_name, iteration), {})
+            row = steps.setdefault(step, [0.0, 0.0, {}, {}])
+            row[0], row[1] = row[0] + cost, row[1] + wait
+            _add_links(row[2], op_links)
+            per_op = row[3].setdefault(label, [0.0, 0.0, {}])
+            per_op[0], per_op[1] = per_op[0] + cost, per_op[1] + wait
+            _add_links(per_op[2], op_links)
+        lines = []
+        for step, (cost, wait, step_links, ops) in steps.items():
+            operators = {label: [str(step), c, w, op_links] for label, (c, w, op_links) in ops.items()}
+            lines.append([step, cost, wait, json.dumps(step_links), json.dumps(operators)])
+        rows = list(steps.values())
+        per_op: dict[str, list] = {}
+        for _, _, _, ops in rows:
+            for label, values in ops.items():
+                per_op.setdefault(label, []).append(values)
+        cost, wait, mean_links = _mean_costs([(c, w, step_links) for c, w, step_links, _ in rows])
+        operators = {label: ["-", *_mean_costs(values)] for label, values in per_op.items()}
+        lines.append(["-", cost, wait, json.dumps(mean_links), json.dumps(operators)])
+        with open(self._path(f"hccl_raw_{self.device}.csv"), "wb") as handle:
+            handle.write(_csv_line(["step_num", "communication_cost", "wait_cost", "link_info",
+                                    "communication_operator_cost"]))
+            handle.writelines(_csv_line(line) for line in lines)
+
     # ---- AI CPU ------------------------------------------------------------------------------
     def _aicpu(self) -> None:
         rows = self._rows("""SELECT seq + 1, op_type, total_us / 1e3, dispatch_us / 1e3, run_start_us, run_end_us
@@ -377,6 +420,30 @@ class _RankReports:
         else:
             text = simple_table(headers, [*rows, ("AI CPU Total Time(ms):", f"{total:f}", None, None, None, None)])
         self._text(f"output_data_preprocess_aicpu_{self.device}.txt", text + "\n")
+
+
+def _add_links(total: dict[str, dict[str, list[float]]], links: dict[str, dict[str, list[float]]]) -> None:
+    """Add per-link figures into `total` element by element (links new to it keep their order)."""
+    for link, transports in links.items():
+        for transport, values in transports.items():
+            current = total.setdefault(link, {}).get(transport)
+            total[link][transport] = list(values) if current is None else [a + b for a, b in zip(current, values)]
+
+
+def _mean_costs(rows: list[tuple[float, float, dict]]) -> list:
+    """[mean cost, mean wait, per-link element-wise means over the rows that have the link]."""
+    cost = wait = 0.0
+    sums: dict[str, dict[str, list[float]]] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for row_cost, row_wait, links in rows:
+        cost, wait = cost + row_cost, wait + row_wait
+        _add_links(sums, links)
+        for link, transports in links.items():
+            for transport in transports:
+                counts[link, transport] = counts.get((link, transport), 0) + 1
+    means = {link: {transport: [v / counts[link, transport] for v in values] for transport, values in transports.items()}
+             for link, transports in sums.items()}
+    return [cost / len(rows), wait / len(rows), means]
 
 
 def _round_half_even(total: int, count: int) -> int:

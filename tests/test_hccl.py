@@ -1,0 +1,137 @@
+"""HCCL communication (MindSpore 1.x hccl_info traces + step-trace CSV): comm_task, marts, hccl_raw."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES, REPO, realdata, run
+from pipeline.errors import InputError, ProfpipeError
+
+HCCL = FIXTURES / "mindspore_hccl"
+MS_PROFILER_DATA = "mindspore/tests/ut/data/profiler_data"
+
+
+def _query(out: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        con.execute("SET file_search_path = ?", [str(out)])
+        return con.execute(sql).fetchall()
+
+
+def test_hccl_raw_equals_mindspore(tmp_path: Path) -> None:
+    source = realdata(MS_PROFILER_DATA)
+    out = run(source, tmp_path / "out").output
+    expected = source / "profiler"
+    assert (out / "reports" / "hccl_raw_6.csv").read_bytes() == (expected / "hccl_raw_6.csv").read_bytes()
+    # the step trace read back gives MindSpore's step rows again (its average row is the older 2..N mean)
+    ours = (out / "reports" / "step_trace_raw_6_detail_time.csv").read_bytes().splitlines()
+    assert ours[:3] == (expected / "step_trace_raw_6_detail_time.csv").read_bytes().splitlines()[:3]
+
+
+def _expected_execution(events: list[dict]) -> tuple[float, float, dict]:
+    """(communication cost ms, wait cost ms, {link: {transport: [time_ms, size_kb]}}), derived here from the
+    task list by the rules of algorithms.md §6 (main plane = highest tid)."""
+    main = max(e["tid"] for e in events)
+    none = 4294967295
+
+    def link(e: dict) -> str:
+        src, dst = e["args"]["src rank"], e["args"]["dst rank"]
+        src, dst = (dst if src == none else src), (src if dst == none else dst)
+        return f"{dst}-{src}" if e["args"]["transport type"] == "LOCAL" else f"{src}-{dst}"
+
+    links: dict = {}
+    cost_us: dict = {}
+    rdma_wait_main = 0.0
+    for i, e in enumerate(events):
+        transport = e["args"]["transport type"]
+        if transport == "SDMA" and e["name"] in ("Reduce Inline", "Memcpy"):
+            time_us, size = e["dur"], int(e["args"]["size"], 16)
+        elif transport == "RDMA" and e["name"] == "RDMASend" and i + 2 < len(events) \
+                and events[i + 1]["name"] == "RDMASend" and events[i + 2]["name"] == "Notify Wait":
+            time_us = e["dur"] + events[i + 1]["dur"] + events[i + 2]["dur"]
+            size = int(e["args"]["size"], 16) + int(events[i + 1]["args"]["size"], 16)
+            rdma_wait_main += events[i + 2]["dur"] if e["tid"] == main else 0.0
+        else:
+            continue
+        entry = links.setdefault(link(e), {}).setdefault(transport, [0.0, 0])
+        entry[0] += time_us
+        entry[1] += size
+        if e["tid"] == main:
+            cost_us[link(e), transport] = cost_us.get((link(e), transport), 0.0) + time_us
+    waits = sum(e["dur"] for e in events if e["tid"] == main and e["name"] == "Notify Wait")
+    cost = sum(v / 1000 for v in cost_us.values())
+    return cost, (waits - rdma_wait_main) / 1000, {
+        k: {t: [v[0] / 1000, v[1] / 1000] for t, v in transports.items()} for k, transports in links.items()}
+
+
+def test_fixture_links_costs_steps_and_names(tmp_path: Path) -> None:
+    out = run(HCCL, tmp_path / "out").output
+    rows = _query(out, """SELECT op_name, iteration, step, op_label, communication_cost_ms, wait_cost_ms
+                          FROM comm_op_stats ORDER BY op_name, iteration""")
+    labels = {(op, iteration): (step, label) for op, iteration, step, label, *_ in rows}
+    # AllReduce ops map to the step-trace columns by type and ordinal; the Broadcast keeps its name;
+    # its first execution starts before step 1 and counts there
+    assert labels == {("allReduce_1_1", 1): (1, "stream_5_0_AllReduce-op10"),
+                      ("allReduce_1_1", 2): (2, "stream_5_0_AllReduce-op10"),
+                      ("allReduce_2_1", 1): (1, "stream_5_1_AllReduce-op20"),
+                      ("allReduce_2_1", 2): (2, "stream_5_1_AllReduce-op20"),
+                      ("broadcast_1_1", 1): (1, "broadcast_1_1"), ("broadcast_1_1", 2): (2, "broadcast_1_1")}
+    links = {(op, iteration, link, transport): (time_ms, size_kb) for op, iteration, link, transport, time_ms, size_kb
+             in _query(out, "SELECT op_name, iteration, link, transport, time_ms, size_kb FROM comm_link_stats")}
+    for op, iteration, _step, _label, cost, wait in rows:
+        trace = HCCL / "profiler" / "hccl_info" / f"{op}_dev3" / f"iter{iteration}.trace"
+        expected_cost, expected_wait, expected_links = _expected_execution(json.loads(trace.read_text())["traceEvents"])
+        assert cost == pytest.approx(expected_cost, rel=1e-12)
+        assert wait == pytest.approx(expected_wait, rel=1e-9, abs=1e-15)
+        got = {(k, t): v for (o, i, k, t), v in links.items() if (o, i) == (op, iteration)}
+        assert got == {(k, t): pytest.approx(tuple(v), rel=1e-12) for k, ts in expected_links.items() for t, v in ts.items()}
+    assert ("allReduce_1_1", 1, "3-3", "SDMA") in links  # 4294967295 takes the other side's rank
+    assert not any(k[2] == "3-0" for k in links)  # LOCAL notifies are no link of their own
+
+
+def test_fixture_hccl_raw_rows_sum_ops_per_step(tmp_path: Path) -> None:
+    out = run(HCCL, tmp_path / "out").output
+    with open(out / "reports" / "hccl_raw_3.csv", newline="") as handle:
+        table = list(csv.reader(handle))
+    assert table[0] == ["step_num", "communication_cost", "wait_cost", "link_info", "communication_operator_cost"]
+    assert [r[0] for r in table[1:]] == ["1", "2", "-"]
+    per_step = dict(_query(out, "SELECT step, sum(communication_cost_ms) FROM comm_op_stats GROUP BY step"))
+    for row in table[1:3]:
+        assert float(row[1]) == pytest.approx(per_step[int(row[0])], rel=1e-12)
+        operators = json.loads(row[4])
+        assert set(operators) == {"broadcast_1_1", "stream_5_0_AllReduce-op10", "stream_5_1_AllReduce-op20"}
+        assert sum(v[1] for v in operators.values()) == pytest.approx(float(row[1]), rel=1e-12)
+        links = json.loads(row[3])
+        assert links["3-1"]["RDMA"][3] == pytest.approx(7.125 / 1000)  # RDMA vectors carry their wait
+    average = table[3]
+    assert float(average[1]) == pytest.approx((float(table[1][1]) + float(table[2][1])) / 2, rel=1e-12)
+
+
+def test_generator_is_deterministic(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "fixtures/generators/mindspore_hccl.py"), str(tmp_path)], check=True)
+    for fresh in tmp_path.rglob("*"):
+        if fresh.is_file():
+            assert fresh.read_bytes() == (HCCL / fresh.relative_to(tmp_path)).read_bytes(), fresh
+
+
+def test_bad_hccl_trace_and_step_trace_name_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "in"
+    shutil.copytree(HCCL, broken)
+    trace = broken / "profiler" / "hccl_info" / "allReduce_2_1_dev3" / "iter2.trace"
+    trace.write_text(trace.read_text()[:100])
+    with pytest.raises(InputError, match=r"allReduce_2_1_dev3/iter2\.trace: expected HCCL trace JSON"):
+        run(broken, tmp_path / "out", strict=True)
+    shutil.rmtree(broken)
+    shutil.copytree(HCCL, broken)
+    csv_path = broken / "profiler" / "step_trace_raw_3_detail_time.csv"
+    lines = csv_path.read_text().splitlines()
+    lines[2] = lines[2].replace("101000000", "abc", 1)
+    csv_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ProfpipeError, match=r"step_trace_raw_3_detail_time\.csv, line 3: expected integer ticks"):
+        run(broken, tmp_path / "out2")
