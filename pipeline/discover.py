@@ -57,6 +57,9 @@ STEP_TRACE_CSV = re.compile(r"step_trace_raw_(\d+)_detail_time\.csv")
 HCCL_TRACE = re.compile(r"iter(\d+)\.trace")
 HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 
+#: msprof's timeline export (era D): `PROF_*/device_N/timeline/<kind>_<device>_<model>_<iteration>.json`.
+MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
+
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
                          "task_desc_bin", "aicpu")
@@ -83,7 +86,7 @@ class Source:
 
     @property
     def device_type(self) -> str:
-        if self.family in ("ascend_raw", "mindspore_ascend_reports"):
+        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_timeline"):
             return "ascend"
         gpu_roles = {"gpu_op_timestamp", "activity_timestamp", "gpu_framework", "kernel_summary"}
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
@@ -111,7 +114,8 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
                     source.files[role] = directory / filename
                     break
             else:
-                if not _add_report_file(reports, directory, filename):
+                if not (_add_report_file(reports, directory, filename)
+                        or _add_msprof_file(reports, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
@@ -167,6 +171,21 @@ def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, f
     else:
         source.slices.setdefault("hccl_trace", []).append(directory / filename)
         source.slices["hccl_trace"].sort(key=lambda p: (p.parent.name, int(HCCL_TRACE.fullmatch(p.name).group(1))))
+    return True
+
+
+def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File an msprof timeline export under its device folder (the parent of `timeline/`)."""
+    match = MSPROF_TIMELINE.fullmatch(filename)
+    if not match or directory.name != "timeline":
+        return False
+    device_id = int(match.group(2))
+    source = sources.setdefault((directory.parent, device_id), Source(
+        family="msprof_timeline", layout="ascend_era_d", rank=device_id, device_id=device_id,
+        directory=directory.parent))
+    pieces = source.slices.setdefault(match.group(1), [])
+    pieces.append(directory / filename)
+    pieces.sort(key=lambda p: tuple(int(g) for g in MSPROF_TIMELINE.fullmatch(p.name).groups()[1:]))
     return True
 
 

@@ -82,8 +82,10 @@ class ReportOptions:
 def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, options: ReportOptions) -> list[Path]:
     """Write the compatible files of every Ascend rank; return their paths."""
     written: list[Path] = []
+    # ranks read from device-counter data (raw dumps, MindSpore 1.x result folders); msprof
+    # exports carry host-clock times and MindSpore 2.x reports of their own
     ranks = con.execute("SELECT rank, device_id, tick_hz FROM run_info WHERE device_type = 'ascend' "
-                        "ORDER BY rank").fetchall()
+                        "AND tick_hz IS NOT NULL ORDER BY rank").fetchall()
     for rank, device, tick_hz in ranks:
         writer = _RankReports(con, reports_dir, rank, device, tick_hz, options)
         written += writer.write_all()

@@ -1,0 +1,193 @@
+"""Stage 2, ingest: msprof timeline exports (Ascend era D, MindSpore 2.0-2.2) -> normalized tables.
+
+One source is one `PROF_*/device_N` folder whose `timeline/` holds msprof's Chrome-trace arrays
+`<kind>_<device>_<model>_<iteration>.json` (shared/reference/formats-ascend-minddata.md §1.2,
+§2.8, §2.10). `msprof_*` files hold every process; without them the `task_time_*`,
+`step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
+column-wise; events become:
+
+* "Ascend Hardware" tasks (args Task Type / Stream Id / Task Id) -> device_exec;
+* "Iteration N" events (FP Start, BP End, Iteration End) and "Reduce_N_k" spans -> step_point;
+* "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
+  Kernel") whose span holds it.
+
+Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. The
+model with the most iteration files is read; other models are reported and left out.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ..discover import MSPROF_TIMELINE, Source
+from ..errors import InputError
+from .binary_records import Warn
+
+_COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "DOUBLE",
+            "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
+
+_EVENTS_SQL = """
+CREATE TABLE events AS
+WITH raw AS (
+    SELECT filename, name, pid, tid, ph, cat, args,
+           round(ts::DOUBLE * 1000)::BIGINT AS ts_ns, round(dur * 1000)::BIGINT AS dur_ns
+    FROM read_json($files, format = 'array', columns = $columns, filename = true)
+), processes AS (
+    SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
+)
+SELECT r.*, p.process, row_number() OVER (ORDER BY r.filename, r.ts_ns) AS seq
+FROM raw r LEFT JOIN processes p USING (pid)
+WHERE r.ph = 'X'
+"""
+
+_DEVICE_EXEC_SQL = """
+SELECT (args->>'$."Stream Id"')::BIGINT AS stream_id, 'task' AS kind, name, (args->>'$."Task Id"')::BIGINT AS task_id,
+       name AS op_name, ts_ns AS start_ns, dur_ns
+FROM events
+WHERE process = 'Ascend Hardware' AND args->>'$."Task Type"' IS NOT NULL
+ORDER BY ts_ns, stream_id, task_id
+"""
+
+#: Iteration events give the four base points; Reduce_<iteration>_<k> events the communication spans.
+_STEP_POINT_SQL = """
+WITH iterations AS (
+    SELECT DISTINCT (args->>'$."Iteration ID"')::BIGINT AS step, ts_ns,
+           round((args->>'$."FP Start"')::DOUBLE * 1000)::BIGINT AS fp_ns,
+           round((args->>'$."BP End"')::DOUBLE * 1000)::BIGINT AS bp_ns,
+           round((args->>'$."Iteration End"')::DOUBLE * 1000)::BIGINT AS end_ns
+    FROM events WHERE cat = 'Iteration Time'
+), reduces AS (
+    SELECT DISTINCT (args->>'$."Iteration ID"')::BIGINT AS step, name, ts_ns, ts_ns + dur_ns AS end_ns,
+           regexp_extract(name, '_(\\d+)$', 1)::INTEGER AS k
+    FROM events WHERE cat = 'Reduce'
+), points AS (
+    SELECT step, 'step_start' AS kind, ts_ns, -1 AS seq FROM iterations
+    UNION ALL SELECT step, 'fp_start', fp_ns, 0 FROM iterations WHERE fp_ns > 0
+    UNION ALL SELECT step, 'bp_end', bp_ns, 1 FROM iterations WHERE bp_ns > 0
+    UNION ALL SELECT step, 'comm_start', ts_ns, 2 + 2 * k FROM reduces
+    UNION ALL SELECT step, 'comm_end', end_ns, 3 + 2 * k FROM reduces
+    UNION ALL SELECT step, 'step_end', end_ns, 1000000 FROM iterations
+)
+SELECT step, kind, NULL::VARCHAR AS op_name, (row_number() OVER (PARTITION BY step ORDER BY seq) - 2)::INTEGER AS seq,
+       NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM points ORDER BY step, seq
+"""
+
+#: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them.
+_COMM_TASK_SQL = """
+WITH threads AS (
+    SELECT DISTINCT pid, tid FROM events WHERE process = 'HCCL' AND args IS NULL
+), ops AS (
+    SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns, e.ts_ns + e.dur_ns AS op_end_ns
+    FROM events e JOIN threads USING (pid, tid)
+), tasks AS (
+    SELECT * FROM events WHERE process = 'HCCL' AND args->>'$."task type"' IS NOT NULL
+)
+SELECT coalesce(o.op_name, 'unknown') AS op_name,
+       coalesce(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), 'unknown') AS op_type,
+       NULL::BIGINT AS op_ordinal,
+       regexp_extract(t.filename, '_(\\d+)\\.json$', 1)::BIGINT AS iteration, NULL::BIGINT AS step,
+       (row_number() OVER (PARTITION BY o.op_name, t.filename ORDER BY t.ts_ns, t.seq) - 1)::INTEGER AS seq,
+       t.tid::BIGINT AS plane, (t.args->>'$."stream id"')::BIGINT AS stream_id,
+       (t.args->>'$."task id"')::BIGINT AS task_id,
+       replace(t.args->>'$."task type"', '_', ' ') AS task_type,
+       nullif((t.args->>'$."src rank"')::BIGINT, 4294967295) AS src_rank,
+       nullif((t.args->>'$."dst rank"')::BIGINT, 4294967295) AS dst_rank,
+       t.args->>'$."transport type"' AS transport,
+       nullif((t.args->>'$."size(Byte)"')::BIGINT, 0) AS bytes,
+       t.ts_ns AS start_ns, t.dur_ns
+FROM tasks t
+ASOF LEFT JOIN ops o ON o.filename = t.filename AND t.ts_ns >= o.op_start_ns
+ORDER BY iteration, op_name, seq
+"""
+
+
+def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """Yield the normalized tables of one msprof-exported device folder."""
+    files = _chosen_files(source, warn)
+    _check_rank(source, warn)
+    yield "run_info", _run_info(source)
+    with duckdb.connect() as con:
+        _load_events(con, files)
+        for table, sql in (("device_exec", _DEVICE_EXEC_SQL), ("step_point", _STEP_POINT_SQL),
+                           ("comm_task", _COMM_TASK_SQL)):
+            rows = con.sql(sql).to_arrow_table()
+            if rows.num_rows:
+                yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
+
+
+def _chosen_files(source: Source, warn: Warn) -> list[Path]:
+    """The timeline files of the model with the most iteration files (msprof_* when present)."""
+    kinds = ["msprof"] if "msprof" in source.slices else [k for k in ("task_time", "step_trace", "hccl")
+                                                          if k in source.slices]
+    by_model: dict[int, list[Path]] = {}
+    for kind in kinds:
+        for path in source.slices[kind]:
+            by_model.setdefault(int(MSPROF_TIMELINE.fullmatch(path.name).group(3)), []).append(path)
+    model = max(by_model, key=lambda m: (len(by_model[m]), -m))
+    others = sorted(set(by_model) - {model})
+    if others:
+        warn(f"{source.directory}: timelines of models {[model, *others]}; model {model} (most iterations) is "
+             f"analysed, models {others} are left out")
+    return sorted(by_model[model])
+
+
+def _check_rank(source: Source, warn: Warn) -> None:
+    """Ranks are numbered by device id; say so when info.json is missing or gives another rank_id."""
+    info = source.directory / f"info.json.{source.device_id}"
+    if not info.is_file():
+        warn(f"{source.directory}: no info.json.{source.device_id}; the rank is numbered by the device id "
+             f"({source.device_id})")
+        return
+    try:
+        rank_id = int(json.loads(info.read_text(encoding="utf-8")).get("rank_id", -1))
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InputError(info, f"expected msprof device info JSON with rank_id ({exc})") from None
+    if rank_id >= 0 and rank_id != source.device_id:
+        warn(f"{info}: rank_id {rank_id} differs from the device id {source.device_id}; profpipe numbers the rank "
+             f"by the device id")
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
+    """Parse the JSON arrays into table `events`; a file that is not one is named in the error."""
+    try:
+        con.execute(_EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), {"files": [str(f) for f in files]})
+    except duckdb.Error as error:
+        for path in files:  # find the file at fault
+            try:
+                con.sql(f"SELECT count(*) FROM read_json(?, format = 'array', columns = {_duckdb_struct(_COLUMNS)})",
+                        params=[str(path)]).fetchall()
+            except duckdb.Error as file_error:
+                raise InputError(path, f"not an msprof Chrome-trace JSON array ({_first_line(file_error)})") from None
+        raise InputError(files[0].parent, f"msprof timelines could not be read ({_first_line(error)})") from None
+
+
+def _duckdb_struct(columns: dict[str, str]) -> str:
+    return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0]
+
+
+def _run_info(source: Source) -> pa.Table:
+    """Host CLOCK_MONOTONIC_RAW clock; start_info's epoch offset kept in metadata_json."""
+    metadata = {}
+    start_info = source.directory / f"start_info.{source.device_id}"
+    if start_info.is_file():
+        try:
+            info = json.loads(start_info.read_text(encoding="utf-8"))
+            metadata["epoch_offset_ns"] = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
+    return pa.table({
+        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
+        "device_type": ["ascend"], "framework": ["mindspore"], "layout": ["ascend_era_d"],
+        "source_dir": [str(source.directory)], "clock": ["host_monotonic_raw"],
+        "metadata_json": [json.dumps(metadata) if metadata else None],
+    })
+

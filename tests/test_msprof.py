@@ -1,0 +1,113 @@
+"""msprof timeline exports (Ascend era D): the two real devices of MindInsight's sample, bad input."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES, REPO, realdata, run
+
+SAMPLE = "mindinsight/tests/utils/resource/profiler"
+FIXTURE = FIXTURES / "msprof_timeline"
+
+
+def _query(out: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        con.execute("SET file_search_path = ?", [str(out)])
+        return con.execute(sql).fetchall()
+
+
+def _copy_devices(tmp_path: Path) -> Path:
+    """The two PROF_* folders alone (their parent also holds MindSpore 1.x result files of rank 0)."""
+    folder = tmp_path / "in"
+    for prof in sorted(realdata(SAMPLE).glob("PROF_000001_*")):
+        shutil.copytree(prof, folder / prof.name)
+    return folder
+
+
+def _events(device_dir: Path) -> list[dict]:
+    return [e for f in sorted((device_dir / "timeline").glob("msprof_*.json")) for e in json.loads(f.read_text())]
+
+
+def test_two_devices_tasks_and_steps_match_msprof(tmp_path: Path) -> None:
+    folder = _copy_devices(tmp_path)
+    result = run(folder, tmp_path / "out")
+    out = result.output
+    assert result.ranks == [0, 1] and not json.loads((out / "manifest.json").read_text())["warnings"]
+    for rank, device_dir in enumerate(sorted(folder.glob("PROF_*/device_*"))):
+        events = _events(device_dir)
+        hardware = {e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
+                    and e["args"]["name"] == "Ascend Hardware"}
+        tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware and "Task Type" in e.get("args", {})]
+        assert _query(out, f"SELECT count(*) FROM device_exec WHERE rank = {rank}") == [(len(tasks),)]
+        iterations = {e["args"]["Iteration ID"]: e for e in events if e.get("cat") == "Iteration Time"}
+        fp_bp = {e["args"]["Iteration ID"]: e["args"]["FP_BP Time(ns)"] for e in events if e.get("cat") == "FP_BP Time"}
+        refresh = {e["args"]["Iteration ID"]: e["args"]["Iteration Refresh(ns)"] for e in events
+                   if e.get("cat") == "Iteration Refresh"}
+        steps = _query(out, f"SELECT step, total_ns, fp_and_bp_ns, tail_ns FROM step_phases WHERE rank = {rank} ORDER BY step")
+        assert [s[0] for s in steps] == sorted(iterations) == list(range(1, 11))
+        for step, total, fp_and_bp, tail in steps:  # msprof's own phase figures, to the ns it rounds to
+            assert total == pytest.approx(iterations[step]["args"]["Iteration Time(ns)"], abs=2)
+            assert fp_and_bp == pytest.approx(fp_bp[step], abs=2)
+            assert tail == pytest.approx(refresh[step], abs=2)
+    # every HCCL plane task sits under a communication op; one AllReduce span per step and rank
+    assert _query(out, "SELECT count(*) FROM comm_task WHERE op_name = 'unknown'") == [(0,)]
+    assert _query(out, "SELECT rank, count(DISTINCT step) FROM step_communication GROUP BY rank ORDER BY rank") == [
+        (0, 10), (1, 10)]
+    assert _query(out, "SELECT DISTINCT op_type FROM comm_task") == [("AllReduce",)]
+
+
+def test_bad_timeline_names_the_file_and_other_rank_goes_on(tmp_path: Path) -> None:
+    folder = _copy_devices(tmp_path)
+    device_0 = next(folder.glob("PROF_*/device_0"))
+    broken = device_0 / "timeline" / "msprof_0_2_7.json"
+    broken.write_text(broken.read_text()[:5000])
+    result = run(folder, tmp_path / "out")
+    assert result.ranks == [1]
+    assert result.skipped[0]["rank"] == 0 and "msprof_0_2_7.json: not an msprof Chrome-trace JSON array" in \
+        result.skipped[0]["error"]
+
+
+def test_other_models_and_missing_info_are_reported(tmp_path: Path) -> None:
+    folder = _copy_devices(tmp_path)
+    device_1 = next(folder.glob("PROF_*/device_1"))
+    shutil.copy(device_1 / "timeline" / "msprof_1_0_1.json", device_1 / "timeline" / "msprof_1_5_1.json")
+    (device_1 / "info.json.1").unlink()
+    result = run(folder, tmp_path / "out")
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any("timelines of models [0, 5]; model 0 (most iterations) is analysed, models [5] are left out" in w
+               for w in warnings)
+    assert any("no info.json.1; the rank is numbered by the device id (1)" in w for w in warnings)
+    assert _query(result.output, "SELECT count(*) FROM step_phases WHERE rank = 1") == [(10,)]
+
+
+def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
+    out = run(FIXTURE, tmp_path / "out").output
+    assert _query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
+        ("ascend_era_d", "host_monotonic_raw", '{"epoch_offset_ns": 1699996000000000000}')]
+    tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec ORDER BY start_ns")
+    assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),
+                         ("Gradients/Default/Conv2DBackpropInput-op3", 3, 5_000_150_000, 300_000)]
+    assert len(tasks) == 6 and tasks[3][2] == 5_020_010_000  # iteration 2 writes ts as strings
+    assert _query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns FROM step_phases ORDER BY step") == [
+        (1, 5_000_000_000, 5_000_010_000, 5_000_450_000, 5_019_000_000),
+        (2, 5_020_000_000, 5_020_010_000, 5_020_450_000, 5_039_000_000)]
+    assert _query(out, "SELECT step, dur_ns FROM step_communication ORDER BY step") == [(1, 1_000_000), (2, 1_000_000)]
+    # HCCL: the SDMA link 0-1 (Reduce Inline + Memcpy, both planes); cost counts the main (highest) plane only
+    assert _query(out, """SELECT iteration, step, op_name, link, transport, time_ms, bytes FROM comm_link_stats
+                          ORDER BY iteration""") == [
+        (1, 1, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864),
+        (2, 2, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864)]
+    assert _query(out, "SELECT communication_cost_ms, wait_cost_ms FROM comm_op_stats") == [(0.0, 0.0005)] * 2
+
+
+def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, str(REPO / "fixtures/generators/msprof_timeline.py"), str(tmp_path)], check=True)
+    for fresh in tmp_path.rglob("*"):
+        if fresh.is_file():
+            assert fresh.read_bytes() == (FIXTURE / fresh.relative_to(tmp_path)).read_bytes(), fresh
