@@ -58,6 +58,12 @@ def test_two_devices_tasks_and_steps_match_msprof(tmp_path: Path) -> None:
     assert _query(out, "SELECT rank, count(DISTINCT step) FROM step_communication GROUP BY rank ORDER BY rank") == [
         (0, 10), (1, 10)]
     assert _query(out, "SELECT DISTINCT op_type FROM comm_task") == [("AllReduce",)]
+    # the overlap split covers each step exactly once; every step communicates
+    for total, computation, communication, overlapped, pure, free in _query(out, """
+            SELECT total_ns, computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
+                   free_ns FROM step_overlap"""):
+        assert computation + pure + free == total and overlapped + pure == communication
+        assert communication > 0 and 0 <= overlapped <= communication
 
 
 def test_bad_timeline_names_the_file_and_other_rank_goes_on(tmp_path: Path) -> None:
@@ -91,7 +97,7 @@ def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
     tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec ORDER BY start_ns")
     assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),
                          ("Gradients/Default/Conv2DBackpropInput-op3", 3, 5_000_150_000, 300_000)]
-    assert len(tasks) == 6 and tasks[3][2] == 5_020_010_000  # iteration 2 writes ts as strings
+    assert len(tasks) == 8 and tasks[4][2] == 5_020_010_000  # iteration 2 writes ts as strings
     assert _query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_000_010_000, 5_000_450_000, 5_019_000_000),
         (2, 5_020_000_000, 5_020_010_000, 5_020_450_000, 5_039_000_000)]
@@ -102,6 +108,10 @@ def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
         (1, 1, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864),
         (2, 2, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864)]
     assert _query(out, "SELECT communication_cost_ms, wait_cost_ms FROM comm_op_stats") == [(0.0, 0.0005)] * 2
+    # overlap: compute 100.5 + 20.25 + 300 + 300 µs; the AllReduce runs 500.5-1000 µs, Add-op4 800-1100 µs
+    assert _query(out, """SELECT computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
+                                 free_ns FROM step_overlap ORDER BY step""") == [
+        (720_750, 499_500, 200_000, 299_500, 19_000_000 - 1_020_250)] * 2
 
 
 def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ One source is one `PROF_*/device_N` folder whose `timeline/` holds msprof's Chro
 `step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
 column-wise; events become:
 
-* "Ascend Hardware" tasks (args Task Type / Stream Id / Task Id) -> device_exec;
+* "Ascend Hardware" tasks (args Task Type / Stream Id / Task Id) -> device_exec: AI Core / AI CPU /
+  vector / mix tasks are op executions (kind 'task'), notify, event and memcpy tasks of the
+  runtime and HCCL are kind 'sync' without an op;
 * "Iteration N" events (FP Start, BP End, Iteration End) and "Reduce_N_k" spans -> step_point;
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it.
@@ -45,9 +47,11 @@ WHERE r.ph = 'X'
 """
 
 _DEVICE_EXEC_SQL = """
-SELECT (args->>'$."Stream Id"')::BIGINT AS stream_id, 'task' AS kind, name, (args->>'$."Task Id"')::BIGINT AS task_id,
-       name AS op_name, ts_ns AS start_ns, dur_ns
-FROM events
+SELECT (args->>'$."Stream Id"')::BIGINT AS stream_id,
+       CASE WHEN is_op THEN 'task' ELSE 'sync' END AS kind, name, (args->>'$."Task Id"')::BIGINT AS task_id,
+       CASE WHEN is_op THEN name END AS op_name, ts_ns AS start_ns, dur_ns
+FROM (SELECT *, regexp_matches(args->>'$."Task Type"', '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$') AS is_op
+      FROM events)
 WHERE process = 'Ascend Hardware' AND args->>'$."Task Type"' IS NOT NULL
 ORDER BY ts_ns, stream_id, task_id
 """
