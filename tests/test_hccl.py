@@ -135,3 +135,42 @@ def test_bad_hccl_trace_and_step_trace_name_the_file(tmp_path: Path) -> None:
     csv_path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ProfpipeError, match=r"step_trace_raw_3_detail_time\.csv, line 3: expected integer ticks"):
         run(broken, tmp_path / "out2")
+
+
+def test_cluster_step_phases_side_by_side(tmp_path: Path) -> None:
+    """MindInsight's 4-rank pipeline-parallel step traces: phases per rank, slowest rank, 5 % flag."""
+    source = realdata("mindinsight/tests/utils/resource/cluster_propose")
+    out = run(source, tmp_path / "out").output
+    expected: dict[tuple[int, int], list[int]] = {}
+    for rank in range(4):
+        with open(source / f"step_trace_raw_{rank}_detail_time.csv", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row["step_num"] != "-":
+                    expected[rank, int(row["step_num"])] = [int(row[c]) * 10 for c in (
+                        "total", "iteration_interval", "fp_and_bp", "tail")]
+    rows = _query(out, """SELECT rank, step, total_ns, iteration_interval_ns, fp_and_bp_ns, tail_ns, slowest_rank,
+                                 is_slow, pure_communication_ns FROM cluster_step_phases""")
+    assert {(r[0], r[1]): list(r[2:6]) for r in rows} == expected
+    for rank, step, total, *_, slowest, is_slow, pure in rows:
+        totals = {r: expected[r, step][0] for r in range(4) if (r, step) in expected}
+        assert slowest == max(totals, key=lambda r: (totals[r], -r))
+        assert is_slow == (total > 1.05 * min(totals.values()))
+        assert pure is None  # a step trace alone says nothing about computation
+
+
+def test_cluster_flags_a_rank_more_than_5_percent_slower(tmp_path: Path) -> None:
+    folder = tmp_path / "in" / "profiler"
+    folder.mkdir(parents=True)
+    header = "step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail\r\n"
+    for rank, totals in ((0, (100, 200)), (1, (104, 230))):
+        lines, start = [header], 1000
+        for step, total in enumerate(totals, start=1):
+            end = start + total
+            lines.append(f"{step},{start},{end},{total},{start + 10},{end - 20},10,{total - 30},20\r\n")
+            start = end
+        (folder / f"step_trace_raw_{rank}_detail_time.csv").write_text("".join(lines))
+    out = run(tmp_path / "in", tmp_path / "out").output
+    assert _query(out, """SELECT rank, step, total_ns, slowest_rank, round(spread, 4), round(slowdown, 4), is_slow
+                          FROM cluster_step_phases ORDER BY step, rank""") == [
+        (0, 1, 1000, 1, 0.04, 0.0, False), (1, 1, 1040, 1, 0.04, 0.04, False),
+        (0, 2, 2000, 1, 0.15, 0.0, False), (1, 2, 2300, 1, 0.15, 0.15, True)]

@@ -8,9 +8,11 @@
 --   overlapped_communication_ns: communication time during which something computes.
 --   pure_communication_ns = communication_ns - overlapped_communication_ns (MindSpore's "pure communication").
 --   free_ns = total_ns - time covered by computation or communication.
--- Intervals are merged (union) before measuring, so parallel streams are not counted twice.
-WITH steps AS (
+-- Intervals are merged (union) before measuring, so parallel streams are not counted twice. Ranks without
+-- device executions (a step trace alone) have no rows: their computation is unknown.
+WITH steps AS (  -- ranks with device executions only: without them computation is unknown
     SELECT rank, step, start_ns, end_ns FROM step_phases
+    WHERE rank IN (SELECT DISTINCT rank FROM stg_device_exec)
 ), communication AS (
     SELECT rank, start_ns, end_ns FROM comm_op_stats
     UNION ALL
