@@ -79,7 +79,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             timeline_limit_mb: float | None = None, strict: bool = False,
             step_list: list[int] | None = None, pretty: bool = True,
             reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
-            report_options: ReportOptions | None = None) -> RunResult:
+            report_options: ReportOptions | None = None, timeline_summary: bool = False) -> RunResult:
     """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
 
     `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
@@ -87,6 +87,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     the step trace (default: the FP_POINT / BP_POINT or PROFILING_FP_START / PROFILING_BP_END
     environment variables, as MindSpore reads them). `report_options` are the Ascend report
     choices (MindSpore's Profiler filters and which MindSpore version to imitate).
+    `timeline_summary` writes only steps, phases and communication ops to the timeline.
     """
     report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
@@ -136,7 +137,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             write_ascend_reports(con, tmp / "reports", report_options)
             write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
             reporter.advance(1)
-            timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb)
+            timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)
             reporter.advance(1)
             timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
                              "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}

@@ -121,3 +121,31 @@ def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:
     for fresh in tmp_path.rglob("*"):
         if fresh.is_file():
             assert fresh.read_bytes() == (FIXTURE / fresh.relative_to(tmp_path)).read_bytes(), fresh
+
+
+def test_timeline_has_communication_lane_and_summary_mode(tmp_path: Path) -> None:
+    full = json.loads((run(FIXTURE, tmp_path / "full").output / "timeline" / "trace.json").read_text())
+    processes = {e["pid"]: e["args"]["name"] for e in full["traceEvents"] if e["name"] == "process_name"}
+    assert "Rank 0 Communication" in processes.values()
+    communication = [e for e in full["traceEvents"] if e.get("cat") == "communication"]
+    assert [(e["name"], e["dur"]) for e in communication] == [("Default/AllReduce-op9_0", 499.5)] * 2
+    # msprof's start_info puts the rank on the Unix epoch
+    assert full["otherData"]["clock"].startswith("Unix epoch")
+    assert full["baseTimeNanoseconds"] == 1_699_996_000_000_000_000 + 5_000_000_000
+    summary = json.loads((run(FIXTURE, tmp_path / "summary", timeline_summary=True).output / "timeline" /
+                          "trace.json").read_text())
+    cats = {e.get("cat") for e in summary["traceEvents"] if e["ph"] == "X"}
+    assert cats == {"step", "step_phase", "communication"}
+    assert len(summary["traceEvents"]) < len(full["traceEvents"])
+
+
+def test_two_devices_share_one_clock_in_the_timeline(tmp_path: Path) -> None:
+    out = run(_copy_devices(tmp_path), tmp_path / "out").output
+    trace = json.loads((out / "timeline" / "trace.json").read_text())
+    assert trace["otherData"]["clock"].startswith("Unix epoch")
+    first_step = {}
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "step" and event["name"] == "Step 1":
+            first_step[event["pid"] // 10 - 1] = event["ts"]
+    # both devices ran the same job: on the common clock their first steps are seconds apart, not hours
+    assert set(first_step) == {0, 1} and abs(first_step[0] - first_step[1]) < 60e6

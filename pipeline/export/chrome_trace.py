@@ -6,7 +6,12 @@ ever held as Python objects. Layout, per rank r (pid = 10 * (r + 1) + lane):
 * lane 0 "Steps": one span per step (thread "Steps") and its phases (thread "Phases");
 * lane 1 "CPU ops": host ops, one thread per host thread id;
 * lane 2 "GPU ops": framework ops measured on the device;
-* lane 3 "GPU kernels": kernels, memcpy and memset, one thread per stream, with the owning op in args.
+* lane 3 "GPU kernels": kernels, memcpy and memset, one thread per stream, with the owning op in args;
+* lane 4 "Communication": collective-communication op executions (HCCL) with their costs.
+
+Ranks on different hosts are put on one clock when every rank knows its offset to the Unix
+epoch (msprof's start_info); otherwise each keeps its own clock (`otherData.clock` says which).
+`summary_only` keeps lanes 0 and 4.
 
 Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does), so a
 double keeps ns precision. With a size limit, metadata and steps are always kept, then the
@@ -27,8 +32,16 @@ from .text_stream import write_text_column
 
 _HEADER_RESERVE = 4096
 
-_EVENTS_SQL = """
-WITH spans AS (
+#: Every timed span of every rank, on one clock: ranks are shifted to the Unix epoch when every
+#: rank knows its epoch offset (msprof start_info), else each keeps its own clock.
+_SPANS_SQL = """
+CREATE OR REPLACE TEMP VIEW timeline_spans AS
+WITH offsets AS (
+    SELECT rank, try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) AS offset_ns FROM run_info
+), clocks AS (
+    SELECT rank, CASE WHEN (SELECT bool_and(offset_ns IS NOT NULL) FROM offsets) THEN offset_ns ELSE 0 END AS shift_ns
+    FROM offsets
+), spans AS (
     SELECT rank, 0 AS lane, 0 AS tid, 'Step ' || step AS name, 'step' AS cat, start_ns, total_ns AS dur_ns,
            {'fp_op': fp_op, 'bp_op': bp_op}::JSON AS args, 0 AS tier
     FROM step_phases
@@ -47,8 +60,23 @@ WITH spans AS (
     SELECT rank, 3, coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
            {'op_name': op_name, 'stream': stream_id}::JSON, 1
     FROM stg_device_exec
+    UNION ALL
+    SELECT rank, 4, 0, op_label, 'communication', start_ns, end_ns - start_ns,
+           {'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
+            'wait_cost_ms': wait_cost_ms}::JSON, 1
+    FROM comm_op_stats
+)
+SELECT spans.* REPLACE (start_ns + shift_ns AS start_ns)
+FROM spans JOIN clocks USING (rank)
+WHERE __LANES__
+"""
+
+_EVENTS_SQL = """
+WITH spans AS (
+    SELECT * FROM timeline_spans
 ), lanes AS (
-    SELECT * FROM (VALUES (0, 'Steps'), (1, 'CPU ops'), (2, 'GPU ops'), (3, 'GPU kernels')) AS l(lane, label)
+    SELECT * FROM (VALUES (0, 'Steps'), (1, 'CPU ops'), (2, 'GPU ops'), (3, 'GPU kernels'), (4, 'Communication'))
+        AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
 ), meta AS (
@@ -63,6 +91,7 @@ WITH spans AS (
            {'name': CASE lane WHEN 0 THEN (CASE tid WHEN 0 THEN 'Steps' ELSE 'Phases' END)
                               WHEN 1 THEN 'Thread ' || tid
                               WHEN 2 THEN 'Ops'
+                              WHEN 4 THEN 'Ops'
                               ELSE 'Stream ' || tid END}::JSON
     FROM threads
 )
@@ -93,16 +122,19 @@ class TimelineResult:
 _PROFPIPE_PROCESS = {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "profpipe"}}
 
 
-def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float | None = None) -> TimelineResult:
+def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float | None = None,
+                   summary_only: bool = False) -> TimelineResult:
     """Write the Chrome trace of everything in `con` to `path`, at most `limit_mb` MiB when given.
 
+    `summary_only` keeps the steps, their phases and the communication ops (no ops, no kernels).
     Events are streamed unsorted (viewers sort them). With a limit, one pass over the event
     sizes in time order finds the cut time; the second pass writes what starts before it.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    base_ns = con.execute("SELECT least((SELECT min(start_ns) FROM stg_host_op), "
-                          "(SELECT min(start_ns) FROM stg_device_exec), "
-                          "(SELECT min(start_ns) FROM step_phases))").fetchall()[0][0] or 0
+    con.execute(_SPANS_SQL.replace("__LANES__", "lane IN (0, 4)" if summary_only else "TRUE"))
+    base_ns = con.execute("SELECT min(start_ns) FROM timeline_spans").fetchall()[0][0] or 0
+    aligned = con.execute("SELECT bool_and(try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) "
+                          "IS NOT NULL) FROM run_info").fetchall()[0][0]
     con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS "
                 + _EVENTS_SQL.replace("__BASE_NS__", str(base_ns)))
     cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
@@ -110,7 +142,9 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     kept, dropped = (None, 0) if cut_ns is None else con.execute(
         f"SELECT count(*) FILTER (WHERE {keep}), count(*) FILTER (WHERE NOT ({keep})) FROM timeline_events").fetchall()[0]
     header = {"displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
-              "otherData": {"producer": "profpipe", "clock": "rank clock, ns since baseTimeNanoseconds"}}
+              "otherData": {"producer": "profpipe",
+                            "clock": ("Unix epoch (every rank aligned with its start_info)" if aligned else
+                                      "each rank's own clock") + ", ns since baseTimeNanoseconds"}}
     if dropped:
         header["profpipe"] = {"truncated": {"limit_mb": limit_mb, "events_dropped": dropped,
                                             "events_written": kept, "complete_until_us": (cut_ns - base_ns) / 1000}}
@@ -123,6 +157,7 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
             out.write(("," + json.dumps(marker) + "\n").encode())
         out.write(b"]}\n")
     con.execute("DROP VIEW timeline_events")
+    con.execute("DROP VIEW timeline_spans")
     return TimelineResult(path, kept, dropped, path.stat().st_size)
 
 
