@@ -57,8 +57,10 @@ STEP_TRACE_CSV = re.compile(r"step_trace_raw_(\d+)_detail_time\.csv")
 HCCL_TRACE = re.compile(r"iter(\d+)\.trace")
 HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 
-#: msprof's timeline export (era D): `PROF_*/device_N/timeline/<kind>_<device>_<model>_<iteration>.json`.
+#: msprof's export (era D): `PROF_*/device_N/timeline/<kind>_<device>_<model>_<iteration>.json` and
+#: `PROF_*/device_N/summary/<kind>_<device>_<model>_<iteration>.csv` (CSV roles are named "csv:<kind>").
 MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
+MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -86,7 +88,7 @@ class Source:
 
     @property
     def device_type(self) -> str:
-        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_timeline"):
+        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export"):
             return "ascend"
         gpu_roles = {"gpu_op_timestamp", "activity_timestamp", "gpu_framework", "kernel_summary"}
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
@@ -175,17 +177,19 @@ def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, f
 
 
 def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
-    """File an msprof timeline export under its device folder (the parent of `timeline/`)."""
-    match = MSPROF_TIMELINE.fullmatch(filename)
-    if not match or directory.name != "timeline":
+    """File an msprof export (timeline JSON, summary CSV) under its device folder."""
+    pattern, prefix = {"timeline": (MSPROF_TIMELINE, ""), "summary": (MSPROF_SUMMARY, "csv:")}.get(
+        directory.name, (None, ""))
+    match = pattern.fullmatch(filename) if pattern else None
+    if not match:
         return False
     device_id = int(match.group(2))
     source = sources.setdefault((directory.parent, device_id), Source(
-        family="msprof_timeline", layout="ascend_era_d", rank=device_id, device_id=device_id,
+        family="msprof_export", layout="ascend_era_d", rank=device_id, device_id=device_id,
         directory=directory.parent))
-    pieces = source.slices.setdefault(match.group(1), [])
+    pieces = source.slices.setdefault(prefix + match.group(1), [])
     pieces.append(directory / filename)
-    pieces.sort(key=lambda p: tuple(int(g) for g in MSPROF_TIMELINE.fullmatch(p.name).groups()[1:]))
+    pieces.sort(key=lambda p: tuple(int(g) for g in pattern.fullmatch(p.name).groups()[1:]))
     return True
 
 

@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from conftest import FIXTURES, REPO, realdata, run
+from pipeline.errors import ProfpipeError
 
 SAMPLE = "mindinsight/tests/utils/resource/profiler"
 FIXTURE = FIXTURES / "msprof_timeline"
@@ -84,7 +85,7 @@ def test_other_models_and_missing_info_are_reported(tmp_path: Path) -> None:
     (device_1 / "info.json.1").unlink()
     result = run(folder, tmp_path / "out")
     warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
-    assert any("timelines of models [0, 5]; model 0 (most iterations) is analysed, models [5] are left out" in w
+    assert any("exports of models [0, 5]; model 0 (most files) is analysed, models [5] are left out" in w
                for w in warnings)
     assert any("no info.json.1; the rank is numbered by the device id (1)" in w for w in warnings)
     assert _query(result.output, "SELECT count(*) FROM step_phases WHERE rank = 1") == [(10,)]
@@ -94,10 +95,13 @@ def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
     out = run(FIXTURE, tmp_path / "out").output
     assert _query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
         ("ascend_era_d", "host_monotonic_raw", '{"epoch_offset_ns": 1699996000000000000}')]
-    tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec ORDER BY start_ns")
+    # device tasks come from op_summary (exact decimal µs), with GE's op types; runtime tasks have no op
+    tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec WHERE kind = 'task' ORDER BY start_ns")
     assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),
                          ("Gradients/Default/Conv2DBackpropInput-op3", 3, 5_000_150_000, 300_000)]
-    assert len(tasks) == 8 and tasks[4][2] == 5_020_010_000  # iteration 2 writes ts as strings
+    assert len(tasks) == 8 and tasks[4][2] == 5_020_010_000
+    assert _query(out, "SELECT name, op_name, dur_ns FROM device_exec WHERE kind = 'sync'") == [("NOTIFY_WAIT", None, 500)] * 2
+    assert _query(out, "SELECT op_type, executions FROM device_op_stats WHERE short_name = 'ReLU-op2'") == [("Relu", 2)]
     assert _query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_000_010_000, 5_000_450_000, 5_019_000_000),
         (2, 5_020_000_000, 5_020_010_000, 5_020_450_000, 5_039_000_000)]
@@ -149,3 +153,26 @@ def test_two_devices_share_one_clock_in_the_timeline(tmp_path: Path) -> None:
             first_step[event["pid"] // 10 - 1] = event["ts"]
     # both devices ran the same job: on the common clock their first steps are seconds apart, not hours
     assert set(first_step) == {0, 1} and abs(first_step[0] - first_step[1]) < 60e6
+
+
+def test_timeline_only_export_gives_the_same_tasks_and_steps(tmp_path: Path) -> None:
+    """Without summary CSVs the timelines give the tasks (ts written as strings too) and steps."""
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    for csv_file in folder.rglob("summary/*.csv"):
+        csv_file.unlink()
+    out = run(folder, tmp_path / "out").output
+    assert _query(out, "SELECT count(*), min(start_ns), max(start_ns) FROM device_exec WHERE kind = 'task'") == [
+        (8, 5_000_010_000, 5_020_800_000)]
+    assert _query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
+        (1, 5_000_000_000, 5_019_000_000), (2, 5_020_000_000, 5_039_000_000)]
+
+
+def test_bad_op_summary_value_names_file_and_line(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    csv_file = next(folder.rglob("op_summary_0_1_2.csv"))
+    csv_file.write_text(csv_file.read_text().replace("5020150.000", "5020x150.000"))
+    with pytest.raises(ProfpipeError, match=r"op_summary_0_1_2\.csv, line 4: column 'Task Start Time\(us\)': "
+                                            r"expected a number, got '5020x150.000'"):
+        run(folder, tmp_path / "out")

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from ..discover import Source
-from . import ascend_raw, mindspore_ascend_reports, mindspore_framework, msprof_timeline
+from . import ascend_raw, mindspore_ascend_reports, mindspore_framework, msprof_export
 from .binary_records import Warn
 
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
@@ -16,7 +16,7 @@ READERS: dict[str, Reader] = {
     "mindspore_framework": mindspore_framework.read,
     "ascend_raw": ascend_raw.read,
     "mindspore_ascend_reports": mindspore_ascend_reports.read,
-    "msprof_timeline": msprof_timeline.read,
+    "msprof_export": msprof_export.read,
 }
 
 

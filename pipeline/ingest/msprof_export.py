@@ -1,10 +1,12 @@
-"""Stage 2, ingest: msprof timeline exports (Ascend era D, MindSpore 2.0-2.2) -> normalized tables.
+"""Stage 2, ingest: msprof exports (Ascend era D, MindSpore 2.0-2.2) -> normalized tables.
 
-One source is one `PROF_*/device_N` folder whose `timeline/` holds msprof's Chrome-trace arrays
-`<kind>_<device>_<model>_<iteration>.json` (shared/reference/formats-ascend-minddata.md §1.2,
-§2.8, §2.10). `msprof_*` files hold every process; without them the `task_time_*`,
-`step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
-column-wise; events become:
+One source is one `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
+Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`
+(shared/reference/formats-ascend-minddata.md §1.2, §2.8, §2.10). The summary CSVs, where present,
+give the device tasks with their op types (`op_summary`) and the steps (`step_trace`), see
+msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
+`msprof_*` files hold every process; without them the `task_time_*`, `step_trace_*` and `hccl_*`
+files are read instead. DuckDB's JSON reader parses the arrays column-wise; events become:
 
 * "Ascend Hardware" tasks (args Task Type / Stream Id / Task Id) -> device_exec: AI Core / AI CPU /
   vector / mix tasks are op executions (kind 'task'), notify, event and memcpy tasks of the
@@ -14,7 +16,7 @@ column-wise; events become:
   Kernel") whose span holds it.
 
 Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. The
-model with the most iteration files is read; other models are reported and left out.
+model with the most files is read; other models are reported and left out.
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pyarrow as pa
 
-from ..discover import MSPROF_TIMELINE, Source
+from ..discover import MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
+from . import msprof_csv
 from .binary_records import Warn
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "DOUBLE",
@@ -112,32 +116,47 @@ ORDER BY iteration, op_name, seq
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one msprof-exported device folder."""
-    files = _chosen_files(source, warn)
+    files = _model_files(source, warn)
     _check_rank(source, warn)
     yield "run_info", _run_info(source)
+    with_rank = pl.lit(source.rank, pl.Int32).alias("rank")
+    if files.get("csv:op_summary"):
+        execs, tasks = msprof_csv.read_op_summary(files["csv:op_summary"])
+        yield "device_exec", execs.with_columns(with_rank).to_arrow()
+        yield "task_desc", tasks.with_columns(with_rank).to_arrow()
+    if files.get("csv:step_trace"):
+        points = msprof_csv.read_step_trace(files["csv:step_trace"])
+        if points.height:
+            yield "step_point", points.with_columns(with_rank).to_arrow()
+    timeline_kinds = ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"]
+    timelines = sorted(p for kind in timeline_kinds for p in files.get(kind, []))
+    if not timelines:
+        return
+    queries = [("comm_task", _COMM_TASK_SQL)]
+    queries += [] if files.get("csv:op_summary") else [("device_exec", _DEVICE_EXEC_SQL)]
+    queries += [] if files.get("csv:step_trace") else [("step_point", _STEP_POINT_SQL)]
     with duckdb.connect() as con:
-        _load_events(con, files)
-        for table, sql in (("device_exec", _DEVICE_EXEC_SQL), ("step_point", _STEP_POINT_SQL),
-                           ("comm_task", _COMM_TASK_SQL)):
+        _load_events(con, timelines)
+        for table, sql in queries:
             rows = con.sql(sql).to_arrow_table()
             if rows.num_rows:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
 
 
-def _chosen_files(source: Source, warn: Warn) -> list[Path]:
-    """The timeline files of the model with the most iteration files (msprof_* when present)."""
-    kinds = ["msprof"] if "msprof" in source.slices else [k for k in ("task_time", "step_trace", "hccl")
-                                                          if k in source.slices]
-    by_model: dict[int, list[Path]] = {}
-    for kind in kinds:
-        for path in source.slices[kind]:
-            by_model.setdefault(int(MSPROF_TIMELINE.fullmatch(path.name).group(3)), []).append(path)
-    model = max(by_model, key=lambda m: (len(by_model[m]), -m))
+def _model_files(source: Source, warn: Warn) -> dict[str, list[Path]]:
+    """The files of each kind that belong to the model with the most files."""
+    by_model: dict[int, dict[str, list[Path]]] = {}
+    for kind, paths in source.slices.items():
+        pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
+        for path in paths:
+            model = int(pattern.fullmatch(path.name).group(3))
+            by_model.setdefault(model, {}).setdefault(kind, []).append(path)
+    model = max(by_model, key=lambda m: (sum(len(v) for v in by_model[m].values()), -m))
     others = sorted(set(by_model) - {model})
     if others:
-        warn(f"{source.directory}: timelines of models {[model, *others]}; model {model} (most iterations) is "
+        warn(f"{source.directory}: exports of models {[model, *others]}; model {model} (most files) is "
              f"analysed, models {others} are left out")
-    return sorted(by_model[model])
+    return by_model[model]
 
 
 def _check_rank(source: Source, warn: Warn) -> None:

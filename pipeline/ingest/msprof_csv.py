@@ -1,0 +1,125 @@
+"""msprof summary CSVs (Ascend era D `device_N/summary/`) -> frames for the msprof export reader.
+
+* `op_summary_*.csv`: one row per task: device_exec rows, and task_desc rows that give each op
+  its type and task type (formats-ascend-minddata.md §2.10).
+* `step_trace_*.csv`: one row per iteration: step points, with `(Reduce Start, Reduce Duration)`
+  column pairs as communication spans. Rows of model 4294967295 are MindSpore's own step
+  markers, not iterations, and are skipped.
+
+Times are decimal µs strings; they are parsed exactly (as decimals) into integer ns. `N/A`
+means missing.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import InputError
+
+#: Task types that run a framework op; the rest (notify, event, memcpy of the runtime) are sync tasks.
+OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
+_MARKER_MODEL = "4294967295"
+
+
+def _us_to_ns(column: str) -> pl.Expr:
+    return (pl.col(column).str.strip_chars().cast(pl.Decimal(38, 6), strict=False) * 1000).round(0).cast(pl.Int64)
+
+
+def _decimal_us_to_ns(value: str, path: str) -> int:
+    try:
+        return int((Decimal(value.strip()) * 1000).to_integral_value())
+    except InvalidOperation:
+        raise InputError(path, f"expected a time in µs, got {value!r}") from None
+
+
+def _read(paths: list[Path], required: list[str]) -> pl.DataFrame:
+    """All rows of the CSVs as strings, with the file and line of each row; N/A becomes null."""
+    frames = []
+    for path in paths:
+        try:
+            frame = pl.read_csv(path, infer_schema=False, null_values=["N/A"])
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
+        missing = [c for c in required if c not in frame.columns]
+        if missing:
+            raise InputError(path, f"not an msprof summary CSV of this kind (missing columns {missing})", line=1)
+        frames.append(frame.with_columns(pl.lit(str(path)).alias("file"),
+                                         pl.int_range(2, pl.len() + 2).alias("line")))
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _check_numbers(frame: pl.DataFrame, parsed: pl.DataFrame, columns: list[str]) -> None:
+    """A value that was present but did not parse is an error naming its file and line."""
+    for column in columns:
+        bad = frame.filter(pl.col(column).is_not_null() & parsed[column].is_null())
+        if bad.height:
+            raise InputError(bad["file"][0], f"column {column!r}: expected a number, got {bad[column][0]!r}",
+                             line=bad["line"][0])
+
+
+def read_op_summary(paths: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(device_exec rows, task_desc rows) of op_summary CSVs."""
+    frame = _read(paths, ["Task ID", "Stream ID", "Op Name", "OP Type", "Task Type", "Task Start Time(us)",
+                          "Task Duration(us)"])
+    parsed = frame.select(
+        pl.col("Stream ID").cast(pl.Int64, strict=False), pl.col("Task ID").cast(pl.Int64, strict=False),
+        _us_to_ns("Task Start Time(us)"), _us_to_ns("Task Duration(us)"))
+    _check_numbers(frame, parsed, ["Stream ID", "Task ID", "Task Start Time(us)", "Task Duration(us)"])
+    is_op = frame["Task Type"].is_in(OP_TASK_TYPES)
+    execs = pl.DataFrame({
+        "stream_id": parsed["Stream ID"], "name": frame["Op Name"], "task_id": parsed["Task ID"],
+        "start_ns": parsed["Task Start Time(us)"], "dur_ns": parsed["Task Duration(us)"], "is_op": is_op,
+    }).select(
+        "stream_id", pl.when("is_op").then(pl.lit("task")).otherwise(pl.lit("sync")).alias("kind"), "name",
+        "task_id", pl.when("is_op").then(pl.col("name")).alias("op_name"), "start_ns", "dur_ns",
+    ).sort("start_ns", "stream_id", "task_id")
+    block = frame["Block Num"].cast(pl.Int64, strict=False) if "Block Num" in frame.columns else None
+    model = frame["Model ID"].cast(pl.Int64, strict=False) if "Model ID" in frame.columns else None
+    tasks = pl.DataFrame({
+        "op_name": frame["Op Name"], "task_id": parsed["Task ID"], "stream_id": parsed["Stream ID"],
+        "block_dim": block, "graph_id": model, "op_type": frame["OP Type"], "task_type": frame["Task Type"],
+    }).filter(is_op).unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
+    return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+
+
+def read_step_trace(paths: list[Path]) -> pl.DataFrame:
+    """step_point rows of step_trace CSVs (repeated Reduce Start / Reduce Duration column pairs)."""
+    rows = []
+    for path in paths:
+        try:
+            raw = pl.read_csv(path, has_header=False, infer_schema=False, null_values=["N/A"])
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
+        header = [str(v) for v in raw.row(0)]
+        base = ["Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)"]
+        if any(c not in header for c in base):
+            raise InputError(path, f"not an msprof step_trace CSV (expected columns {base})", line=1)
+        reduce_starts = [i for i, c in enumerate(header) if c == "Reduce Start(us)"]
+        model_index = header.index("Model ID") if "Model ID" in header else None
+        for offset, values in enumerate(raw.iter_rows()):
+            if offset == 0 or (model_index is not None and values[model_index] == _MARKER_MODEL):
+                continue
+            rows.append((str(path), offset + 1, *(values[header.index(c)] for c in base),
+                         [(values[i], values[i + 1]) for i in reduce_starts]))
+    if not rows:
+        return pl.DataFrame()
+    frame = pl.DataFrame(rows, schema=["file", "line", "step", "fp", "bp", "end", "time", "reduces"], orient="row")
+    parsed = frame.select(pl.col("step").cast(pl.Int64, strict=False), _us_to_ns("fp"), _us_to_ns("bp"),
+                          _us_to_ns("end"), _us_to_ns("time"))
+    _check_numbers(frame, parsed, ["step", "fp", "bp", "end", "time"])
+    points = []
+    for (step, fp, bp, end, time), reduces in zip(parsed.iter_rows(), frame["reduces"].to_list()):
+        points += [(step, "step_start", end - time, -1), (step, "step_end", end, 1_000_000)]
+        points += [(step, kind, ts, seq) for kind, ts, seq in (("fp_start", fp, 0), ("bp_end", bp, 1)) if ts]
+        for k, (start_us, dur_us) in enumerate(reduces):
+            if start_us and dur_us:
+                start, dur = _decimal_us_to_ns(start_us, path=frame["file"][0]), _decimal_us_to_ns(dur_us, frame["file"][0])
+                points += [(step, "comm_start", start, 2 + 2 * k), (step, "comm_end", start + dur, 3 + 2 * k)]
+    table = pl.DataFrame(points, schema={"step": pl.Int64, "kind": pl.String, "ts_ns": pl.Int64, "order": pl.Int64},
+                         orient="row").unique(["step", "order"], keep="first").sort("step", "order")
+    return table.with_columns(  # seq: -1 for the step start, then 0, 1, ... in point order
+        (pl.col("order").rank("ordinal").over("step").cast(pl.Int32) - 2).alias("seq"),
+        pl.lit(None, pl.String).alias("op_name"), pl.lit(None, pl.Int64).alias("stream_id"),
+        pl.lit(None, pl.Int64).alias("tag")).drop("order")
