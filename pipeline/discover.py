@@ -61,6 +61,8 @@ HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 #: `PROF_*/device_N/summary/<kind>_<device>_<model>_<iteration>.csv` (CSV roles are named "csv:<kind>").
 MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
 MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
+#: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts).
+MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)")
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -177,19 +179,26 @@ def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, f
 
 
 def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
-    """File an msprof export (timeline JSON, summary CSV) under its device folder."""
-    pattern, prefix = {"timeline": (MSPROF_TIMELINE, ""), "summary": (MSPROF_SUMMARY, "csv:")}.get(
-        directory.name, (None, ""))
-    match = pattern.fullmatch(filename) if pattern else None
-    if not match:
-        return False
-    device_id = int(match.group(2))
-    source = sources.setdefault((directory.parent, device_id), Source(
-        family="msprof_export", layout="ascend_era_d", rank=device_id, device_id=device_id,
-        directory=directory.parent))
-    pieces = source.slices.setdefault(prefix + match.group(1), [])
-    pieces.append(directory / filename)
-    pieces.sort(key=lambda p: tuple(int(g) for g in pattern.fullmatch(p.name).groups()[1:]))
+    """File an msprof export (timeline JSON, summary CSV) under its device folder (era D) or its
+    PROF_* folder (era E, device id from the one `device_<n>` folder beside the output, else 0)."""
+    if directory.name == "mindstudio_profiler_output":
+        match = MSPROF_OUTPUT.fullmatch(filename)
+        if not match:
+            return False
+        kind = ("csv:" if match.group(3) == "csv" else "") + match.group(1)
+        devices = [int(m.group(1)) for m in map(re.compile(r"device_(\d+)").fullmatch, os.listdir(directory.parent)) if m]
+        device_id, folder, layout = (devices[0] if len(devices) == 1 else 0), directory.parent, "ascend_era_e"
+    else:
+        pattern, prefix = {"timeline": (MSPROF_TIMELINE, ""), "summary": (MSPROF_SUMMARY, "csv:")}.get(
+            directory.name, (None, ""))
+        match = pattern.fullmatch(filename) if pattern else None
+        if not match:
+            return False
+        kind, device_id, folder, layout = prefix + match.group(1), int(match.group(2)), directory.parent, "ascend_era_d"
+    source = sources.setdefault((folder, device_id), Source(
+        family="msprof_export", layout=layout, rank=device_id, device_id=device_id, directory=folder))
+    source.slices.setdefault(kind, []).append(directory / filename)
+    source.slices[kind].sort(key=lambda p: tuple(int(g) for g in re.findall(r"\d+", p.name)))
     return True
 
 

@@ -176,3 +176,26 @@ def test_bad_op_summary_value_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ProfpipeError, match=r"op_summary_0_1_2\.csv, line 4: column 'Task Start Time\(us\)': "
                                             r"expected a number, got '5020x150.000'"):
         run(folder, tmp_path / "out")
+
+
+def test_era_e_output_folder_reads_the_newest_export(tmp_path: Path) -> None:
+    """Era E keeps one export per kind in PROF_*/mindstudio_profiler_output, named by timestamp."""
+    device = next(FIXTURE.glob("PROF_*/device_0"))
+    prof = tmp_path / "in" / "PROF_000001_20260101000000000_ERAEERAEERAEERAE"
+    output = prof / "mindstudio_profiler_output"
+    output.mkdir(parents=True)
+    shutil.copytree(device, prof / "device_0", ignore=shutil.ignore_patterns("summary", "timeline"))
+    summaries = [(device / "summary" / f"op_summary_0_1_{i}.csv").read_text().splitlines() for i in (1, 2)]
+    (output / "op_summary_20260101120000.csv").write_text("\n".join(summaries[0] + summaries[1][1:]) + "\n")
+    (output / "op_summary_20250101120000.csv").write_text(summaries[0][0] + "\n")  # older: no tasks
+    steps = [(device / "summary" / f"step_trace_0_1_{i}.csv").read_text().splitlines() for i in (1, 2)]
+    (output / "step_trace_20260101120000.csv").write_text("\n".join(steps[0] + steps[1][1:]) + "\n")
+    events = [e for i in (1, 2) for e in json.loads((device / "timeline" / f"msprof_0_1_{i}.json").read_text())]
+    (output / "msprof_20260101120000.json").write_text(json.dumps(events))
+    out = run(tmp_path / "in", tmp_path / "out").output
+    assert _query(out, "SELECT rank, layout, metadata_json FROM run_info") == [
+        (0, "ascend_era_e", '{"epoch_offset_ns": 1699996000000000000}')]
+    assert _query(out, "SELECT count(*) FROM device_exec WHERE kind = 'task'") == [(8,)]
+    assert _query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
+        (1, 5_000_000_000, 5_019_000_000), (2, 5_020_000_000, 5_039_000_000)]
+    assert _query(out, "SELECT count(*) FROM comm_op_stats") == [(2,)]

@@ -1,8 +1,9 @@
-"""Stage 2, ingest: msprof exports (Ascend era D, MindSpore 2.0-2.2) -> normalized tables.
+"""Stage 2, ingest: msprof exports (Ascend eras D and E, MindSpore 2.0-2.4) -> normalized tables.
 
-One source is one `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
-Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`
-(shared/reference/formats-ascend-minddata.md §1.2, §2.8, §2.10). The summary CSVs, where present,
+One source is one era D `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
+Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`, or one era E `PROF_*`
+folder whose `mindstudio_profiler_output/` holds `<kind>_<timestamp>.csv|json` (the newest of
+each kind is read); shared/reference/formats-ascend-minddata.md §1.2, §2.8, §2.10. The summary CSVs, where present,
 give the device tasks with their op types (`op_summary`) and the steps (`step_trace`), see
 msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
 `msprof_*` files hold every process; without them the `task_time_*`, `step_trace_*` and `hccl_*`
@@ -13,7 +14,7 @@ files are read instead. DuckDB's JSON reader parses the arrays column-wise; even
   runtime and HCCL are kind 'sync' without an op;
 * "Iteration N" events (FP Start, BP End, Iteration End) and "Reduce_N_k" spans -> step_point;
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
-  Kernel") whose span holds it.
+  Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
 Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. The
 model with the most files is read; other models are reported and left out.
@@ -28,7 +29,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ..discover import MSPROF_SUMMARY, MSPROF_TIMELINE, Source
+from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import msprof_csv
 from .binary_records import Warn
@@ -90,7 +91,8 @@ _COMM_TASK_SQL = """
 WITH threads AS (
     SELECT DISTINCT pid, tid FROM events WHERE process = 'HCCL' AND args IS NULL
 ), ops AS (
-    SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns, e.ts_ns + e.dur_ns AS op_end_ns
+    SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns, e.ts_ns + e.dur_ns AS op_end_ns,
+           row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
 ), tasks AS (
     SELECT * FROM events WHERE process = 'HCCL' AND args->>'$."task type"' IS NOT NULL
@@ -98,8 +100,8 @@ WITH threads AS (
 SELECT coalesce(o.op_name, 'unknown') AS op_name,
        coalesce(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), 'unknown') AS op_type,
        NULL::BIGINT AS op_ordinal,
-       regexp_extract(t.filename, '_(\\d+)\\.json$', 1)::BIGINT AS iteration, NULL::BIGINT AS step,
-       (row_number() OVER (PARTITION BY o.op_name, t.filename ORDER BY t.ts_ns, t.seq) - 1)::INTEGER AS seq,
+       o.execution AS iteration, NULL::BIGINT AS step,
+       (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.seq) - 1)::INTEGER AS seq,
        t.tid::BIGINT AS plane, (t.args->>'$."stream id"')::BIGINT AS stream_id,
        (t.args->>'$."task id"')::BIGINT AS task_id,
        replace(t.args->>'$."task type"', '_', ' ') AS task_type,
@@ -144,7 +146,11 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 
 
 def _model_files(source: Source, warn: Warn) -> dict[str, list[Path]]:
-    """The files of each kind that belong to the model with the most files."""
+    """The files to read per kind: era E, the newest export of each kind; era D, the files of the
+    model with the most files."""
+    if source.layout == "ascend_era_e":
+        return {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
+                for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}
     for kind, paths in source.slices.items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
@@ -159,9 +165,15 @@ def _model_files(source: Source, warn: Warn) -> dict[str, list[Path]]:
     return by_model[model]
 
 
+def _device_file(source: Source, name: str) -> Path:
+    """A device file (info.json.N, start_info.N): in the device folder, or in era E's device_N."""
+    direct = source.directory / name
+    return direct if direct.is_file() else source.directory / f"device_{source.device_id}" / name
+
+
 def _check_rank(source: Source, warn: Warn) -> None:
     """Ranks are numbered by device id; say so when info.json is missing or gives another rank_id."""
-    info = source.directory / f"info.json.{source.device_id}"
+    info = _device_file(source, f"info.json.{source.device_id}")
     if not info.is_file():
         warn(f"{source.directory}: no info.json.{source.device_id}; the rank is numbered by the device id "
              f"({source.device_id})")
@@ -200,7 +212,7 @@ def _first_line(error: Exception) -> str:
 def _run_info(source: Source) -> pa.Table:
     """Host CLOCK_MONOTONIC_RAW clock; start_info's epoch offset kept in metadata_json."""
     metadata = {}
-    start_info = source.directory / f"start_info.{source.device_id}"
+    start_info = _device_file(source, f"start_info.{source.device_id}")
     if start_info.is_file():
         try:
             info = json.loads(start_info.read_text(encoding="utf-8"))
@@ -209,7 +221,7 @@ def _run_info(source: Source) -> pa.Table:
             raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
     return pa.table({
         "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": ["ascend"], "framework": ["mindspore"], "layout": ["ascend_era_d"],
+        "device_type": ["ascend"], "framework": ["mindspore"], "layout": [source.layout],
         "source_dir": [str(source.directory)], "clock": ["host_monotonic_raw"],
         "metadata_json": [json.dumps(metadata) if metadata else None],
     })
