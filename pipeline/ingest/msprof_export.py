@@ -46,7 +46,7 @@ WITH raw AS (
 ), processes AS (
     SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
 )
-SELECT r.*, p.process, row_number() OVER (ORDER BY r.filename, r.ts_ns) AS seq
+SELECT r.*, p.process
 FROM raw r LEFT JOIN processes p USING (pid)
 WHERE r.ph = 'X'
 """
@@ -101,7 +101,8 @@ SELECT coalesce(o.op_name, 'unknown') AS op_name,
        coalesce(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), 'unknown') AS op_type,
        NULL::BIGINT AS op_ordinal,
        o.execution AS iteration, NULL::BIGINT AS step,
-       (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.seq) - 1)::INTEGER AS seq,
+       (row_number() OVER (PARTITION BY o.op_name, o.execution
+                            ORDER BY t.ts_ns, t.tid, (t.args->>'$."task id"')::BIGINT) - 1)::INTEGER AS seq,
        t.tid::BIGINT AS plane, (t.args->>'$."stream id"')::BIGINT AS stream_id,
        (t.args->>'$."task id"')::BIGINT AS task_id,
        replace(t.args->>'$."task type"', '_', ' ') AS task_type,
