@@ -38,6 +38,9 @@ def test_two_devices_tasks_and_steps_match_msprof(tmp_path: Path) -> None:
     result = run(folder, tmp_path / "out")
     out = result.output
     assert result.ranks == [0, 1] and not json.loads((out / "manifest.json").read_text())["warnings"]
+    # the models MindInsight's tests expect: device 0 ran model 2, device 1 model 0
+    assert _query(out, "SELECT rank, json_extract(metadata_json, '$.model_id')::INT FROM run_info ORDER BY rank") == [
+        (0, 2), (1, 0)]
     for rank, device_dir in enumerate(sorted(folder.glob("PROF_*/device_*"))):
         events = _events(device_dir)
         hardware = {e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
@@ -94,7 +97,7 @@ def test_other_models_and_missing_info_are_reported(tmp_path: Path) -> None:
 def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
     out = run(FIXTURE, tmp_path / "out").output
     assert _query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
-        ("ascend_era_d", "host_monotonic_raw", '{"epoch_offset_ns": 1699996000000000000}')]
+        ("ascend_era_d", "host_monotonic_raw", '{"model_id": 1, "epoch_offset_ns": 1699996000000000000}')]
     # device tasks come from op_summary (exact decimal µs), with GE's op types; runtime tasks have no op
     tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec WHERE kind = 'task' ORDER BY start_ns")
     assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),

@@ -119,9 +119,9 @@ ORDER BY iteration, op_name, seq
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one msprof-exported device folder."""
-    files = _model_files(source, warn)
+    model, files = _model_files(source, warn)
     _check_rank(source, warn)
-    yield "run_info", _run_info(source)
+    yield "run_info", _run_info(source, model)
     with_rank = pl.lit(source.rank, pl.Int32).alias("rank")
     if files.get("csv:op_summary"):
         execs, tasks = msprof_csv.read_op_summary(files["csv:op_summary"])
@@ -146,12 +146,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
 
 
-def _model_files(source: Source, warn: Warn) -> dict[str, list[Path]]:
-    """The files to read per kind: era E, the newest export of each kind; era D, the files of the
-    model with the most files."""
+def _model_files(source: Source, warn: Warn) -> tuple[int | None, dict[str, list[Path]]]:
+    """(model id, the files to read per kind): era E, the newest export of each kind (no model in
+    the names); era D, the files of the model with the most files."""
     if source.layout == "ascend_era_e":
-        return {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
-                for kind, paths in source.slices.items()}
+        return None, {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
+                      for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}
     for kind, paths in source.slices.items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
@@ -163,7 +163,7 @@ def _model_files(source: Source, warn: Warn) -> dict[str, list[Path]]:
     if others:
         warn(f"{source.directory}: exports of models {[model, *others]}; model {model} (most files) is "
              f"analysed, models {others} are left out")
-    return by_model[model]
+    return model, by_model[model]
 
 
 def _device_file(source: Source, name: str) -> Path:
@@ -210,9 +210,9 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
 
 
-def _run_info(source: Source) -> pa.Table:
-    """Host CLOCK_MONOTONIC_RAW clock; start_info's epoch offset kept in metadata_json."""
-    metadata = {}
+def _run_info(source: Source, model: int | None) -> pa.Table:
+    """Host CLOCK_MONOTONIC_RAW clock; the model analysed and start_info's epoch offset in metadata_json."""
+    metadata: dict[str, int] = {} if model is None else {"model_id": model}
     start_info = _device_file(source, f"start_info.{source.device_id}")
     if start_info.is_file():
         try:
