@@ -61,7 +61,8 @@ HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 #: `PROF_*/device_N/summary/<kind>_<device>_<model>_<iteration>.csv` (CSV roles are named "csv:<kind>").
 MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
 MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
-#: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts).
+#: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts);
+#: era F: `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/kernel_details.csv`.
 MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)")
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
@@ -179,9 +180,17 @@ def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, f
 
 
 def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
-    """File an msprof export (timeline JSON, summary CSV) under its device folder (era D) or its
-    PROF_* folder (era E, device id from the one `device_<n>` folder beside the output, else 0)."""
-    if directory.name == "mindstudio_profiler_output":
+    """File an msprof export (timeline JSON, summary CSV) under its device folder (era D), its
+    PROF_* folder (era E, device id from the one `device_<n>` folder beside the output, else 0) or
+    its `*_ascend_ms` folder (era F kernel_details.csv, rank from the profiler_info_<rank>.json there)."""
+    if directory.name == "ASCEND_PROFILER_OUTPUT" and _ASCEND_MS_DIR.fullmatch(directory.parent.name):
+        if filename != "kernel_details.csv":
+            return False
+        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
+                                             os.listdir(directory.parent)) if m]
+        kind, device_id, folder, layout = "csv:kernel_details", (ranks[0] if len(ranks) == 1 else 0), \
+            directory.parent, "ascend_era_f"
+    elif directory.name == "mindstudio_profiler_output":
         match = MSPROF_OUTPUT.fullmatch(filename)
         if not match:
             return False

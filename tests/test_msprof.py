@@ -202,3 +202,16 @@ def test_era_e_output_folder_reads_the_newest_export(tmp_path: Path) -> None:
     assert _query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_019_000_000), (2, 5_020_000_000, 5_039_000_000)]
     assert _query(out, "SELECT count(*) FROM comm_op_stats") == [(2,)]
+
+
+def test_era_f_kernel_details(tmp_path: Path) -> None:
+    """MindSpore 2.5+ *_ascend_ms: kernel_details.csv gives the device tasks and op types (hand-written fixture)."""
+    out = run(FIXTURES / "ascend_ms_era_f", tmp_path / "out").output
+    assert _query(out, "SELECT rank, layout, json_extract(metadata_json, '$.stage_num')::INT FROM run_info") == [
+        (3, "ascend_era_f", 2)]
+    assert _query(out, "SELECT kind, name, start_ns, dur_ns FROM device_exec ORDER BY start_ns LIMIT 3") == [
+        ("task", "Default/network/Conv2D-op1", 1_767_225_600_000_010_125, 100_500),
+        ("task", "Default/network/ReLU-op2", 1_767_225_600_000_120_000, 20_250),
+        ("sync", "hcom_allReduce__123_0_1", 1_767_225_600_000_200_000, 300_000)]
+    assert _query(out, "SELECT short_name, op_type, executions, total_ns FROM device_op_stats ORDER BY short_name") == [
+        ("Conv2D-op1", "Conv2D", 2, 202_000), ("ReLU-op2", "Relu", 2, 41_000)]

@@ -1,7 +1,9 @@
-"""msprof summary CSVs (Ascend era D `device_N/summary/`) -> frames for the msprof export reader.
+"""msprof summary CSVs -> frames for the msprof export readers.
 
-* `op_summary_*.csv`: one row per task: device_exec rows, and task_desc rows that give each op
-  its type and task type (formats-ascend-minddata.md §2.10).
+* `op_summary_*.csv` (era D `device_N/summary/`, era E `mindstudio_profiler_output/`) and era F's
+  `ASCEND_PROFILER_OUTPUT/kernel_details.csv` (the same task rows under other column names): one
+  row per task: device_exec rows, and task_desc rows that give each op its type and task type
+  (formats-ascend-minddata.md §2.10).
 * `step_trace_*.csv`: one row per iteration: step points, with `(Reduce Start, Reduce Duration)`
   column pairs as communication spans. Rows of model 4294967295 are MindSpore's own step
   markers, not iterations, and are skipped.
@@ -59,27 +61,38 @@ def _check_numbers(frame: pl.DataFrame, parsed: pl.DataFrame, columns: list[str]
                              line=bad["line"][0])
 
 
-def read_op_summary(paths: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(device_exec rows, task_desc rows) of op_summary CSVs."""
-    frame = _read(paths, ["Task ID", "Stream ID", "Op Name", "OP Type", "Task Type", "Task Start Time(us)",
-                          "Task Duration(us)"])
+#: Column names of the task CSVs: op_summary (eras D/E) and kernel_details (era F).
+OP_SUMMARY_COLUMNS = {"task_id": "Task ID", "stream_id": "Stream ID", "name": "Op Name", "op_type": "OP Type",
+                      "task_type": "Task Type", "start": "Task Start Time(us)", "duration": "Task Duration(us)",
+                      "block_dim": "Block Num", "model": "Model ID"}
+KERNEL_DETAILS_COLUMNS = {"task_id": "Task ID", "stream_id": "Stream ID", "name": "Name", "op_type": "Type",
+                          "task_type": "Accelerator Core", "start": "Start Time(us)", "duration": "Duration(us)",
+                          "block_dim": "Block Dim", "model": "Model ID"}
+
+
+def read_op_summary(paths: list[Path], names: dict[str, str] = OP_SUMMARY_COLUMNS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(device_exec rows, task_desc rows) of task CSVs whose columns are called `names`."""
+    c = names
+    frame = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
+                          c["duration"]])
     parsed = frame.select(
-        pl.col("Stream ID").cast(pl.Int64, strict=False), pl.col("Task ID").cast(pl.Int64, strict=False),
-        _us_to_ns("Task Start Time(us)"), _us_to_ns("Task Duration(us)"))
-    _check_numbers(frame, parsed, ["Stream ID", "Task ID", "Task Start Time(us)", "Task Duration(us)"])
-    is_op = frame["Task Type"].is_in(OP_TASK_TYPES)
+        pl.col(c["stream_id"]).cast(pl.Int64, strict=False), pl.col(c["task_id"]).cast(pl.Int64, strict=False),
+        _us_to_ns(c["start"]), _us_to_ns(c["duration"]))
+    _check_numbers(frame, parsed, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
+    is_op = frame[c["task_type"]].str.replace_all(" ", "_").str.to_uppercase().is_in(OP_TASK_TYPES)
     execs = pl.DataFrame({
-        "stream_id": parsed["Stream ID"], "name": frame["Op Name"], "task_id": parsed["Task ID"],
-        "start_ns": parsed["Task Start Time(us)"], "dur_ns": parsed["Task Duration(us)"], "is_op": is_op,
+        "stream_id": parsed[c["stream_id"]], "name": frame[c["name"]], "task_id": parsed[c["task_id"]],
+        "start_ns": parsed[c["start"]], "dur_ns": parsed[c["duration"]], "is_op": is_op,
     }).select(
         "stream_id", pl.when("is_op").then(pl.lit("task")).otherwise(pl.lit("sync")).alias("kind"), "name",
         "task_id", pl.when("is_op").then(pl.col("name")).alias("op_name"), "start_ns", "dur_ns",
     ).sort("start_ns", "stream_id", "task_id")
-    block = frame["Block Num"].cast(pl.Int64, strict=False) if "Block Num" in frame.columns else None
-    model = frame["Model ID"].cast(pl.Int64, strict=False) if "Model ID" in frame.columns else None
+    optional = {key: frame[c[key]].cast(pl.Int64, strict=False) if c[key] in frame.columns else None
+                for key in ("block_dim", "model")}
     tasks = pl.DataFrame({
-        "op_name": frame["Op Name"], "task_id": parsed["Task ID"], "stream_id": parsed["Stream ID"],
-        "block_dim": block, "graph_id": model, "op_type": frame["OP Type"], "task_type": frame["Task Type"],
+        "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
+        "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
+        "task_type": frame[c["task_type"]],
     }).filter(is_op).unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
     return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 

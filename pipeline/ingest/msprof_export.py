@@ -1,9 +1,11 @@
-"""Stage 2, ingest: msprof exports (Ascend eras D and E, MindSpore 2.0-2.4) -> normalized tables.
+"""Stage 2, ingest: msprof exports (Ascend eras D, E and F, MindSpore 2.0+) -> normalized tables.
 
 One source is one era D `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
 Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`, or one era E `PROF_*`
 folder whose `mindstudio_profiler_output/` holds `<kind>_<timestamp>.csv|json` (the newest of
-each kind is read); shared/reference/formats-ascend-minddata.md §1.2, §2.8, §2.10. The summary CSVs, where present,
+each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: for now its
+`ASCEND_PROFILER_OUTPUT/kernel_details.csv`); shared/reference/formats-ascend-minddata.md §1.2, §1.3,
+§2.8, §2.10. The summary CSVs, where present,
 give the device tasks with their op types (`op_summary`) and the steps (`step_trace`), see
 msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
 `msprof_*` files hold every process; without them the `task_time_*`, `step_trace_*` and `hccl_*`
@@ -120,11 +122,14 @@ ORDER BY iteration, op_name, seq
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one msprof-exported device folder."""
     model, files = _model_files(source, warn)
-    _check_rank(source, warn)
+    if source.layout != "ascend_era_f":  # era F keeps its rank in profiler_info_<rank>.json
+        _check_rank(source, warn)
     yield "run_info", _run_info(source, model)
     with_rank = pl.lit(source.rank, pl.Int32).alias("rank")
-    if files.get("csv:op_summary"):
-        execs, tasks = msprof_csv.read_op_summary(files["csv:op_summary"])
+    task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
+                (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
+    if task_csv[0]:
+        execs, tasks = msprof_csv.read_op_summary(*task_csv)
         yield "device_exec", execs.with_columns(with_rank).to_arrow()
         yield "task_desc", tasks.with_columns(with_rank).to_arrow()
     if files.get("csv:step_trace"):
@@ -136,7 +141,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     if not timelines:
         return
     queries = [("comm_task", _COMM_TASK_SQL)]
-    queries += [] if files.get("csv:op_summary") else [("device_exec", _DEVICE_EXEC_SQL)]
+    queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
     queries += [] if files.get("csv:step_trace") else [("step_point", _STEP_POINT_SQL)]
     with duckdb.connect() as con:
         _load_events(con, timelines)
@@ -149,6 +154,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 def _model_files(source: Source, warn: Warn) -> tuple[int | None, dict[str, list[Path]]]:
     """(model id, the files to read per kind): era E, the newest export of each kind (no model in
     the names); era D, the files of the model with the most files."""
+    if source.layout == "ascend_era_f":
+        return None, dict(source.slices)
     if source.layout == "ascend_era_e":
         return None, {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
                       for kind, paths in source.slices.items()}
@@ -211,19 +218,26 @@ def _first_line(error: Exception) -> str:
 
 
 def _run_info(source: Source, model: int | None) -> pa.Table:
-    """Host CLOCK_MONOTONIC_RAW clock; the model analysed and start_info's epoch offset in metadata_json."""
-    metadata: dict[str, int] = {} if model is None else {"model_id": model}
-    start_info = _device_file(source, f"start_info.{source.device_id}")
-    if start_info.is_file():
-        try:
-            info = json.loads(start_info.read_text(encoding="utf-8"))
-            metadata["epoch_offset_ns"] = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
+    """Host CLOCK_MONOTONIC_RAW clock. metadata_json: era F, its profiler_info JSON verbatim; else the
+    model analysed and start_info's epoch offset."""
+    metadata_text = None
+    if source.layout == "ascend_era_f":
+        info = source.directory / f"profiler_info_{source.rank}.json"
+        metadata_text = info.read_text(encoding="utf-8") if info.is_file() else None
+    else:
+        metadata: dict[str, int] = {} if model is None else {"model_id": model}
+        start_info = _device_file(source, f"start_info.{source.device_id}")
+        if start_info.is_file():
+            try:
+                info = json.loads(start_info.read_text(encoding="utf-8"))
+                metadata["epoch_offset_ns"] = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
+        metadata_text = json.dumps(metadata) if metadata else None
     return pa.table({
         "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
         "device_type": ["ascend"], "framework": ["mindspore"], "layout": [source.layout],
-        "source_dir": [str(source.directory)], "clock": ["host_monotonic_raw"],
-        "metadata_json": [json.dumps(metadata) if metadata else None],
+        "source_dir": [str(source.directory)],
+        "clock": ["host" if source.layout == "ascend_era_f" else "host_monotonic_raw"],
+        "metadata_json": pa.array([metadata_text], pa.string()),
     })
-
