@@ -174,3 +174,14 @@ def test_cluster_flags_a_rank_more_than_5_percent_slower(tmp_path: Path) -> None
                           FROM cluster_step_phases ORDER BY step, rank""") == [
         (0, 1, 1000, 1, 0.04, 0.0, False), (1, 1, 1040, 1, 0.04, 0.04, False),
         (0, 2, 2000, 1, 0.15, 0.0, False), (1, 2, 2300, 1, 0.15, 0.15, True)]
+
+
+def test_comm_matrix_sums_transfers_per_link(tmp_path: Path) -> None:
+    out = run(HCCL, tmp_path / "out").output
+    rows = {(r[0], r[1], r[2], r[3]): r[4:] for r in _query(out, """
+        SELECT op_label, src_rank, dst_rank, transport, executions, tasks, bytes, time_ns, bandwidth_gb_s
+        FROM comm_matrix""")}
+    # AllReduce op10, link 0 -> 3: one 1 MiB Reduce Inline per execution, 120.25 µs then 120.25 * 1.5 µs
+    assert rows["stream_5_0_AllReduce-op10", 0, 3, "SDMA"] == (2, 2, 2 * 0x100000, 300_625, pytest.approx(2 * 0x100000 / 300_625))
+    # Broadcast: two RDMASend tasks (0x2000 + 0x40 bytes, 10.5 + 2.25 µs) per execution; the Notify Wait moves no data
+    assert rows["broadcast_1_1", 3, 1, "RDMA"] == (2, 4, 2 * (0x2000 + 0x40), 25_500, pytest.approx(16_512 / 25_500))
