@@ -215,3 +215,14 @@ def test_era_f_kernel_details(tmp_path: Path) -> None:
         ("sync", "hcom_allReduce__123_0_1", 1_767_225_600_000_200_000, 300_000)]
     assert _query(out, "SELECT short_name, op_type, executions, total_ns FROM device_op_stats ORDER BY short_name") == [
         ("Conv2D-op1", "Conv2D", 2, 202_000), ("ReLU-op2", "Relu", 2, 41_000)]
+
+
+def test_missing_iteration_is_reported(tmp_path: Path) -> None:
+    folder = _copy_devices(tmp_path)
+    device_0 = next(folder.glob("PROF_*/device_0"))
+    for kind in ("msprof", "task_time", "hccl", "step_trace"):
+        (device_0 / "timeline" / f"{kind}_0_2_5.json").unlink()
+    result = run(folder, tmp_path / "out")
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any("msprof files of iterations [5] are missing (found 1..10)" in w for w in warnings)
+    assert result.ranks == [0, 1]

@@ -170,6 +170,13 @@ def _model_files(source: Source, warn: Warn) -> tuple[int | None, dict[str, list
     if others:
         warn(f"{source.directory}: exports of models {[model, *others]}; model {model} (most files) is "
              f"analysed, models {others} are left out")
+    for kind, paths in by_model[model].items():
+        pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
+        iterations = {int(pattern.fullmatch(p.name).group(4)) for p in paths}
+        missing = sorted(set(range(min(iterations), max(iterations) + 1)) - iterations)
+        if missing:
+            warn(f"{paths[0].parent}: {kind.removeprefix('csv:')} files of iterations {missing} are missing "
+                 f"(found {min(iterations)}..{max(iterations)}); those iterations are absent from the analysis")
     return model, by_model[model]
 
 
