@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from pipeline.run import RunResult, analyse
@@ -27,3 +30,18 @@ def run(source: Path, out: Path, **kwargs) -> RunResult:
 
 def load_trace(out: Path) -> dict:
     return json.loads((out / "timeline" / "trace.json").read_text())
+
+
+def query(out: Path, sql: str) -> list[tuple]:
+    """Rows of `sql` run on the output folder's profile.duckdb (read-only)."""
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        con.execute("SET file_search_path = ?", [str(out)])
+        return con.execute(sql).fetchall()
+
+
+def assert_generator_reproduces(generator: str, fixture: Path, tmp_path: Path) -> None:
+    """Running fixtures/generators/<generator> again writes exactly the committed fixture files."""
+    subprocess.run([sys.executable, str(REPO / "fixtures" / "generators" / generator), str(tmp_path)], check=True)
+    for fresh in tmp_path.rglob("*"):
+        if fresh.is_file():
+            assert fresh.read_bytes() == (fixture / fresh.relative_to(tmp_path)).read_bytes(), fresh

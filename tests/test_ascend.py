@@ -6,10 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from conftest import FIXTURES, REPO, realdata, run
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.errors import InputError, ProfpipeError
 from pipeline.ingest import binary_records
 from pipeline.export.ascend_reports import ReportOptions
@@ -19,11 +18,6 @@ ERA_C = FIXTURES / "ascend_raw" / "era_c"
 RESOURCE = "mindinsight/tests/utils/resource"
 R10_FORK = "mindspore-r1.0-fork/tests/ut/data/profiler_data"
 
-
-def _query(out: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(out)])
-        return con.execute(sql).fetchall()
 
 
 def _expected(folder: Path) -> dict:
@@ -41,32 +35,27 @@ def test_fixture_round_trip(folder: Path, chunk_records: int, tmp_path: Path,
     expected = _expected(folder)
     result = run(folder, tmp_path / "out")
     out = result.output
-    ops = {name: (executions, tasks, total) for name, executions, tasks, total in _query(
+    ops = {name: (executions, tasks, total) for name, executions, tasks, total in query(
         out, "SELECT op_name, executions, tasks, total_ns FROM device_op_stats")}
     assert ops == {name: (o["executions"], o["tasks"], o["total_ns"]) for name, o in expected["ops"].items()}
-    steps = _query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns, fp_op, bp_op FROM step_phases ORDER BY step")
+    steps = query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns, fp_op, bp_op FROM step_phases ORDER BY step")
     assert [s[:5] for s in steps] == [(s["step"], s["start_ns"], s["fp_ns"], s["bp_ns"], s["end_ns"])
                                       for s in expected["steps"]]
     assert {(s[5], s[6]) for s in steps} == {(expected["fp_op"], expected["bp_op"])}
-    comm = _query(out, "SELECT step, dur_ns, op_name FROM step_communication ORDER BY step")
+    comm = query(out, "SELECT step, dur_ns, op_name FROM step_communication ORDER BY step")
     assert comm == [(s["step"], s["comm_ns"], expected["comm_op"]) for s in expected["steps"]]
-    assert _query(out, "SELECT op_type, total_us, dispatch_us, run_end_us - run_start_us FROM aicpu_exec") == [
+    assert query(out, "SELECT op_type, total_us, dispatch_us, run_end_us - run_start_us FROM aicpu_exec") == [
         ("DropoutGenMask" if folder == ERA_A else "Cast", 150, 20, 130)]
     warnings = json.loads((out / "manifest.json").read_text())["warnings"]
     assert any("1 of 43 task records have a task id with no op" in w for w in warnings)
     if folder == ERA_C:
-        assert _query(out, "SELECT DISTINCT layout FROM run_info") == [("ascend_era_c",)]
-        tensors = _query(out, f"SELECT tensors_json FROM op_desc WHERE op_name = '{expected['fp_op']}'")
+        assert query(out, "SELECT DISTINCT layout FROM run_info") == [("ascend_era_c",)]
+        tensors = query(out, f"SELECT tensors_json FROM op_desc WHERE op_name = '{expected['fp_op']}'")
         assert json.loads(tensors[0][0]) == {"input_0": expected["tensor"]}
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    subprocess.run([sys.executable, str(REPO / "fixtures/generators/ascend_raw.py"), str(tmp_path)], check=True)
-    for fresh in tmp_path.rglob("*"):
-        if fresh.is_file():
-            assert fresh.read_bytes() == (FIXTURES / "ascend_raw" / fresh.relative_to(tmp_path)).read_bytes(), fresh
+    assert_generator_reproduces("ascend_raw.py", FIXTURES / "ascend_raw", tmp_path)
 
 
 # ---- FP/BP points ----------------------------------------------------------------------------
@@ -77,20 +66,20 @@ def test_points_derived_from_op_order_without_point_file(tmp_path: Path) -> None
     (job / "Framework.host.vm.point.0.slice_0").unlink()
     expected = _expected(ERA_A)
     out = run(job, tmp_path / "out").output
-    rows = _query(out, "SELECT DISTINCT fp_op, bp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
+    rows = query(out, "SELECT DISTINCT fp_op, bp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
     assert rows == [(expected["fp_op"], expected["bp_op"], "derived")]
 
 
 def test_fp_bp_override_by_argument_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     matmul = "Default/network-Net/fc-Dense/MatMul-op3"
     out = run(ERA_A, tmp_path / "a", fp_op=matmul).output
-    fp = _query(out, "SELECT DISTINCT fp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
+    fp = query(out, "SELECT DISTINCT fp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
     assert fp == [(matmul, "override")]
-    first_matmul = _query(out, f"SELECT min(start_ns) FROM device_exec WHERE op_name = '{matmul}'")[0][0]
-    assert _query(out, "SELECT fp_ns FROM step_phases WHERE step = 1")[0][0] == first_matmul
+    first_matmul = query(out, f"SELECT min(start_ns) FROM device_exec WHERE op_name = '{matmul}'")[0][0]
+    assert query(out, "SELECT fp_ns FROM step_phases WHERE step = 1")[0][0] == first_matmul
     monkeypatch.setenv("PROFILING_BP_END", matmul)
     out = run(ERA_A, tmp_path / "b").output
-    assert _query(out, "SELECT DISTINCT bp_op FROM stg_step WHERE end_ns IS NOT NULL") == [(matmul,)]
+    assert query(out, "SELECT DISTINCT bp_op FROM stg_step WHERE end_ns IS NOT NULL") == [(matmul,)]
 
 
 # ---- real data: MindSpore's committed outputs ------------------------------------------------
@@ -117,7 +106,7 @@ def test_job3_reproduces_mindspore_outputs(tmp_path: Path) -> None:
 
 def test_job3_latest_style_counts(tmp_path: Path) -> None:
     out = run(realdata(f"{RESOURCE}/JOB3"), tmp_path / "out").output
-    assert _query(out, "SELECT count(*), sum(executions) FROM device_op_stats") == [(199, 2817)]
+    assert query(out, "SELECT count(*), sum(executions) FROM device_op_stats") == [(199, 2817)]
     reports = out / "reports"
     step_csv = (reports / "step_trace_raw_1_detail_time.csv").read_text().splitlines()
     assert len(step_csv) == 324 and "stream_520_0_AllGather-op136" in step_csv[0]

@@ -5,20 +5,14 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from conftest import FIXTURES, REPO, realdata, run
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.errors import ProfpipeError
 
 SAMPLE = "mindinsight/tests/utils/resource/profiler"
 FIXTURE = FIXTURES / "msprof_timeline"
 
-
-def _query(out: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(out)])
-        return con.execute(sql).fetchall()
 
 
 def _copy_devices(tmp_path: Path) -> Path:
@@ -39,31 +33,31 @@ def test_two_devices_tasks_and_steps_match_msprof(tmp_path: Path) -> None:
     out = result.output
     assert result.ranks == [0, 1] and not json.loads((out / "manifest.json").read_text())["warnings"]
     # the models MindInsight's tests expect: device 0 ran model 2, device 1 model 0
-    assert _query(out, "SELECT rank, json_extract(metadata_json, '$.model_id')::INT FROM run_info ORDER BY rank") == [
+    assert query(out, "SELECT rank, json_extract(metadata_json, '$.model_id')::INT FROM run_info ORDER BY rank") == [
         (0, 2), (1, 0)]
     for rank, device_dir in enumerate(sorted(folder.glob("PROF_*/device_*"))):
         events = _events(device_dir)
         hardware = {e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
                     and e["args"]["name"] == "Ascend Hardware"}
         tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware and "Task Type" in e.get("args", {})]
-        assert _query(out, f"SELECT count(*) FROM device_exec WHERE rank = {rank}") == [(len(tasks),)]
+        assert query(out, f"SELECT count(*) FROM device_exec WHERE rank = {rank}") == [(len(tasks),)]
         iterations = {e["args"]["Iteration ID"]: e for e in events if e.get("cat") == "Iteration Time"}
         fp_bp = {e["args"]["Iteration ID"]: e["args"]["FP_BP Time(ns)"] for e in events if e.get("cat") == "FP_BP Time"}
         refresh = {e["args"]["Iteration ID"]: e["args"]["Iteration Refresh(ns)"] for e in events
                    if e.get("cat") == "Iteration Refresh"}
-        steps = _query(out, f"SELECT step, total_ns, fp_and_bp_ns, tail_ns FROM step_phases WHERE rank = {rank} ORDER BY step")
+        steps = query(out, f"SELECT step, total_ns, fp_and_bp_ns, tail_ns FROM step_phases WHERE rank = {rank} ORDER BY step")
         assert [s[0] for s in steps] == sorted(iterations) == list(range(1, 11))
         for step, total, fp_and_bp, tail in steps:  # msprof's own phase figures, to the ns it rounds to
             assert total == pytest.approx(iterations[step]["args"]["Iteration Time(ns)"], abs=2)
             assert fp_and_bp == pytest.approx(fp_bp[step], abs=2)
             assert tail == pytest.approx(refresh[step], abs=2)
     # every HCCL plane task sits under a communication op; one AllReduce span per step and rank
-    assert _query(out, "SELECT count(*) FROM comm_task WHERE op_name = 'unknown'") == [(0,)]
-    assert _query(out, "SELECT rank, count(DISTINCT step) FROM step_communication GROUP BY rank ORDER BY rank") == [
+    assert query(out, "SELECT count(*) FROM comm_task WHERE op_name = 'unknown'") == [(0,)]
+    assert query(out, "SELECT rank, count(DISTINCT step) FROM step_communication GROUP BY rank ORDER BY rank") == [
         (0, 10), (1, 10)]
-    assert _query(out, "SELECT DISTINCT op_type FROM comm_task") == [("AllReduce",)]
+    assert query(out, "SELECT DISTINCT op_type FROM comm_task") == [("AllReduce",)]
     # the overlap split covers each step exactly once; every step communicates
-    for total, computation, communication, overlapped, pure, free in _query(out, """
+    for total, computation, communication, overlapped, pure, free in query(out, """
             SELECT total_ns, computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
                    free_ns FROM step_overlap"""):
         assert computation + pure + free == total and overlapped + pure == communication
@@ -91,43 +85,38 @@ def test_other_models_and_missing_info_are_reported(tmp_path: Path) -> None:
     assert any("exports of models [0, 5]; model 0 (most files) is analysed, models [5] are left out" in w
                for w in warnings)
     assert any("no info.json.1; the rank is numbered by the device id (1)" in w for w in warnings)
-    assert _query(result.output, "SELECT count(*) FROM step_phases WHERE rank = 1") == [(10,)]
+    assert query(result.output, "SELECT count(*) FROM step_phases WHERE rank = 1") == [(10,)]
 
 
 def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
     out = run(FIXTURE, tmp_path / "out").output
-    assert _query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
+    assert query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
         ("ascend_era_d", "host_monotonic_raw", '{"model_id": 1, "epoch_offset_ns": 1699996000000000000}')]
     # device tasks come from op_summary (exact decimal µs), with GE's op types; runtime tasks have no op
-    tasks = _query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec WHERE kind = 'task' ORDER BY start_ns")
+    tasks = query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec WHERE kind = 'task' ORDER BY start_ns")
     assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),
                          ("Gradients/Default/Conv2DBackpropInput-op3", 3, 5_000_150_000, 300_000)]
     assert len(tasks) == 8 and tasks[4][2] == 5_020_010_000
-    assert _query(out, "SELECT name, op_name, dur_ns FROM device_exec WHERE kind = 'sync'") == [("NOTIFY_WAIT", None, 500)] * 2
-    assert _query(out, "SELECT op_type, executions FROM device_op_stats WHERE short_name = 'ReLU-op2'") == [("Relu", 2)]
-    assert _query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns FROM step_phases ORDER BY step") == [
+    assert query(out, "SELECT name, op_name, dur_ns FROM device_exec WHERE kind = 'sync'") == [("NOTIFY_WAIT", None, 500)] * 2
+    assert query(out, "SELECT op_type, executions FROM device_op_stats WHERE short_name = 'ReLU-op2'") == [("Relu", 2)]
+    assert query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_000_010_000, 5_000_450_000, 5_019_000_000),
         (2, 5_020_000_000, 5_020_010_000, 5_020_450_000, 5_039_000_000)]
-    assert _query(out, "SELECT step, dur_ns FROM step_communication ORDER BY step") == [(1, 1_000_000), (2, 1_000_000)]
+    assert query(out, "SELECT step, dur_ns FROM step_communication ORDER BY step") == [(1, 1_000_000), (2, 1_000_000)]
     # HCCL: the SDMA link 0-1 (Reduce Inline + Memcpy, both planes); cost counts the main (highest) plane only
-    assert _query(out, """SELECT iteration, step, op_name, link, transport, time_ms, bytes FROM comm_link_stats
+    assert query(out, """SELECT iteration, step, op_name, link, transport, time_ms, bytes FROM comm_link_stats
                           ORDER BY iteration""") == [
         (1, 1, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864),
         (2, 2, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864)]
-    assert _query(out, "SELECT communication_cost_ms, wait_cost_ms FROM comm_op_stats") == [(0.0, 0.0005)] * 2
+    assert query(out, "SELECT communication_cost_ms, wait_cost_ms FROM comm_op_stats") == [(0.0, 0.0005)] * 2
     # overlap: compute 100.5 + 20.25 + 300 + 300 µs; the AllReduce runs 500.5-1000 µs, Add-op4 800-1100 µs
-    assert _query(out, """SELECT computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
+    assert query(out, """SELECT computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
                                  free_ns FROM step_overlap ORDER BY step""") == [
         (720_750, 499_500, 200_000, 299_500, 19_000_000 - 1_020_250)] * 2
 
 
 def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    subprocess.run([sys.executable, str(REPO / "fixtures/generators/msprof_timeline.py"), str(tmp_path)], check=True)
-    for fresh in tmp_path.rglob("*"):
-        if fresh.is_file():
-            assert fresh.read_bytes() == (FIXTURE / fresh.relative_to(tmp_path)).read_bytes(), fresh
+    assert_generator_reproduces("msprof_timeline.py", FIXTURE, tmp_path)
 
 
 def test_timeline_has_communication_lane_and_summary_mode(tmp_path: Path) -> None:
@@ -165,9 +154,9 @@ def test_timeline_only_export_gives_the_same_tasks_and_steps(tmp_path: Path) -> 
     for csv_file in folder.rglob("summary/*.csv"):
         csv_file.unlink()
     out = run(folder, tmp_path / "out").output
-    assert _query(out, "SELECT count(*), min(start_ns), max(start_ns) FROM device_exec WHERE kind = 'task'") == [
+    assert query(out, "SELECT count(*), min(start_ns), max(start_ns) FROM device_exec WHERE kind = 'task'") == [
         (8, 5_000_010_000, 5_020_800_000)]
-    assert _query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
+    assert query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_019_000_000), (2, 5_020_000_000, 5_039_000_000)]
 
 
@@ -196,24 +185,24 @@ def test_era_e_output_folder_reads_the_newest_export(tmp_path: Path) -> None:
     events = [e for i in (1, 2) for e in json.loads((device / "timeline" / f"msprof_0_1_{i}.json").read_text())]
     (output / "msprof_20260101120000.json").write_text(json.dumps(events))
     out = run(tmp_path / "in", tmp_path / "out").output
-    assert _query(out, "SELECT rank, layout, metadata_json FROM run_info") == [
+    assert query(out, "SELECT rank, layout, metadata_json FROM run_info") == [
         (0, "ascend_era_e", '{"epoch_offset_ns": 1699996000000000000}')]
-    assert _query(out, "SELECT count(*) FROM device_exec WHERE kind = 'task'") == [(8,)]
-    assert _query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
+    assert query(out, "SELECT count(*) FROM device_exec WHERE kind = 'task'") == [(8,)]
+    assert query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
         (1, 5_000_000_000, 5_019_000_000), (2, 5_020_000_000, 5_039_000_000)]
-    assert _query(out, "SELECT count(*) FROM comm_op_stats") == [(2,)]
+    assert query(out, "SELECT count(*) FROM comm_op_stats") == [(2,)]
 
 
 def test_era_f_kernel_details(tmp_path: Path) -> None:
     """MindSpore 2.5+ *_ascend_ms: kernel_details.csv gives the device tasks and op types (hand-written fixture)."""
     out = run(FIXTURES / "ascend_ms_era_f", tmp_path / "out").output
-    assert _query(out, "SELECT rank, layout, json_extract(metadata_json, '$.stage_num')::INT FROM run_info") == [
+    assert query(out, "SELECT rank, layout, json_extract(metadata_json, '$.stage_num')::INT FROM run_info") == [
         (3, "ascend_era_f", 2)]
-    assert _query(out, "SELECT kind, name, start_ns, dur_ns FROM device_exec ORDER BY start_ns LIMIT 3") == [
+    assert query(out, "SELECT kind, name, start_ns, dur_ns FROM device_exec ORDER BY start_ns LIMIT 3") == [
         ("task", "Default/network/Conv2D-op1", 1_767_225_600_000_010_125, 100_500),
         ("task", "Default/network/ReLU-op2", 1_767_225_600_000_120_000, 20_250),
         ("sync", "hcom_allReduce__123_0_1", 1_767_225_600_000_200_000, 300_000)]
-    assert _query(out, "SELECT short_name, op_type, executions, total_ns FROM device_op_stats ORDER BY short_name") == [
+    assert query(out, "SELECT short_name, op_type, executions, total_ns FROM device_op_stats ORDER BY short_name") == [
         ("Conv2D-op1", "Conv2D", 2, 202_000), ("ReLU-op2", "Relu", 2, 41_000)]
 
 
