@@ -4,24 +4,16 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from conftest import FIXTURES, REPO, realdata, run
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.errors import InputError, ProfpipeError
 
 HCCL = FIXTURES / "mindspore_hccl"
 MS_PROFILER_DATA = "mindspore/tests/ut/data/profiler_data"
 
-
-def _query(out: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(out)])
-        return con.execute(sql).fetchall()
 
 
 def test_hccl_raw_equals_mindspore(tmp_path: Path) -> None:
@@ -72,7 +64,7 @@ def _expected_execution(events: list[dict]) -> tuple[float, float, dict]:
 
 def test_fixture_links_costs_steps_and_names(tmp_path: Path) -> None:
     out = run(HCCL, tmp_path / "out").output
-    rows = _query(out, """SELECT op_name, iteration, step, op_label, communication_cost_ms, wait_cost_ms
+    rows = query(out, """SELECT op_name, iteration, step, op_label, communication_cost_ms, wait_cost_ms
                           FROM comm_op_stats ORDER BY op_name, iteration""")
     labels = {(op, iteration): (step, label) for op, iteration, step, label, *_ in rows}
     # AllReduce ops map to the step-trace columns by type and ordinal; the Broadcast keeps its name;
@@ -83,7 +75,7 @@ def test_fixture_links_costs_steps_and_names(tmp_path: Path) -> None:
                       ("allReduce_2_1", 2): (2, "stream_5_1_AllReduce-op20"),
                       ("broadcast_1_1", 1): (1, "broadcast_1_1"), ("broadcast_1_1", 2): (2, "broadcast_1_1")}
     links = {(op, iteration, link, transport): (time_ms, size_kb) for op, iteration, link, transport, time_ms, size_kb
-             in _query(out, "SELECT op_name, iteration, link, transport, time_ms, size_kb FROM comm_link_stats")}
+             in query(out, "SELECT op_name, iteration, link, transport, time_ms, size_kb FROM comm_link_stats")}
     for op, iteration, _step, _label, cost, wait in rows:
         trace = HCCL / "profiler" / "hccl_info" / f"{op}_dev3" / f"iter{iteration}.trace"
         expected_cost, expected_wait, expected_links = _expected_execution(json.loads(trace.read_text())["traceEvents"])
@@ -101,7 +93,7 @@ def test_fixture_hccl_raw_rows_sum_ops_per_step(tmp_path: Path) -> None:
         table = list(csv.reader(handle))
     assert table[0] == ["step_num", "communication_cost", "wait_cost", "link_info", "communication_operator_cost"]
     assert [r[0] for r in table[1:]] == ["1", "2", "-"]
-    per_step = dict(_query(out, "SELECT step, sum(communication_cost_ms) FROM comm_op_stats GROUP BY step"))
+    per_step = dict(query(out, "SELECT step, sum(communication_cost_ms) FROM comm_op_stats GROUP BY step"))
     for row in table[1:3]:
         assert float(row[1]) == pytest.approx(per_step[int(row[0])], rel=1e-12)
         operators = json.loads(row[4])
@@ -114,10 +106,7 @@ def test_fixture_hccl_raw_rows_sum_ops_per_step(tmp_path: Path) -> None:
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(REPO / "fixtures/generators/mindspore_hccl.py"), str(tmp_path)], check=True)
-    for fresh in tmp_path.rglob("*"):
-        if fresh.is_file():
-            assert fresh.read_bytes() == (HCCL / fresh.relative_to(tmp_path)).read_bytes(), fresh
+    assert_generator_reproduces("mindspore_hccl.py", HCCL, tmp_path)
 
 
 def test_bad_hccl_trace_and_step_trace_name_the_file(tmp_path: Path) -> None:
@@ -125,7 +114,7 @@ def test_bad_hccl_trace_and_step_trace_name_the_file(tmp_path: Path) -> None:
     shutil.copytree(HCCL, broken)
     trace = broken / "profiler" / "hccl_info" / "allReduce_2_1_dev3" / "iter2.trace"
     trace.write_text(trace.read_text()[:100])
-    with pytest.raises(InputError, match=r"allReduce_2_1_dev3/iter2\.trace: expected HCCL trace JSON"):
+    with pytest.raises(InputError, match=r"allReduce_2_1_dev3/iter2\.trace: not an HCCL trace JSON with traceEvents \(.*at byte 101"):
         run(broken, tmp_path / "out", strict=True)
     shutil.rmtree(broken)
     shutil.copytree(HCCL, broken)
@@ -148,7 +137,7 @@ def test_cluster_step_phases_side_by_side(tmp_path: Path) -> None:
                 if row["step_num"] != "-":
                     expected[rank, int(row["step_num"])] = [int(row[c]) * 10 for c in (
                         "total", "iteration_interval", "fp_and_bp", "tail")]
-    rows = _query(out, """SELECT rank, step, total_ns, iteration_interval_ns, fp_and_bp_ns, tail_ns, slowest_rank,
+    rows = query(out, """SELECT rank, step, total_ns, iteration_interval_ns, fp_and_bp_ns, tail_ns, slowest_rank,
                                  is_slow, pure_communication_ns FROM cluster_step_phases""")
     assert {(r[0], r[1]): list(r[2:6]) for r in rows} == expected
     for rank, step, total, *_, slowest, is_slow, pure in rows:
@@ -170,7 +159,7 @@ def test_cluster_flags_a_rank_more_than_5_percent_slower(tmp_path: Path) -> None
             start = end
         (folder / f"step_trace_raw_{rank}_detail_time.csv").write_text("".join(lines))
     out = run(tmp_path / "in", tmp_path / "out").output
-    assert _query(out, """SELECT rank, step, total_ns, slowest_rank, round(spread, 4), round(slowdown, 4), is_slow
+    assert query(out, """SELECT rank, step, total_ns, slowest_rank, round(spread, 4), round(slowdown, 4), is_slow
                           FROM cluster_step_phases ORDER BY step, rank""") == [
         (0, 1, 1000, 1, 0.04, 0.0, False), (1, 1, 1040, 1, 0.04, 0.04, False),
         (0, 2, 2000, 1, 0.15, 0.0, False), (1, 2, 2300, 1, 0.15, 0.15, True)]
@@ -178,10 +167,28 @@ def test_cluster_flags_a_rank_more_than_5_percent_slower(tmp_path: Path) -> None
 
 def test_comm_matrix_sums_transfers_per_link(tmp_path: Path) -> None:
     out = run(HCCL, tmp_path / "out").output
-    rows = {(r[0], r[1], r[2], r[3]): r[4:] for r in _query(out, """
+    rows = {(r[0], r[1], r[2], r[3]): r[4:] for r in query(out, """
         SELECT op_label, src_rank, dst_rank, transport, executions, tasks, bytes, time_ns, bandwidth_gb_s
         FROM comm_matrix""")}
     # AllReduce op10, link 0 -> 3: one 1 MiB Reduce Inline per execution, 120.25 µs then 120.25 * 1.5 µs
     assert rows["stream_5_0_AllReduce-op10", 0, 3, "SDMA"] == (2, 2, 2 * 0x100000, 300_625, pytest.approx(2 * 0x100000 / 300_625))
     # Broadcast: two RDMASend tasks (0x2000 + 0x40 bytes, 10.5 + 2.25 µs) per execution; the Notify Wait moves no data
     assert rows["broadcast_1_1", 3, 1, "RDMA"] == (2, 4, 2 * (0x2000 + 0x40), 25_500, pytest.approx(16_512 / 25_500))
+
+
+def test_empty_and_wrongly_typed_hccl_traces_name_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "in"
+    shutil.copytree(HCCL, broken)
+    trace = broken / "profiler" / "hccl_info" / "broadcast_1_1_dev3" / "iter1.trace"
+    trace.write_text("")
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: empty file, expected HCCL trace JSON"):
+        run(broken, tmp_path / "out", strict=True)
+    trace.write_text('{"device id": "3", "iteration": 1}')
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: expected HCCL trace JSON with traceEvents"):
+        run(broken, tmp_path / "out", strict=True)
+    trace.write_text('{"traceEvents": [{"tid": 1, "ts": "soon", "dur": 1.0, "name": "Memcpy", "args": {}}]}')
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: not an HCCL trace JSON"):
+        run(broken, tmp_path / "out", strict=True)
+    trace.write_text('{"traceEvents": [{"tid": 1, "dur": 1.0, "name": "Memcpy", "args": {}}]}')
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: event 0: expected an HCCL task"):
+        run(broken, tmp_path / "out", strict=True)

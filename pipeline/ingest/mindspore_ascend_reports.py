@@ -6,28 +6,29 @@ MindSpore/MindInsight start from (shared/reference/formats-ascend-minddata.md §
 * `step_trace_raw_<rank>_detail_time.csv` -> step_point: per step its start, FP, BP and end and
   each communication span (columns `<name>_start_point` / `<name>_end_point`), in 10 ns ticks;
 * `hccl_info/<op>_<n>_..._dev<rank>/iter<N>.trace` -> comm_task: one row per HCCL task of the
-  N-th execution of the op (Chrome-trace JSON, µs on the device counter: ticks / 100).
+  N-th execution of the op (Chrome-trace JSON, µs on the device counter: ticks / 100), parsed by
+  DuckDB (json_files) with no Python object per event.
 
 Times become ns on the device-counter clock at MindSpore's fixed 100 MHz, so the HCCL tasks and
 the step trace share one clock.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ..discover import HCCL_TRACE, Source
+from ..discover import Source
 from ..errors import InputError
+from . import json_files
 from .binary_records import Warn
 
 TICK_HZ = 100_000_000
 _NS_PER_TICK = 10
-_NO_RANK = 4294967295
 _COMM_COLUMN = re.compile(r"stream_(\d+)_(?:parallel_\d+|\d+_(.+))")
 
 
@@ -43,8 +44,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             pl.lit(source.rank, pl.Int32).alias("rank")).to_arrow()
     traces = source.slices.get("hccl_trace", [])
     if traces:
-        tasks = pl.concat([_hccl_tasks(path) for path in traces], how="vertical_relaxed")
-        yield "comm_task", tasks.with_columns(pl.lit(source.rank, pl.Int32).alias("rank")).to_arrow()
+        tasks = _hccl_tasks(traces)
+        yield "comm_task", tasks.append_column("rank", pa.array([source.rank] * tasks.num_rows, pa.int32()))
 
 
 def _step_points(path: Path) -> pl.DataFrame:
@@ -84,54 +85,46 @@ def _step_points(path: Path) -> pl.DataFrame:
     return rows.filter(~(pl.col("kind").str.starts_with("comm") & (pl.col("ts_ns") == 0))).sort("step", "seq")
 
 
-def _hccl_tasks(path: Path) -> pl.DataFrame:
-    """comm_task rows of one `iter<N>.trace` file."""
-    op_dir = path.parent.name
-    op_name = re.sub(r"_dev\d+$", "", op_dir)
-    parts = op_name.split("_")
-    try:
-        trace = json.loads(path.read_bytes())
-        events = trace["traceEvents"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(path, f"expected HCCL trace JSON with traceEvents ({exc})") from None
-    columns: dict[str, list] = {name: [] for name in (
-        "plane", "stream_id", "task_id", "task_type", "src_rank", "dst_rank", "transport", "bytes", "start_ns", "dur_ns")}
-    for index, event in enumerate(events):
-        try:
-            args = event.get("args") or {}
-            columns["plane"].append(int(event["tid"]))
-            columns["stream_id"].append(_optional_int(args.get("stream id")))
-            columns["task_id"].append(_optional_int(args.get("task id")))
-            columns["task_type"].append(str(event["name"]))
-            columns["src_rank"].append(_rank(args.get("src rank")))
-            columns["dst_rank"].append(_rank(args.get("dst rank")))
-            columns["transport"].append(args.get("transport type"))
-            columns["bytes"].append(_size(args.get("size")))
-            columns["start_ns"].append(round(float(event["ts"]) * 1000))
-            columns["dur_ns"].append(round(float(event["dur"]) * 1000))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InputError(path, f"event {index}: expected an HCCL task with tid, ts, dur, name and args ({exc!r})") from None
-    frame = pl.DataFrame(columns, schema={
-        "plane": pl.Int64, "stream_id": pl.Int64, "task_id": pl.Int64, "task_type": pl.String, "src_rank": pl.Int64,
-        "dst_rank": pl.Int64, "transport": pl.String, "bytes": pl.Int64, "start_ns": pl.Int64, "dur_ns": pl.Int64})
-    return frame.with_columns(
-        pl.lit(op_name).alias("op_name"), pl.lit(parts[0]).alias("op_type"),
-        pl.lit(int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None, pl.Int64).alias("op_ordinal"),
-        pl.lit(int(HCCL_TRACE.fullmatch(path.name).group(1)), pl.Int64).alias("iteration"),
-        pl.int_range(pl.len(), dtype=pl.Int32).alias("seq"))
+#: One row per HCCL task of every `iter<N>.trace` file: the folder names the op, the file the execution.
+_HCCL_TASKS_SQL = """
+WITH events AS (
+    SELECT filename, generate_subscripts(traceEvents, 1) - 1 AS seq, unnest(traceEvents) AS e
+    FROM read_json($files, columns = {'traceEvents': 'JSON[]'}, filename = true)
+), named AS (
+    SELECT *, regexp_replace(regexp_extract(filename, '([^/\\\\]+)[/\\\\]iter\\d+\\.trace$', 1), '_dev\\d+$', '') AS op_name
+    FROM events
+)
+SELECT filename, op_name, split_part(op_name, '_', 1) AS op_type,
+       try_cast(split_part(op_name, '_', 2) AS BIGINT) AS op_ordinal,
+       regexp_extract(filename, 'iter(\\d+)\\.trace$', 1)::BIGINT AS iteration,
+       seq::INTEGER AS seq, (e->>'$.tid')::BIGINT AS plane,
+       nullif(e->>'$.args."stream id"', 'NULL')::BIGINT AS stream_id,
+       nullif(e->>'$.args."task id"', 'NULL')::BIGINT AS task_id,
+       e->>'$.name' AS task_type,
+       nullif(nullif(e->>'$.args."src rank"', 'NULL')::BIGINT, 4294967295) AS src_rank,
+       nullif(nullif(e->>'$.args."dst rank"', 'NULL')::BIGINT, 4294967295) AS dst_rank,
+       e->>'$.args."transport type"' AS transport,
+       nullif(e->>'$.args.size', 'NULL')::BIGINT AS bytes,
+       round((e->>'$.ts')::DOUBLE * 1000)::BIGINT AS start_ns,
+       round((e->>'$.dur')::DOUBLE * 1000)::BIGINT AS dur_ns
+FROM named
+"""
 
 
-def _optional_int(value: object) -> int | None:
-    return None if value is None or value == "NULL" else int(value)
-
-
-def _rank(value: object) -> int | None:
-    rank = _optional_int(value)
-    return None if rank == _NO_RANK else rank
-
-
-def _size(value: object) -> int | None:
-    """HCCL sizes: a hex string ("0x2cfe300"), a decimal string or number, or null."""
-    if value is None or value == "NULL":
-        return None
-    return int(value, 0) if isinstance(value, str) else int(value)
+def _hccl_tasks(paths: list[Path]) -> pa.Table:
+    """comm_task rows of the HCCL trace files, parsed by DuckDB (sizes may be hex strings)."""
+    with duckdb.connect() as con:
+        json_files.create_table(con, "tasks", _HCCL_TASKS_SQL, paths, "an HCCL trace JSON with traceEvents")
+        with_events = dict(con.execute(
+            "SELECT filename, bool_and(traceEvents IS NOT NULL) FROM read_json($files, columns = "
+            "{'traceEvents': 'JSON[]'}, filename = true) GROUP BY filename", {"files": [str(p) for p in paths]}).fetchall())
+        for path in paths:  # an empty file gives no record at all, an object without the key a NULL list
+            if not with_events.get(str(path)):
+                raise InputError(path, "expected HCCL trace JSON with traceEvents" if str(path) in with_events
+                                 else "empty file, expected HCCL trace JSON with traceEvents")
+        incomplete = con.execute("SELECT filename, seq FROM tasks WHERE plane IS NULL OR task_type IS NULL "
+                                 "OR start_ns IS NULL OR dur_ns IS NULL ORDER BY filename, seq LIMIT 1").fetchall()
+        if incomplete:
+            raise InputError(incomplete[0][0], f"event {incomplete[0][1]}: expected an HCCL task with tid, ts, "
+                                               "dur, name and args")
+        return con.sql("SELECT * EXCLUDE (filename) FROM tasks ORDER BY filename, seq").to_arrow_table()

@@ -33,14 +33,13 @@ import pyarrow as pa
 
 from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
-from . import msprof_csv
+from . import json_files, msprof_csv
 from .binary_records import Warn
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "DOUBLE",
             "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
 
 _EVENTS_SQL = """
-CREATE TABLE events AS
 WITH raw AS (
     SELECT filename, name, pid, tid, ph, cat, args,
            round(ts::DOUBLE * 1000)::BIGINT AS ts_ns, round(dur * 1000)::BIGINT AS dur_ns
@@ -204,24 +203,12 @@ def _check_rank(source: Source, warn: Warn) -> None:
 
 def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
     """Parse the JSON arrays into table `events`; a file that is not one is named in the error."""
-    try:
-        con.execute(_EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), {"files": [str(f) for f in files]})
-    except duckdb.Error as error:
-        for path in files:  # find the file at fault
-            try:
-                con.sql(f"SELECT count(*) FROM read_json(?, format = 'array', columns = {_duckdb_struct(_COLUMNS)})",
-                        params=[str(path)]).fetchall()
-            except duckdb.Error as file_error:
-                raise InputError(path, f"not an msprof Chrome-trace JSON array ({_first_line(file_error)})") from None
-        raise InputError(files[0].parent, f"msprof timelines could not be read ({_first_line(error)})") from None
+    json_files.create_table(con, "events", _EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), files,
+                            "an msprof Chrome-trace JSON array")
 
 
 def _duckdb_struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0]
 
 
 def _run_info(source: Source, model: int | None) -> pa.Table:

@@ -1,0 +1,34 @@
+"""JSON trace files parsed by DuckDB for the readers, with errors that name the file at fault.
+
+Readers of JSON traces (msprof timelines, HCCL traces) hand DuckDB all files of a source in one
+`read_json` query, so events are parsed column-wise, never as Python objects. When that query
+fails, each file is tried alone to say which one is broken.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ..errors import InputError
+
+
+def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, files: list[Path], what: str) -> None:
+    """CREATE TABLE `table` AS `select_sql`, whose `$files` parameter is the list of paths.
+
+    A file that DuckDB cannot parse (truncated, not JSON, wrong types) raises InputError naming
+    it and saying it is not `what`.
+    """
+    try:
+        con.execute(f"CREATE TABLE {table} AS {select_sql}", {"files": [str(f) for f in files]})
+    except duckdb.Error as error:
+        for path in files:  # materialized, so every value is converted as in the failed query
+            try:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE json_probe AS {select_sql}", {"files": [str(path)]})
+            except duckdb.Error as file_error:
+                raise InputError(path, f"not {what} ({_first_line(file_error)})") from None
+        raise InputError(files[0].parent, f"could not read the files as {what} ({_first_line(error)})") from None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0]
