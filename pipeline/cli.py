@@ -54,7 +54,8 @@ def analyse(
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
     rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
     timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
-    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", help="Timeline with steps, their phases and communication ops only (no ops or kernels): small enough for many ranks.")] = False,
+    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", help="Timeline with steps, their phases and the overlap analysis only (no ops, kernels or tasks): small enough for many ranks.")] = False,
+    model: Annotated[Optional[list[int]], typer.Option("--model", help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on the first unreadable rank instead of skipping it.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
     fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
@@ -77,7 +78,8 @@ def analyse(
                       TimeElapsedColumn(), console=_err, transient=True, disable=not _err.is_terminal) as bars:
             result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
                                   strict=strict, reporter=_BarReporter(bars), fp_op=fp_op, bp_op=bp_op,
-                                  report_options=options, timeline_summary=timeline_summary)
+                                  report_options=options, timeline_summary=timeline_summary,
+                                  models=model)
     except (ProfpipeError, OSError) as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -83,6 +83,8 @@ class Source:
     pid: int | None = None
     #: Split files (raw Ascend data) by role: every `.slice_<n>` piece, ordered by n.
     slices: dict[str, list[Path]] = field(default_factory=dict)
+    #: msprof exports: the model ids the user asked for (None: any; the reader picks one).
+    models: tuple[int, ...] | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -97,8 +99,11 @@ class Source:
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
 
 
-def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
-    """List the sources under `path`, optionally only the given ranks, ordered by rank."""
+def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None) -> list[Source]:
+    """List the sources under `path`, optionally only the given ranks, ordered by rank.
+
+    `models` narrows msprof exports to those model ids (the reader says when a rank has none).
+    """
     root = Path(path)
     if not root.exists():
         raise InputError(root, "no such file or folder")
@@ -129,6 +134,10 @@ def discover(path: str | Path, ranks: list[int] | None = None) -> list[Source]:
     found.sort(key=lambda s: (s.rank, str(s.directory)))
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
+    if models is not None:
+        for source in found:
+            if source.family == "msprof_export":
+                source.models = tuple(sorted(set(models)))
     return found
 
 

@@ -79,7 +79,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             timeline_limit_mb: float | None = None, strict: bool = False,
             step_list: list[int] | None = None, pretty: bool = True,
             reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
-            report_options: ReportOptions | None = None, timeline_summary: bool = False) -> RunResult:
+            report_options: ReportOptions | None = None, timeline_summary: bool = False,
+            models: list[int] | None = None) -> RunResult:
     """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
 
     `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
@@ -87,7 +88,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     the step trace (default: the FP_POINT / BP_POINT or PROFILING_FP_START / PROFILING_BP_END
     environment variables, as MindSpore reads them). `report_options` are the Ascend report
     choices (MindSpore's Profiler filters and which MindSpore version to imitate).
-    `timeline_summary` writes only steps, phases and communication ops to the timeline.
+    `timeline_summary` writes only steps, phases and the overlap analysis to the timeline.
+    `models` reads only those msprof model ids (default: per rank, the model with the most files).
     """
     report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
@@ -98,7 +100,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     warnings: list[str] = []
 
     started = time.perf_counter()
-    sources = discover(path, ranks)
+    sources = discover(path, ranks, models)
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "

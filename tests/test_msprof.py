@@ -91,7 +91,7 @@ def test_other_models_and_missing_info_are_reported(tmp_path: Path) -> None:
 def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
     out = run(FIXTURE, tmp_path / "out").output
     assert query(out, "SELECT layout, clock, metadata_json FROM run_info") == [
-        ("ascend_era_d", "host_monotonic_raw", '{"model_id": 1, "epoch_offset_ns": 1699996000000000000}')]
+        ("ascend_era_d", "host_monotonic_raw", '{"model_id": 1, "models": [1], "epoch_offset_ns": 1699996000000000000}')]
     # device tasks come from op_summary (exact decimal µs), with GE's op types; runtime tasks have no op
     tasks = query(out, "SELECT name, stream_id, start_ns, dur_ns FROM device_exec WHERE kind = 'task' ORDER BY start_ns")
     assert tasks[:3] == [("Default/Conv2D-op1", 2, 5_000_010_000, 100_500), ("Default/ReLU-op2", 2, 5_000_120_000, 20_250),
@@ -119,10 +119,13 @@ def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:
     assert_generator_reproduces("msprof_timeline.py", FIXTURE, tmp_path)
 
 
-def test_timeline_has_communication_lane_and_summary_mode(tmp_path: Path) -> None:
+def test_timeline_lanes_are_named_as_msprof_and_summary_keeps_steps_and_overlap(tmp_path: Path) -> None:
     full = json.loads((run(FIXTURE, tmp_path / "full").output / "timeline" / "trace.json").read_text())
-    processes = {e["pid"]: e["args"]["name"] for e in full["traceEvents"] if e["name"] == "process_name"}
-    assert "Rank 0 Communication" in processes.values()
+    processes = {e["args"]["name"] for e in full["traceEvents"] if e["name"] == "process_name"}
+    assert processes == {"profpipe", "Step Trace rank0", "Ascend Hardware rank0", "HCCL rank0", "Overlap Analysis rank0"}
+    threads = {e["args"]["name"] for e in full["traceEvents"] if e["name"] == "thread_name"}
+    assert threads == {"iterations", "Stream 2", "Stream 3", "Stream 12", "Communication Kernel", "Plane 0", "Plane 1",
+                       "Computing", "Communication", "Communication(Not Overlapped)", "Free"}
     communication = [e for e in full["traceEvents"] if e.get("cat") == "communication"]
     assert [(e["name"], e["dur"]) for e in communication] == [("Default/AllReduce-op9_0", 499.5)] * 2
     # msprof's start_info puts the rank on the Unix epoch
@@ -131,8 +134,17 @@ def test_timeline_has_communication_lane_and_summary_mode(tmp_path: Path) -> Non
     summary = json.loads((run(FIXTURE, tmp_path / "summary", timeline_summary=True).output / "timeline" /
                           "trace.json").read_text())
     cats = {e.get("cat") for e in summary["traceEvents"] if e["ph"] == "X"}
-    assert cats == {"step", "step_phase", "communication"}
-    assert len(summary["traceEvents"]) < len(full["traceEvents"])
+    assert cats == {"step", "step_phase", "overlap"}
+    # the overlap stretches add up to step_overlap's split (two equal steps, values in the test above)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in summary["traceEvents"] if e["name"] == "thread_name"}
+    totals: dict[str, float] = {}
+    for event in summary["traceEvents"]:
+        if event.get("cat") == "overlap":
+            thread = names[event["pid"], event["tid"]]
+            totals[thread] = totals.get(thread, 0) + event["dur"]
+    assert {k: round(v, 3) for k, v in totals.items()} == {
+        "Computing": 2 * 720.75, "Communication": 2 * 499.5, "Communication(Not Overlapped)": 2 * 299.5,
+        "Free": 2 * (19_000 - 1_020.25)}
 
 
 def test_two_devices_share_one_clock_in_the_timeline(tmp_path: Path) -> None:
@@ -215,3 +227,41 @@ def test_missing_iteration_is_reported(tmp_path: Path) -> None:
     warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
     assert any("msprof files of iterations [5] are missing (found 1..10)" in w for w in warnings)
     assert result.ranks == [0, 1]
+
+
+def _names(trace: dict, kind: str) -> list[str]:
+    return sorted(e["args"]["name"] for e in trace["traceEvents"]
+                  if e["ph"] == "M" and e["name"] == kind and e["pid"] != 0)
+
+
+def test_two_devices_merge_as_mindinsight_expects(tmp_path: Path) -> None:
+    """MindInsight's msprof timeline tests (algorithms.md §5.3): ranks [0, 1], models [0, 2], and these
+    process and thread names in the summary and detail views (theirs spell "OverLapped"; msprof and
+    profpipe write "Overlapped")."""
+    folder = _copy_devices(tmp_path)
+    summary = run(folder, tmp_path / "summary", timeline_summary=True)
+    assert summary.ranks == [0, 1]
+    assert sorted({m for rank in summary.summary["ranks"] for m in rank["models"]}) == [0, 2]
+    trace = json.loads((summary.output / "timeline" / "trace.json").read_text())
+    assert _names(trace, "process_name") == ["Overlap Analysis rank0", "Overlap Analysis rank1",
+                                             "Step Trace rank0", "Step Trace rank1"]
+    overlap_threads = ["Communication", "Communication", "Communication(Not Overlapped)",
+                       "Communication(Not Overlapped)", "Computing", "Computing", "Free", "Free"]
+    assert _names(trace, "thread_name") == overlap_threads + ["iterations", "iterations"]
+    detail = json.loads((run(folder, tmp_path / "detail").output / "timeline" / "trace.json").read_text())
+    assert _names(detail, "process_name") == [
+        "Ascend Hardware rank0", "Ascend Hardware rank1", "HCCL rank0", "HCCL rank1",
+        "Overlap Analysis rank0", "Overlap Analysis rank1", "Step Trace rank0", "Step Trace rank1"]
+    assert _names(detail, "thread_name") == sorted(overlap_threads + [
+        "Communication Kernel", "Communication Kernel", "Plane 0", "Plane 0", "Plane 1", "Plane 1",
+        "Plane 2", "Plane 2", "Plane 3", "Plane 3", "Stream 1", "Stream 10", "Stream 10",
+        "Stream 12", "Stream 12", "Stream 13", "Stream 2", "Stream 3", "Stream 4", "Stream 4",
+        "Stream 8", "Stream 9", "iterations", "iterations"])
+
+
+def test_model_selection_keeps_the_ranks_that_ran_it(tmp_path: Path) -> None:
+    folder = _copy_devices(tmp_path)
+    result = run(folder, tmp_path / "out", models=[0])
+    assert result.ranks == [1]
+    assert "no exports of models [0] (this rank has models [2])" in result.skipped[0]["error"]
+    assert [(r["rank"], r["model_id"], r["models"]) for r in result.summary["ranks"]] == [(1, 0, [0])]

@@ -20,9 +20,10 @@ def test_trace_is_a_chrome_json_object_with_metadata(tmp_path):
     assert isinstance(trace["baseTimeNanoseconds"], int)
     events = trace["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    assert names == {"profpipe", "Rank 0 Steps", "Rank 0 CPU ops", "Rank 0 GPU ops", "Rank 0 GPU kernels"}
+    assert names == {"profpipe", "Step Trace rank0", "CPU ops rank0", "GPU ops rank0", "GPU kernels rank0",
+                     "Overlap Analysis rank0"}
     threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert {"Steps", "Phases", "Stream 7", "Stream 13", "Thread 4242", "Ops"} <= threads
+    assert {"iterations", "Computing", "Free", "Stream 7", "Stream 13", "Thread 4242", "Ops"} <= threads
     complete = [e for e in events if e["ph"] == "X"]
     assert all(e["ts"] >= 0 and e["dur"] >= 0 and isinstance(e["pid"], int) for e in complete)
     assert "profpipe" not in trace

@@ -1,17 +1,22 @@
 """Chrome / Perfetto timeline export: one JSON object file for all ranks, built column-wise in DuckDB.
 
 Every event is rendered to its JSON text inside DuckDB and streamed to disk, so no trace is
-ever held as Python objects. Layout, per rank r (pid = 10 * (r + 1) + lane):
+ever held as Python objects. Processes are named as msprof and MindInsight name them, with
+" rank<r>" appended; per rank r (pid = 10 * (r + 1) + lane):
 
-* lane 0 "Steps": one span per step (thread "Steps") and its phases (thread "Phases");
+* lane 0 "Step Trace": thread "iterations", one span per step with its phases nested inside;
 * lane 1 "CPU ops": host ops, one thread per host thread id;
 * lane 2 "GPU ops": framework ops measured on the device;
-* lane 3 "GPU kernels": kernels, memcpy and memset, one thread per stream, with the owning op in args;
-* lane 4 "Communication": collective-communication op executions (HCCL) with their costs.
+* lane 3 "Ascend Hardware" (Ascend ranks) or "GPU kernels": device tasks, kernels, memcpy and
+  memset, one thread "Stream <id>" per stream, with the owning op in args;
+* lane 4 "HCCL": thread "Communication Kernel" with the communication op executions and their
+  costs, one thread "Plane <k>" per plane with the HCCL tasks (links, bytes in args);
+* lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
+  and "Free" with the stretches of stg_overlap_segment.
 
 Ranks on different hosts are put on one clock when every rank knows its offset to the Unix
 epoch (msprof's start_info); otherwise each keeps its own clock (`otherData.clock` says which).
-`summary_only` keeps lanes 0 and 4.
+`summary_only` keeps lanes 0 and 5 (steps and overlap), as MindInsight's summary view does.
 
 Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does), so a
 double keeps ns precision. With a size limit, metadata and steps are always kept, then the
@@ -32,78 +37,98 @@ from .text_stream import write_text_column
 
 _HEADER_RESERVE = 4096
 
+#: Thread id of the communication op executions in the HCCL lane (msprof's own choice).
+_COMMUNICATION_KERNEL_TID = 70000
+_OVERLAP_THREADS = {"computation": (0, "Computing"), "communication": (1, "Communication"),
+                    "pure_communication": (2, "Communication(Not Overlapped)"), "free": (3, "Free")}
+
 #: Every timed span of every rank, on one clock: ranks are shifted to the Unix epoch when every
 #: rank knows its epoch offset (msprof start_info), else each keeps its own clock.
-_SPANS_SQL = """
+_SPANS_SQL = f"""
 CREATE OR REPLACE TEMP VIEW timeline_spans AS
 WITH offsets AS (
     SELECT rank, try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) AS offset_ns FROM run_info
 ), clocks AS (
     SELECT rank, CASE WHEN (SELECT bool_and(offset_ns IS NOT NULL) FROM offsets) THEN offset_ns ELSE 0 END AS shift_ns
     FROM offsets
+), overlap_threads AS (
+    SELECT * FROM (VALUES {", ".join(f"('{c}', {tid})" for c, (tid, _) in _OVERLAP_THREADS.items())})
+        AS t(category, tid)
 ), spans AS (
     SELECT rank, 0 AS lane, 0 AS tid, 'Step ' || step AS name, 'step' AS cat, start_ns, total_ns AS dur_ns,
-           {'fp_op': fp_op, 'bp_op': bp_op}::JSON AS args, 0 AS tier
+           {{'fp_op': fp_op, 'bp_op': bp_op}}::JSON AS args, 0 AS tier
     FROM step_phases
     UNION ALL
-    SELECT rank, 0, 1, phase.name, 'step_phase', phase.start_ns, phase.dur_ns, NULL::JSON, 0
+    SELECT rank, 0, 0, phase.name, 'step_phase', phase.start_ns, phase.dur_ns, NULL::JSON, 0
     FROM step_phases, unnest([
-        {'name': 'iteration_interval', 'start_ns': start_ns, 'dur_ns': iteration_interval_ns},
-        {'name': 'fp_and_bp', 'start_ns': fp_ns, 'dur_ns': fp_and_bp_ns},
-        {'name': 'tail', 'start_ns': bp_ns, 'dur_ns': tail_ns}]) AS t(phase)
+        {{'name': 'iteration_interval', 'start_ns': start_ns, 'dur_ns': iteration_interval_ns}},
+        {{'name': 'fp_and_bp', 'start_ns': fp_ns, 'dur_ns': fp_and_bp_ns}},
+        {{'name': 'tail', 'start_ns': bp_ns, 'dur_ns': tail_ns}}]) AS t(phase)
     WHERE phase.dur_ns IS NOT NULL
     UNION ALL
     SELECT rank, CASE side WHEN 'Host' THEN 1 ELSE 2 END, coalesce(tid, 0), op_name, 'op', start_ns, dur_ns,
-           {'op_type': op_type}::JSON, 1
+           {{'op_type': op_type}}::JSON, 1
     FROM stg_host_op
     UNION ALL
     SELECT rank, 3, coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
-           {'op_name': op_name, 'stream': stream_id}::JSON, 1
+           {{'op_name': op_name, 'stream': stream_id}}::JSON, 1
     FROM stg_device_exec
     UNION ALL
-    SELECT rank, 4, 0, op_label, 'communication', start_ns, end_ns - start_ns,
-           {'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
-            'wait_cost_ms': wait_cost_ms}::JSON, 1
+    SELECT rank, 4, {_COMMUNICATION_KERNEL_TID}, op_label, 'communication', start_ns, end_ns - start_ns,
+           {{'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
+            'wait_cost_ms': wait_cost_ms}}::JSON, 1
     FROM comm_op_stats
+    UNION ALL
+    SELECT rank, 4, coalesce(plane, 0), task_type, 'communication_task', start_ns, dur_ns,
+           {{'op_name': op_name, 'src_rank': src_rank, 'dst_rank': dst_rank, 'transport': transport,
+            'bytes': bytes}}::JSON, 1
+    FROM stg_comm_task
+    UNION ALL
+    SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
+    FROM stg_overlap_segment JOIN overlap_threads USING (category)
 )
 SELECT spans.* REPLACE (start_ns + shift_ns AS start_ns)
 FROM spans JOIN clocks USING (rank)
 WHERE __LANES__
 """
 
-_EVENTS_SQL = """
+_EVENTS_SQL = f"""
 WITH spans AS (
     SELECT * FROM timeline_spans
 ), lanes AS (
-    SELECT * FROM (VALUES (0, 'Steps'), (1, 'CPU ops'), (2, 'GPU ops'), (3, 'GPU kernels'), (4, 'Communication'))
-        AS l(lane, label)
+    SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
+        (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
+        (5, 'Overlap Analysis')) AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
 ), meta AS (
     SELECT 10 * (rank + 1) + lane AS pid, 0 AS tid, 'process_name' AS name,
-           {'name': 'Rank ' || rank || ' ' || label}::JSON AS args
-    FROM (SELECT DISTINCT rank, lane FROM threads) JOIN lanes USING (lane)
+           {{'name': label || ' rank' || rank}}::JSON AS args
+    FROM (SELECT DISTINCT rank, lane FROM threads) JOIN lanes USING (rank, lane)
     UNION ALL
-    SELECT DISTINCT 10 * (rank + 1) + lane, 0, 'process_sort_index', {'sort_index': 10 * (rank + 1) + lane}::JSON
+    SELECT DISTINCT 10 * (rank + 1) + lane, 0, 'process_sort_index', {{'sort_index': 10 * (rank + 1) + lane}}::JSON
     FROM threads
     UNION ALL
     SELECT 10 * (rank + 1) + lane, tid, 'thread_name',
-           {'name': CASE lane WHEN 0 THEN (CASE tid WHEN 0 THEN 'Steps' ELSE 'Phases' END)
+           {{'name': CASE lane WHEN 0 THEN 'iterations'
                               WHEN 1 THEN 'Thread ' || tid
                               WHEN 2 THEN 'Ops'
-                              WHEN 4 THEN 'Ops'
-                              ELSE 'Stream ' || tid END}::JSON
+                              WHEN 3 THEN 'Stream ' || tid
+                              WHEN 4 THEN CASE tid WHEN {_COMMUNICATION_KERNEL_TID} THEN 'Communication Kernel'
+                                                   ELSE 'Plane ' || tid END
+                              ELSE [{", ".join(repr(name) for _, name in _OVERLAP_THREADS.values())}][tid + 1]
+                              END}}::JSON
     FROM threads
 )
 SELECT 0 AS tier, NULL::BIGINT AS start_ns,
-       to_json({'name': name, 'ph': 'M', 'pid': pid, 'tid': tid, 'args': args}) AS event
+       to_json({{'name': name, 'ph': 'M', 'pid': pid, 'tid': tid, 'args': args}}) AS event
 FROM meta
 UNION ALL
 SELECT tier, start_ns,
-       to_json({'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
+       to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
                 'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
                 'dur': (dur_ns::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
-                'args': args})
+                'args': args}})
 FROM spans
 """
 
@@ -126,12 +151,12 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
                    summary_only: bool = False) -> TimelineResult:
     """Write the Chrome trace of everything in `con` to `path`, at most `limit_mb` MiB when given.
 
-    `summary_only` keeps the steps, their phases and the communication ops (no ops, no kernels).
+    `summary_only` keeps the steps, their phases and the overlap analysis (no ops, kernels or tasks).
     Events are streamed unsorted (viewers sort them). With a limit, one pass over the event
     sizes in time order finds the cut time; the second pass writes what starts before it.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(_SPANS_SQL.replace("__LANES__", "lane IN (0, 4)" if summary_only else "TRUE"))
+    con.execute(_SPANS_SQL.replace("__LANES__", "lane IN (0, 5)" if summary_only else "TRUE"))
     base_ns = con.execute("SELECT min(start_ns) FROM timeline_spans").fetchall()[0][0] or 0
     aligned = con.execute("SELECT bool_and(try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) "
                           "IS NOT NULL) FROM run_info").fetchall()[0][0]

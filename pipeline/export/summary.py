@@ -21,10 +21,12 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
                   skipped: list[dict[str, Any]], timeline: dict[str, Any] | None) -> dict[str, Any]:
     """Collect the summary of every rank in `con`."""
     ranks = []
-    for rank, device_type, layout in con.execute(
-            "SELECT rank, device_type, layout FROM run_info ORDER BY rank").fetchall():
+    for rank, device_type, layout, model_id, models in con.execute("""
+            SELECT rank, device_type, layout, try_cast(metadata_json->>'$.model_id' AS INTEGER),
+                   try_cast(metadata_json->'$.models' AS INTEGER[])
+            FROM run_info ORDER BY rank""").fetchall():
         ranks.append({
-            "rank": rank, "device_type": device_type, "layout": layout,
+            "rank": rank, "device_type": device_type, "layout": layout, "model_id": model_id, "models": models,
             "host_ops": _scalar(con, "SELECT count(*) FROM host_op WHERE rank = ?", rank),
             "device_execs": _scalar(con, "SELECT count(*) FROM device_exec WHERE rank = ?", rank),
             "top_op_types": _rows(con, f"""

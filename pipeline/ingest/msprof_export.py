@@ -18,8 +18,10 @@ files are read instead. DuckDB's JSON reader parses the arrays column-wise; even
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
-Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. The
-model with the most files is read; other models are reported and left out.
+Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. One model
+(graph) is read per rank: of the models the user asked for (Source.models, default all), the one
+with the most files; other models are reported and left out. run_info.metadata_json keeps the
+model read and every model found.
 """
 from __future__ import annotations
 
@@ -120,10 +122,10 @@ ORDER BY iteration, op_name, seq
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one msprof-exported device folder."""
-    model, files = _model_files(source, warn)
+    models, files = _model_files(source, warn)
     if source.layout != "ascend_era_f":  # era F keeps its rank in profiler_info_<rank>.json
         _check_rank(source, warn)
-    yield "run_info", _run_info(source, model)
+    yield "run_info", _run_info(source, models)
     with_rank = pl.lit(source.rank, pl.Int32).alias("rank")
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
@@ -150,25 +152,29 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
 
 
-def _model_files(source: Source, warn: Warn) -> tuple[int | None, dict[str, list[Path]]]:
-    """(model id, the files to read per kind): era E, the newest export of each kind (no model in
-    the names); era D, the files of the model with the most files."""
+def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]], dict[str, list[Path]]]:
+    """({"model_id", "models"} where the names carry models, the files to read per kind): era E/F,
+    the newest export of each kind (no model in the names); era D, the files of the chosen model."""
     if source.layout == "ascend_era_f":
-        return None, dict(source.slices)
+        return {}, dict(source.slices)
     if source.layout == "ascend_era_e":
-        return None, {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
-                      for kind, paths in source.slices.items()}
+        return {}, {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
+                    for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}
     for kind, paths in source.slices.items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
         for path in paths:
             model = int(pattern.fullmatch(path.name).group(3))
             by_model.setdefault(model, {}).setdefault(kind, []).append(path)
-    model = max(by_model, key=lambda m: (sum(len(v) for v in by_model[m].values()), -m))
-    others = sorted(set(by_model) - {model})
+    candidates = [m for m in by_model if source.models is None or m in source.models]
+    if not candidates:
+        raise InputError(source.directory, f"no exports of models {list(source.models or [])} "
+                                           f"(this rank has models {sorted(by_model)})")
+    model = max(candidates, key=lambda m: (sum(len(v) for v in by_model[m].values()), -m))
+    others = sorted(set(candidates) - {model})
     if others:
         warn(f"{source.directory}: exports of models {[model, *others]}; model {model} (most files) is "
-             f"analysed, models {others} are left out")
+             f"analysed, models {others} are left out (choose with --model)")
     for kind, paths in by_model[model].items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
         iterations = {int(pattern.fullmatch(p.name).group(4)) for p in paths}
@@ -176,7 +182,7 @@ def _model_files(source: Source, warn: Warn) -> tuple[int | None, dict[str, list
         if missing:
             warn(f"{paths[0].parent}: {kind.removeprefix('csv:')} files of iterations {missing} are missing "
                  f"(found {min(iterations)}..{max(iterations)}); those iterations are absent from the analysis")
-    return model, by_model[model]
+    return {"model_id": model, "models": sorted(by_model)}, by_model[model]
 
 
 def _device_file(source: Source, name: str) -> Path:
@@ -211,15 +217,15 @@ def _duckdb_struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
 
 
-def _run_info(source: Source, model: int | None) -> pa.Table:
+def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
     """Host CLOCK_MONOTONIC_RAW clock. metadata_json: era F, its profiler_info JSON verbatim; else the
-    model analysed and start_info's epoch offset."""
+    model analysed, the models found and start_info's epoch offset."""
     metadata_text = None
     if source.layout == "ascend_era_f":
         info = source.directory / f"profiler_info_{source.rank}.json"
         metadata_text = info.read_text(encoding="utf-8") if info.is_file() else None
     else:
-        metadata: dict[str, int] = {} if model is None else {"model_id": model}
+        metadata: dict[str, int | list[int]] = dict(models)
         start_info = _device_file(source, f"start_info.{source.device_id}")
         if start_info.is_file():
             try:

@@ -1,0 +1,65 @@
+-- stg_overlap_segment: one row per stretch of a step (rank, step, category, start_ns) that is computing, communicating, communicating while nothing computes, or idle.
+-- materialized: table
+-- Columns:
+--   rank, step.
+--   category: 'computation' (at least one computing device execution runs: Ascend op tasks, CUDA kernels,
+--     memcpy and memset; communication kernels and runtime sync tasks are not computation),
+--     'communication' (an HCCL op execution (comm_op_stats) runs where the rank has them, else a step-trace
+--     communication span (step_communication)), 'pure_communication' (communication while nothing computes:
+--     MindSpore's "pure communication", msprof's "Communication(Not Overlapped)"), 'free' (neither).
+--   start_ns, end_ns, dur_ns: the stretch, clipped to the step window of step_phases; stretches of one
+--     category never touch or overlap (parallel streams are merged first).
+-- Built by a sweep over the step: every interval start and end cuts the step into pieces, a running count
+-- of open computation and communication intervals labels each piece, adjacent pieces of a category merge.
+-- Ranks without device executions (a step trace alone) have no rows: their computation is unknown.
+WITH steps AS (
+    SELECT rank, step, start_ns, end_ns FROM step_phases
+    WHERE rank IN (SELECT DISTINCT rank FROM stg_device_exec) AND end_ns > start_ns
+), communication AS (
+    SELECT rank, start_ns, end_ns FROM comm_op_stats
+    UNION ALL
+    SELECT rank, start_ns, end_ns FROM step_communication c
+    WHERE NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = c.rank)
+), intervals AS (
+    SELECT rank, 1 AS computing, 0 AS communicating, start_ns, end_ns
+    FROM stg_device_exec
+    WHERE kind IN ('task', 'kernel', 'memcpy', 'memset')
+      AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
+    UNION ALL
+    SELECT rank, 0, 1, start_ns, end_ns FROM communication
+), cuts AS (  -- +1 / -1 per interval edge inside the step, 0 at the step's own edges
+    SELECT s.rank, s.step, greatest(i.start_ns, s.start_ns) AS at_ns, i.computing AS computing, i.communicating AS communicating
+    FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
+    UNION ALL
+    SELECT s.rank, s.step, least(i.end_ns, s.end_ns), -i.computing, -i.communicating
+    FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
+    UNION ALL
+    SELECT rank, step, start_ns, 0, 0 FROM steps
+    UNION ALL
+    SELECT rank, step, end_ns, 0, 0 FROM steps
+), points AS (
+    SELECT rank, step, at_ns, sum(computing) AS computing, sum(communicating) AS communicating
+    FROM cuts GROUP BY rank, step, at_ns
+), pieces AS (
+    SELECT rank, step, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns,
+           sum(computing) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS computing,
+           sum(communicating) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS communicating
+    FROM points
+    WINDOW w AS (PARTITION BY rank, step ORDER BY at_ns)
+), labelled AS (
+    SELECT rank, step, category, start_ns, end_ns
+    FROM pieces, unnest(list_filter([
+        CASE WHEN computing THEN 'computation' END,
+        CASE WHEN communicating THEN 'communication' END,
+        CASE WHEN communicating AND NOT computing THEN 'pure_communication' END,
+        CASE WHEN NOT computing AND NOT communicating THEN 'free' END], lambda c: c IS NOT NULL)) AS t(category)
+    WHERE end_ns IS NOT NULL
+), runs AS (
+    SELECT *, sum(CASE WHEN start_ns = previous_end THEN 0 ELSE 1 END)
+                  OVER (PARTITION BY rank, step, category ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
+    FROM (SELECT *, lag(end_ns) OVER (PARTITION BY rank, step, category ORDER BY start_ns) AS previous_end
+          FROM labelled)
+)
+SELECT rank, step, category, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) - min(start_ns) AS dur_ns
+FROM runs
+GROUP BY rank, step, category, run
