@@ -61,9 +61,10 @@ HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 #: `PROF_*/device_N/summary/<kind>_<device>_<model>_<iteration>.csv` (CSV roles are named "csv:<kind>").
 MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
 MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
-#: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts);
-#: era F: `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/kernel_details.csv`.
+#: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts).
 MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)")
+#: Era F: the files of `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/` that are read, by role.
+ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view"}
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -129,6 +130,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
+    found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
     found.sort(key=lambda s: (s.rank, str(s.directory)))
@@ -193,11 +195,11 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
     PROF_* folder (era E, device id from the one `device_<n>` folder beside the output, else 0) or
     its `*_ascend_ms` folder (era F kernel_details.csv, rank from the profiler_info_<rank>.json there)."""
     if directory.name == "ASCEND_PROFILER_OUTPUT" and _ASCEND_MS_DIR.fullmatch(directory.parent.name):
-        if filename != "kernel_details.csv":
+        if filename not in ERA_F_OUTPUT_ROLES:
             return False
         ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
                                              os.listdir(directory.parent)) if m]
-        kind, device_id, folder, layout = "csv:kernel_details", (ranks[0] if len(ranks) == 1 else 0), \
+        kind, device_id, folder, layout = ERA_F_OUTPUT_ROLES[filename], (ranks[0] if len(ranks) == 1 else 0), \
             directory.parent, "ascend_era_f"
     elif directory.name == "mindstudio_profiler_output":
         match = MSPROF_OUTPUT.fullmatch(filename)
@@ -233,3 +235,29 @@ def _attach_parent_profiler_info(sources: list[Source]) -> None:
             candidate = source.directory.parent / f"profiler_info_{source.device_id}.json"
             if candidate.is_file():
                 source.files["profiler_info"] = candidate
+
+
+def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Source]) -> list[Source]:
+    """Decide what an era F `*_ascend_ms` folder is; return the sources found in it and elsewhere.
+
+    A folder with Ascend device data (kernel_details.csv, or msprof's PROF_* beside it) is one
+    Ascend source: when it has a trace_view.json, that trace already holds the host ops of its
+    FRAMEWORK/ files (on the trace's clock), which are listed with it and not read again. Without
+    device data (MindSpore's CPU-only runs write the same folder) the FRAMEWORK files are the source.
+    """
+    era_f = {}
+    for key, source in list(reports.items()):
+        if source.layout != "ascend_era_f":
+            continue
+        if "csv:kernel_details" in source.slices or any(source.directory.glob("PROF_*")):
+            era_f[source.directory] = source
+        else:
+            del reports[key]
+    kept = []
+    for source in framework:
+        owner = era_f.get(source.directory.parent) if source.layout == "framework" else None
+        if owner is None or "trace_view" not in owner.slices:
+            kept.append(source)
+        else:
+            owner.files.update({f"framework:{role}": path for role, path in source.files.items()})
+    return kept

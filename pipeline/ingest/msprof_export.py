@@ -3,22 +3,27 @@
 One source is one era D `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
 Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`, or one era E `PROF_*`
 folder whose `mindstudio_profiler_output/` holds `<kind>_<timestamp>.csv|json` (the newest of
-each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: for now its
-`ASCEND_PROFILER_OUTPUT/kernel_details.csv`); shared/reference/formats-ascend-minddata.md §1.2, §1.3,
-§2.8, §2.10. The summary CSVs, where present,
-give the device tasks with their op types (`op_summary`) and the steps (`step_trace`), see
-msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
-`msprof_*` files hold every process; without them the `task_time_*`, `step_trace_*` and `hccl_*`
-files are read instead. DuckDB's JSON reader parses the arrays column-wise; events become:
+each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: its
+`ASCEND_PROFILER_OUTPUT/kernel_details.csv` and `trace_view.json`); shared/reference/
+formats-ascend-minddata.md §1.2, §1.3, §2.8, §2.10. The summary CSVs, where present, give the
+device tasks with their op types (`op_summary`, `kernel_details`) and the steps (`step_trace`),
+see msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
+`msprof_*` files (era F: `trace_view.json`) hold every process; without them the `task_time_*`,
+`step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
+column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings); events become:
 
 * "Ascend Hardware" tasks (args Task Type / Stream Id / Task Id) -> device_exec: AI Core / AI CPU /
   vector / mix tasks are op executions (kind 'task'), notify, event and memcpy tasks of the
   runtime and HCCL are kind 'sync' without an op;
 * "Iteration N" events (FP Start, BP End, Iteration End) and "Reduce_N_k" spans -> step_point;
+  era F: the "ProfilerStep#N" spans of the "MindSpore" process (Profiler.step()) -> step_point,
+  with the step's first op task as FP point and no BP point;
+* era F "CPU OP" process events -> host_op (side Host);
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
-Times are µs on the host CLOCK_MONOTONIC_RAW timeline; they become ns on that clock. One model
+Times are µs on the host CLOCK_MONOTONIC_RAW timeline (era F: Unix epoch); they become ns on that
+clock. One model
 (graph) is read per rank: of the models the user asked for (Source.models, default all), the one
 with the most files; other models are reported and left out. run_info.metadata_json keeps the
 model read and every model found.
@@ -38,13 +43,13 @@ from ..errors import InputError
 from . import json_files, msprof_csv
 from .binary_records import Warn
 
-_COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "DOUBLE",
+_COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
             "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
 
 _EVENTS_SQL = """
 WITH raw AS (
     SELECT filename, name, pid, tid, ph, cat, args,
-           round(ts::DOUBLE * 1000)::BIGINT AS ts_ns, round(dur * 1000)::BIGINT AS dur_ns
+           round(ts::DECIMAL(24, 6) * 1000)::BIGINT AS ts_ns, round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns
     FROM read_json($files, format = 'array', columns = $columns, filename = true)
 ), processes AS (
     SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
@@ -87,6 +92,34 @@ WITH iterations AS (
 SELECT step, kind, NULL::VARCHAR AS op_name, (row_number() OVER (PARTITION BY step ORDER BY seq) - 2)::INTEGER AS seq,
        NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
 FROM points ORDER BY step, seq
+"""
+
+#: Era F: Profiler.step() spans "ProfilerStep#<step>" of the MindSpore framework process. The trace has
+#: no FP/BP markers: the FP point is the first op task of the step (where MindSpore's "Preparing" time
+#: ends), and there is no BP point.
+_PROFILER_STEP_SQL = """
+WITH steps AS (
+    SELECT DISTINCT regexp_extract(name, '#(\\d+)$', 1)::BIGINT AS step, ts_ns, ts_ns + dur_ns AS end_ns
+    FROM events WHERE process = 'MindSpore' AND name LIKE 'ProfilerStep#%'
+), first_ops AS (
+    SELECT s.step, arg_min(e.name, e.ts_ns) AS op_name, min(e.ts_ns) AS ts_ns
+    FROM steps s JOIN events e ON e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns
+    WHERE e.process = 'Ascend Hardware'
+      AND regexp_matches(e.args->>'$."Task Type"', '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$')
+    GROUP BY s.step
+)
+SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, ts_ns FROM steps
+      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM first_ops
+      UNION ALL SELECT step, 'step_end', NULL, 2, end_ns FROM steps)
+ORDER BY step, seq
+"""
+
+#: Era F: host CPU ops (MindSpore's cpu_op_execute_timestamp, already on the trace's clock).
+_HOST_OP_SQL = """
+SELECT 'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, ts_ns AS start_ns, dur_ns
+FROM events WHERE process = 'CPU OP'
+ORDER BY ts_ns
 """
 
 #: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them.
@@ -137,13 +170,17 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         points = msprof_csv.read_step_trace(files["csv:step_trace"])
         if points.height:
             yield "step_point", points.with_columns(with_rank).to_arrow()
-    timeline_kinds = ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"]
+    timeline_kinds = (["trace_view"] if source.layout == "ascend_era_f" else
+                      ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"])
     timelines = sorted(p for kind in timeline_kinds for p in files.get(kind, []))
     if not timelines:
         return
     queries = [("comm_task", _COMM_TASK_SQL)]
     queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
-    queries += [] if files.get("csv:step_trace") else [("step_point", _STEP_POINT_SQL)]
+    if source.layout == "ascend_era_f":
+        queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL)]
+    elif not files.get("csv:step_trace"):
+        queries.append(("step_point", _STEP_POINT_SQL))
     with duckdb.connect() as con:
         _load_events(con, timelines)
         for table, sql in queries:
@@ -218,12 +255,19 @@ def _duckdb_struct(columns: dict[str, str]) -> str:
 
 
 def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
-    """Host CLOCK_MONOTONIC_RAW clock. metadata_json: era F, its profiler_info JSON verbatim; else the
-    model analysed, the models found and start_info's epoch offset."""
+    """Clock: host CLOCK_MONOTONIC_RAW (eras D, E), Unix epoch (era F). metadata_json: era F, its
+    profiler_info JSON with epoch_offset_ns 0; else the model analysed, the models found and
+    start_info's epoch offset."""
     metadata_text = None
     if source.layout == "ascend_era_f":
-        info = source.directory / f"profiler_info_{source.rank}.json"
-        metadata_text = info.read_text(encoding="utf-8") if info.is_file() else None
+        info_path = source.directory / f"profiler_info_{source.rank}.json"
+        try:
+            info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
+        except ValueError as exc:
+            raise InputError(info_path, f"expected MindSpore's profiler_info JSON object ({exc})") from None
+        if not isinstance(info, dict):
+            raise InputError(info_path, "expected MindSpore's profiler_info JSON object")
+        metadata_text = json.dumps({**info, "epoch_offset_ns": 0})
     else:
         metadata: dict[str, int | list[int]] = dict(models)
         start_info = _device_file(source, f"start_info.{source.device_id}")
@@ -238,6 +282,6 @@ def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
         "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
         "device_type": ["ascend"], "framework": ["mindspore"], "layout": [source.layout],
         "source_dir": [str(source.directory)],
-        "clock": ["host" if source.layout == "ascend_era_f" else "host_monotonic_raw"],
+        "clock": ["unix_epoch" if source.layout == "ascend_era_f" else "host_monotonic_raw"],
         "metadata_json": pa.array([metadata_text], pa.string()),
     })

@@ -1,0 +1,96 @@
+"""MindSpore 2.5+ result folders (Ascend era F): a parent folder with one *_ascend_ms per rank.
+
+The generated fixture's step_trace_time.csv holds, per step, the overlap split MindSpore's step
+trace time viewer gives for its task layout, worked out by hand in the generator; profpipe derives
+the same split from the tasks in trace_view.json.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+from conftest import FIXTURES, assert_generator_reproduces, load_trace, query, run
+
+FIXTURE = FIXTURES / "ascend_ms_cluster"
+
+
+def _rank_dirs(root: Path) -> list[Path]:
+    return sorted(root.glob("*_ascend_ms"))
+
+
+def _step_trace_time(rank_dir: Path) -> list[dict[str, float]]:
+    with open(rank_dir / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def test_fixture_generator_is_deterministic(tmp_path: Path) -> None:
+    assert_generator_reproduces("ascend_ms_cluster.py", FIXTURE, tmp_path)
+
+
+def test_parent_folder_is_analysed_rank_by_rank(tmp_path: Path) -> None:
+    result = run(FIXTURE, tmp_path / "out")
+    out = result.output
+    assert result.ranks == [0, 1] and not result.skipped
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not manifest["warnings"]
+    # FRAMEWORK/ belongs to its *_ascend_ms source (trace_view.json holds its host ops): one source per rank
+    assert [(s["family"], s["rank"]) for s in manifest["sources"]] == [("msprof_export", 0), ("msprof_export", 1)]
+    assert all("framework:cpu_op_timestamp" in {f["role"] for f in s["files"]} for s in manifest["sources"])
+    assert query(out, "SELECT rank, layout, clock, metadata_json->>'$.rank_size' FROM run_info ORDER BY rank") == [
+        (0, "ascend_era_f", "unix_epoch", "2"), (1, "ascend_era_f", "unix_epoch", "2")]
+    # host ops: the "CPU OP" process only (framework launch events are not ops)
+    assert query(out, "SELECT rank, op_name, dur_ns FROM host_op ORDER BY rank, start_ns") == [
+        (r, "Default/network/TensorMove-op5", 30_000) for r in (0, 1) for _ in (1, 2)]
+    for rank, rank_dir in enumerate(_rank_dirs(FIXTURE)):
+        expected = _step_trace_time(rank_dir)
+        ours = query(out, f"""
+            SELECT o.step, o.computation_ns, o.pure_communication_ns, o.overlapped_communication_ns,
+                   o.communication_ns, o.free_ns, p.iteration_interval_ns
+            FROM step_overlap o JOIN step_phases p USING (rank, step) WHERE rank = {rank} ORDER BY step""")
+        assert ours == [(int(row["Step"]), *(round(row[c] * 1000) for c in (
+            "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Preparing")))
+            for row in expected]
+    # the AllReduce: SDMA Memcpy 1 ms (cost) and Notify Wait 1 ms (wait) per step and rank
+    assert query(out, "SELECT rank, step, communication_cost_ms, wait_cost_ms FROM comm_op_stats ORDER BY rank, step") == [
+        (r, s, 1.0, 1.0) for r in (0, 1) for s in (1, 2)]
+    assert query(out, "SELECT src_rank, dst_rank, bytes FROM comm_matrix ORDER BY src_rank") == [
+        (0, 1, 2 * 1_048_576), (1, 0, 2 * 1_048_576)]
+
+
+def test_trace_view_alone_gives_the_same_tasks(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    for details in folder.glob("*/ASCEND_PROFILER_OUTPUT/kernel_details.csv"):
+        details.unlink()
+    sql = "SELECT rank, kind, name, op_name, stream_id, task_id, start_ns, dur_ns FROM device_exec ORDER BY ALL"
+    assert query(run(folder, tmp_path / "trace").output, sql) == query(run(FIXTURE, tmp_path / "csv").output, sql)
+
+
+def test_ranks_share_the_epoch_clock_in_the_timeline(tmp_path: Path) -> None:
+    trace = load_trace(run(FIXTURE, tmp_path / "out").output)
+    assert trace["otherData"]["clock"].startswith("Unix epoch")
+    first_step = {e["pid"] // 10 - 1: e["ts"] for e in trace["traceEvents"]
+                  if e.get("cat") == "step" and e["name"] == "Step 1"}
+    assert first_step == {0: 0.0, 1: 50.0}  # rank 1 started 50 µs later
+
+
+def test_broken_trace_view_skips_that_rank_only(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    broken = _rank_dirs(folder)[1] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    broken.write_bytes(broken.read_bytes()[:3000])
+    result = run(folder, tmp_path / "out")
+    assert result.ranks == [0]
+    assert str(broken) in result.skipped[0]["error"] and "unexpected end of data" in result.skipped[0]["error"]
+
+
+def test_profiler_info_that_is_not_an_object_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    info = _rank_dirs(folder)[0] / "profiler_info_0.json"
+    info.write_text("[1, 2]")
+    result = run(folder, tmp_path / "out")
+    assert result.ranks == [1]
+    assert result.skipped[0]["error"] == f"{info}: expected MindSpore's profiler_info JSON object"
