@@ -24,7 +24,7 @@ from scale_msprof import default_source, scale  # noqa: E402
 _PARSE = """
 import sys, glob, duckdb
 files = sorted(glob.glob(sys.argv[1] + "/*/device_*/timeline/msprof_*.json"))
-columns = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "DOUBLE",
+columns = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
            "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
 con = duckdb.connect()
 con.execute("CREATE TABLE events AS SELECT * FROM read_json($files, format = 'array', columns = " +

@@ -133,6 +133,9 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
+    for source in found:
+        for paths in source.slices.values():
+            paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, str(s.directory)))
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
@@ -163,9 +166,7 @@ def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, fi
             source = ascend.setdefault((job_dir, device_id), Source(
                 family="ascend_raw", layout="ascend_job", rank=device_id, device_id=device_id,
                 directory=job_dir))
-            pieces = source.slices.setdefault(role, [])
-            pieces.append(directory / filename)
-            pieces.sort(key=slice_number)
+            source.slices.setdefault(role, []).append(directory / filename)
             return
 
 
@@ -186,7 +187,6 @@ def _add_report_file(reports: dict[tuple[Path, int], Source], directory: Path, f
         source.files["step_trace_csv"] = directory / filename
     else:
         source.slices.setdefault("hccl_trace", []).append(directory / filename)
-        source.slices["hccl_trace"].sort(key=lambda p: (p.parent.name, int(HCCL_TRACE.fullmatch(p.name).group(1))))
     return True
 
 
@@ -218,14 +218,27 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
     source = sources.setdefault((folder, device_id), Source(
         family="msprof_export", layout=layout, rank=device_id, device_id=device_id, directory=folder))
     source.slices.setdefault(kind, []).append(directory / filename)
-    source.slices[kind].sort(key=lambda p: tuple(int(g) for g in re.findall(r"\d+", p.name)))
     return True
+
+
+def _hccl_trace_order(path: Path) -> tuple[str, int]:
+    return path.parent.name, int(HCCL_TRACE.fullmatch(path.name).group(1))
+
+
+def _numbers_in_name(path: Path) -> tuple[int, ...]:
+    return tuple(int(g) for g in re.findall(r"\d+", path.name))
 
 
 def slice_number(path: Path) -> int:
     """n of a `<name>.slice_<n>` file; 0 for a file that is not split."""
     match = re.search(r"\.slice_(\d+)$", path.name)
     return int(match.group(1)) if match else 0
+
+
+#: How each family's split files are ordered: slice number (raw Ascend), op folder then iteration (HCCL
+#: traces), the numbers in the name (msprof: device, model, iteration or timestamp).
+_SLICE_ORDER = {"ascend_raw": slice_number, "mindspore_ascend_reports": _hccl_trace_order,
+                "msprof_export": _numbers_in_name, "mindspore_framework": slice_number}
 
 
 def _attach_parent_profiler_info(sources: list[Source]) -> None:

@@ -6,7 +6,10 @@
 --     memcpy and memset; communication kernels and runtime sync tasks are not computation),
 --     'communication' (an HCCL op execution (comm_op_stats) runs where the rank has them, else a step-trace
 --     communication span (step_communication)), 'pure_communication' (communication while nothing computes:
---     MindSpore's "pure communication", msprof's "Communication(Not Overlapped)"), 'free' (neither).
+--     MindSpore's "pure communication", msprof's "Communication(Not Overlapped)"), 'free' (neither);
+--     pure communication splits into 'collective_alone' (a collective - anything but a pipeline Receive -
+--     runs while nothing computes) and 'receive_alone' (only pipeline-parallel Receive ops run: the stage
+--     waits for its predecessor; MindSpore's receive_alone_time).
 --   start_ns, end_ns, dur_ns: the stretch, clipped to the step window of step_phases; stretches of one
 --     category never touch or overlap (parallel streams are merged first).
 -- Built by a sweep over the step: every interval start and end cuts the step into pieces, a running count
@@ -16,42 +19,48 @@ WITH steps AS (
     SELECT rank, step, start_ns, end_ns FROM step_phases
     WHERE rank IN (SELECT DISTINCT rank FROM stg_device_exec) AND end_ns > start_ns
 ), communication AS (
-    SELECT rank, start_ns, end_ns FROM comm_op_stats
+    SELECT rank, op_name, start_ns, end_ns FROM comm_op_stats
     UNION ALL
-    SELECT rank, start_ns, end_ns FROM step_communication c
+    SELECT rank, op_name, start_ns, end_ns FROM step_communication c
     WHERE NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = c.rank)
 ), intervals AS (
-    SELECT rank, 1 AS computing, 0 AS communicating, start_ns, end_ns
+    SELECT rank, 1 AS computing, 0 AS collective, 0 AS receiving, start_ns, end_ns
     FROM stg_device_exec
     WHERE kind IN ('task', 'kernel', 'memcpy', 'memset')
       AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
     UNION ALL
-    SELECT rank, 0, 1, start_ns, end_ns FROM communication
+    SELECT rank, 0, CASE WHEN is_receive THEN 0 ELSE 1 END, CASE WHEN is_receive THEN 1 ELSE 0 END, start_ns, end_ns
+    FROM (SELECT *, coalesce(regexp_matches(op_name, '(?i)Receive-op|hcom_receive'), false) AS is_receive
+          FROM communication)
 ), cuts AS (  -- +1 / -1 per interval edge inside the step, 0 at the step's own edges
-    SELECT s.rank, s.step, greatest(i.start_ns, s.start_ns) AS at_ns, i.computing AS computing, i.communicating AS communicating
+    SELECT s.rank, s.step, greatest(i.start_ns, s.start_ns) AS at_ns,
+           i.computing AS computing, i.collective AS collective, i.receiving AS receiving
     FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
     UNION ALL
-    SELECT s.rank, s.step, least(i.end_ns, s.end_ns), -i.computing, -i.communicating
+    SELECT s.rank, s.step, least(i.end_ns, s.end_ns), -i.computing, -i.collective, -i.receiving
     FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
     UNION ALL
-    SELECT rank, step, start_ns, 0, 0 FROM steps
+    SELECT rank, step, start_ns, 0, 0, 0 FROM steps
     UNION ALL
-    SELECT rank, step, end_ns, 0, 0 FROM steps
+    SELECT rank, step, end_ns, 0, 0, 0 FROM steps
 ), points AS (
-    SELECT rank, step, at_ns, sum(computing) AS computing, sum(communicating) AS communicating
+    SELECT rank, step, at_ns, sum(computing) AS computing, sum(collective) AS collective, sum(receiving) AS receiving
     FROM cuts GROUP BY rank, step, at_ns
 ), pieces AS (
     SELECT rank, step, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns,
            sum(computing) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS computing,
-           sum(communicating) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS communicating
+           sum(collective) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS collective,
+           sum(receiving) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS receiving
     FROM points
     WINDOW w AS (PARTITION BY rank, step ORDER BY at_ns)
 ), labelled AS (
     SELECT rank, step, category, start_ns, end_ns
-    FROM pieces, unnest(list_filter([
+    FROM (SELECT *, collective OR receiving AS communicating FROM pieces), unnest(list_filter([
         CASE WHEN computing THEN 'computation' END,
         CASE WHEN communicating THEN 'communication' END,
         CASE WHEN communicating AND NOT computing THEN 'pure_communication' END,
+        CASE WHEN collective AND NOT computing THEN 'collective_alone' END,
+        CASE WHEN receiving AND NOT collective AND NOT computing THEN 'receive_alone' END,
         CASE WHEN NOT computing AND NOT communicating THEN 'free' END], lambda c: c IS NOT NULL)) AS t(category)
     WHERE end_ns IS NOT NULL
 ), runs AS (
