@@ -59,6 +59,9 @@ def test_parent_folder_is_analysed_rank_by_rank(tmp_path: Path) -> None:
              10_000_000 - round(row["Bubble"] * 1000)) for row in expected]
     assert query(out, "SELECT rank, receive_alone_ns, stage, is_slow FROM cluster_step_phases ORDER BY rank, step") == [
         (0, 0, 1, False), (0, 0, 1, False), (1, 1_000_000, 1, False), (1, 1_000_000, 1, False)]
+    # MindSpore 2.x names HCCL ops hcom_<type>__<id>_<n>_<m>: the collective type comes from the name
+    assert query(out, "SELECT DISTINCT op_name, op_type FROM comm_task ORDER BY 1") == [
+        ("hcom_allReduce__123_0_1", "AllReduce"), ("hcom_receive__456_0_1", "Receive")]
     # the AllReduce: SDMA Memcpy 1 ms (cost) and Notify Wait 1 ms (wait) per step and rank
     assert query(out, """SELECT rank, step, communication_cost_ms, wait_cost_ms FROM comm_op_stats
                           WHERE op_name = 'hcom_allReduce__123_0_1' ORDER BY rank, step""") == [

@@ -60,12 +60,14 @@ WHERE r.ph = 'X'
 """
 
 _DEVICE_EXEC_SQL = """
-SELECT (args->>'$."Stream Id"')::BIGINT AS stream_id,
-       CASE WHEN is_op THEN 'task' ELSE 'sync' END AS kind, name, (args->>'$."Task Id"')::BIGINT AS task_id,
+WITH tasks AS (  -- one JSON parse per event for all the args it needs
+    SELECT name, ts_ns, dur_ns, json_extract_string(args, ['$."Task Type"', '$."Stream Id"', '$."Task Id"']) AS a
+    FROM events WHERE process = 'Ascend Hardware'
+)
+SELECT a[2]::BIGINT AS stream_id, CASE WHEN is_op THEN 'task' ELSE 'sync' END AS kind, name, a[3]::BIGINT AS task_id,
        CASE WHEN is_op THEN name END AS op_name, ts_ns AS start_ns, dur_ns
-FROM (SELECT *, regexp_matches(args->>'$."Task Type"', '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$') AS is_op
-      FROM events)
-WHERE process = 'Ascend Hardware' AND args->>'$."Task Type"' IS NOT NULL
+FROM (SELECT *, regexp_matches(a[1], '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$') AS is_op FROM tasks)
+WHERE a[1] IS NOT NULL
 ORDER BY ts_ns, stream_id, task_id
 """
 
@@ -130,27 +132,29 @@ WITH threads AS (
     SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns, e.ts_ns + e.dur_ns AS op_end_ns,
            row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
-), tasks AS (
-    SELECT * FROM events WHERE process = 'HCCL' AND args->>'$."task type"' IS NOT NULL
+), tasks AS (  -- one JSON parse per task for all the args it needs
+    SELECT filename, tid, ts_ns, dur_ns, a[1] AS task_type, a[2]::BIGINT AS stream_id, a[3]::BIGINT AS task_id,
+           a[4]::BIGINT AS src_rank, a[5]::BIGINT AS dst_rank, a[6] AS transport, a[7]::BIGINT AS bytes
+    FROM (SELECT *, json_extract_string(args, ['$."task type"', '$."stream id"', '$."task id"', '$."src rank"',
+                                               '$."dst rank"', '$."transport type"', '$."size(Byte)"']) AS a
+          FROM events WHERE process = 'HCCL' AND args IS NOT NULL)
+    WHERE task_type IS NOT NULL
 )
 SELECT coalesce(o.op_name, 'unknown') AS op_name,
-       coalesce(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), 'unknown') AS op_type,
+       coalesce(nullif(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), ''),
+                nullif(upper(regexp_extract(o.op_name, '^hcom_([A-Za-z])', 1))
+                       || regexp_extract(o.op_name, '^hcom_[A-Za-z]([A-Za-z]*)_', 1), ''), 'unknown') AS op_type,
        NULL::BIGINT AS op_ordinal,
        o.execution AS iteration, NULL::BIGINT AS step,
-       (row_number() OVER (PARTITION BY o.op_name, o.execution
-                            ORDER BY t.ts_ns, t.tid, (t.args->>'$."task id"')::BIGINT) - 1)::INTEGER AS seq,
-       t.tid::BIGINT AS plane, (t.args->>'$."stream id"')::BIGINT AS stream_id,
-       (t.args->>'$."task id"')::BIGINT AS task_id,
-       replace(t.args->>'$."task type"', '_', ' ') AS task_type,
-       nullif((t.args->>'$."src rank"')::BIGINT, 4294967295) AS src_rank,
-       nullif((t.args->>'$."dst rank"')::BIGINT, 4294967295) AS dst_rank,
-       t.args->>'$."transport type"' AS transport,
-       nullif((t.args->>'$."size(Byte)"')::BIGINT, 0) AS bytes,
-       t.ts_ns AS start_ns, t.dur_ns
+       (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.tid, t.task_id) - 1)::INTEGER AS seq,
+       t.tid::BIGINT AS plane, t.stream_id, t.task_id, replace(t.task_type, '_', ' ') AS task_type,
+       nullif(t.src_rank, 4294967295) AS src_rank, nullif(t.dst_rank, 4294967295) AS dst_rank,
+       t.transport, nullif(t.bytes, 0) AS bytes, t.ts_ns AS start_ns, t.dur_ns
 FROM tasks t
 ASOF LEFT JOIN ops o ON o.filename = t.filename AND t.ts_ns >= o.op_start_ns
 ORDER BY iteration, op_name, seq
 """
+
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
