@@ -97,6 +97,16 @@ def test_broken_trace_view_skips_that_rank_only(tmp_path: Path) -> None:
     assert str(broken) in result.skipped[0]["error"] and "unexpected end of data" in result.skipped[0]["error"]
 
 
+def test_empty_trace_view_is_named_not_read_as_no_events(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    empty = _rank_dirs(folder)[0] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    empty.write_bytes(b"")
+    result = run(folder, tmp_path / "out")
+    assert result.ranks == [1]
+    assert result.skipped[0]["error"] == f"{empty}: empty file, expected an msprof Chrome-trace JSON array"
+
+
 def test_profiler_info_that_is_not_an_object_is_named(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     shutil.copytree(FIXTURE, folder)

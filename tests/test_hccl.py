@@ -181,7 +181,7 @@ def test_empty_and_wrongly_typed_hccl_traces_name_the_file(tmp_path: Path) -> No
     shutil.copytree(HCCL, broken)
     trace = broken / "profiler" / "hccl_info" / "broadcast_1_1_dev3" / "iter1.trace"
     trace.write_text("")
-    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: empty file, expected HCCL trace JSON"):
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: empty file, expected an HCCL trace JSON with traceEvents"):
         run(broken, tmp_path / "out", strict=True)
     trace.write_text('{"device id": "3", "iteration": 1}')
     with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: expected HCCL trace JSON with traceEvents"):

@@ -16,9 +16,12 @@ from ..errors import InputError
 def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, files: list[Path], what: str) -> None:
     """CREATE TABLE `table` AS `select_sql`, whose `$files` parameter is the list of paths.
 
-    A file that DuckDB cannot parse (truncated, not JSON, wrong types) raises InputError naming
-    it and saying it is not `what`.
+    An empty file (DuckDB would read it as no events at all) or one that DuckDB cannot parse
+    (truncated, not JSON, wrong types) raises InputError naming it and saying it is not `what`.
     """
+    for path in files:
+        if path.stat().st_size == 0:
+            raise InputError(path, f"empty file, expected {what}")
     try:
         con.execute(f"CREATE TABLE {table} AS {select_sql}", {"files": [str(f) for f in files]})
     except duckdb.Error as error:

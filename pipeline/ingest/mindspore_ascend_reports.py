@@ -118,10 +118,9 @@ def _hccl_tasks(paths: list[Path]) -> pa.Table:
         with_events = dict(con.execute(
             "SELECT filename, bool_and(traceEvents IS NOT NULL) FROM read_json($files, columns = "
             "{'traceEvents': 'JSON[]'}, filename = true) GROUP BY filename", {"files": [str(p) for p in paths]}).fetchall())
-        for path in paths:  # an empty file gives no record at all, an object without the key a NULL list
+        for path in paths:  # an object without the key gives a NULL list
             if not with_events.get(str(path)):
-                raise InputError(path, "expected HCCL trace JSON with traceEvents" if str(path) in with_events
-                                 else "empty file, expected HCCL trace JSON with traceEvents")
+                raise InputError(path, "expected HCCL trace JSON with traceEvents")
         incomplete = con.execute("SELECT filename, seq FROM tasks WHERE plane IS NULL OR task_type IS NULL "
                                  "OR start_ns IS NULL OR dur_ns IS NULL ORDER BY filename, seq LIMIT 1").fetchall()
         if incomplete:
