@@ -238,7 +238,7 @@ def slice_number(path: Path) -> int:
 #: How each family's split files are ordered: slice number (raw Ascend), op folder then iteration (HCCL
 #: traces), the numbers in the name (msprof: device, model, iteration or timestamp).
 _SLICE_ORDER = {"ascend_raw": slice_number, "mindspore_ascend_reports": _hccl_trace_order,
-                "msprof_export": _numbers_in_name, "mindspore_framework": slice_number}
+                "msprof_export": _numbers_in_name}
 
 
 def _attach_parent_profiler_info(sources: list[Source]) -> None:

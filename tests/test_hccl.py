@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -176,19 +177,15 @@ def test_comm_matrix_sums_transfers_per_link(tmp_path: Path) -> None:
     assert rows["broadcast_1_1", 3, 1, "RDMA"] == (2, 4, 2 * (0x2000 + 0x40), 25_500, pytest.approx(16_512 / 25_500))
 
 
-def test_empty_and_wrongly_typed_hccl_traces_name_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text, message", [
+    ("", "empty file, expected an HCCL trace JSON with traceEvents"),
+    ('{"device id": "3", "iteration": 1}', "expected HCCL trace JSON with traceEvents"),
+    ('{"traceEvents": [{"tid": 1, "ts": "soon", "dur": 1.0, "name": "Memcpy", "args": {}}]}', "not an HCCL trace JSON"),
+    ('{"traceEvents": [{"tid": 1, "dur": 1.0, "name": "Memcpy", "args": {}}]}', "event 0: expected an HCCL task"),
+])
+def test_empty_and_wrongly_typed_hccl_traces_name_the_file(tmp_path: Path, text: str, message: str) -> None:
     broken = tmp_path / "in"
     shutil.copytree(HCCL, broken)
-    trace = broken / "profiler" / "hccl_info" / "broadcast_1_1_dev3" / "iter1.trace"
-    trace.write_text("")
-    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: empty file, expected an HCCL trace JSON with traceEvents"):
-        run(broken, tmp_path / "out", strict=True)
-    trace.write_text('{"device id": "3", "iteration": 1}')
-    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: expected HCCL trace JSON with traceEvents"):
-        run(broken, tmp_path / "out", strict=True)
-    trace.write_text('{"traceEvents": [{"tid": 1, "ts": "soon", "dur": 1.0, "name": "Memcpy", "args": {}}]}')
-    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: not an HCCL trace JSON"):
-        run(broken, tmp_path / "out", strict=True)
-    trace.write_text('{"traceEvents": [{"tid": 1, "dur": 1.0, "name": "Memcpy", "args": {}}]}')
-    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: event 0: expected an HCCL task"):
+    (broken / "profiler" / "hccl_info" / "broadcast_1_1_dev3" / "iter1.trace").write_text(text)
+    with pytest.raises(InputError, match=r"broadcast_1_1_dev3/iter1\.trace: " + re.escape(message)):
         run(broken, tmp_path / "out", strict=True)

@@ -59,6 +59,9 @@ FROM raw r LEFT JOIN processes p USING (pid)
 WHERE r.ph = 'X'
 """
 
+#: Task types of op executions (the rest are runtime and HCCL sync tasks), as a regular expression.
+_OP_TASK_TYPES_RE = "^(" + "|".join(msprof_csv.OP_TASK_TYPES) + ")$"
+
 _DEVICE_EXEC_SQL = """
 WITH tasks AS (  -- one JSON parse per event for all the args it needs
     SELECT name, ts_ns, dur_ns, json_extract_string(args, ['$."Task Type"', '$."Stream Id"', '$."Task Id"']) AS a
@@ -66,10 +69,10 @@ WITH tasks AS (  -- one JSON parse per event for all the args it needs
 )
 SELECT a[2]::BIGINT AS stream_id, CASE WHEN is_op THEN 'task' ELSE 'sync' END AS kind, name, a[3]::BIGINT AS task_id,
        CASE WHEN is_op THEN name END AS op_name, ts_ns AS start_ns, dur_ns
-FROM (SELECT *, regexp_matches(a[1], '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$') AS is_op FROM tasks)
+FROM (SELECT *, regexp_matches(a[1], '__OP_TASK_TYPES__') AS is_op FROM tasks)
 WHERE a[1] IS NOT NULL
 ORDER BY ts_ns, stream_id, task_id
-"""
+""".replace("__OP_TASK_TYPES__", _OP_TASK_TYPES_RE)
 
 #: Iteration events give the four base points; Reduce_<iteration>_<k> events the communication spans.
 _STEP_POINT_SQL = """
@@ -107,7 +110,7 @@ WITH steps AS (
     SELECT s.step, arg_min(e.name, e.ts_ns) AS op_name, min(e.ts_ns) AS ts_ns
     FROM steps s JOIN events e ON e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns
     WHERE e.process = 'Ascend Hardware'
-      AND regexp_matches(e.args->>'$."Task Type"', '^(AI_CORE|AI_CPU|AI_VECTOR_CORE|MIX_AI[CV])$')
+      AND regexp_matches(e.args->>'$."Task Type"', '__OP_TASK_TYPES__')
     GROUP BY s.step
 )
 SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
@@ -115,7 +118,7 @@ FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, ts_ns FROM s
       UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM first_ops
       UNION ALL SELECT step, 'step_end', NULL, 2, end_ns FROM steps)
 ORDER BY step, seq
-"""
+""".replace("__OP_TASK_TYPES__", _OP_TASK_TYPES_RE)
 
 #: Era F: host CPU ops (MindSpore's cpu_op_execute_timestamp, already on the trace's clock).
 _HOST_OP_SQL = """
