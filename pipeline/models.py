@@ -1,9 +1,11 @@
 """Stage 3, models: run the DuckDB SQL files of sql/ over the normalized tables.
 
 Each `sql/<layer>/<name>.sql` holds one SELECT and defines the relation `<name>`. Files under
-`staging/` become views, files under `marts/` become tables; a staging model that many others
-read (and that is costly to recompute) says `-- materialized: table` in its header to be a table. A model depends on every other
-model whose name it mentions; the runner orders them so that each runs after what it reads.
+`staging/` become views, files under `marts/` become tables. A staging model that many others
+read (and that is costly to recompute) says `-- computed once per run` in its header: the run
+computes it once into a temporary table, which shadows the view while the marts and exports
+read it; the saved profile.duckdb keeps only the view. A model depends on every other model whose
+name it mentions; the runner orders them so that each runs after what it reads.
 The first comment line of a file is its one-line description; the following comment lines
 document its columns.
 """
@@ -32,11 +34,12 @@ class Model:
     sql: str
     description: str
     depends_on: frozenset[str]
-    materialized: str | None = None  # "table" or "view" where the header overrides the layer's kind
+    computed_once: bool = False  # staging only: a temporary table during the run (see the module doc)
 
     @property
     def kind(self) -> str:
-        return self.materialized.upper() if self.materialized else _LAYER_KIND[self.layer]
+        """What the saved profile.duckdb holds: VIEW (staging) or TABLE (marts)."""
+        return _LAYER_KIND[self.layer]
 
 
 def load_models(sql_dir: Path | None = None) -> list[Model]:
@@ -49,9 +52,11 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
         body = _strip_comments(sql)
         depends = frozenset(other for other in raw if other != name
                             and re.search(rf"\b{re.escape(other)}\b", body))
-        materialized = re.search(r"^--\s*materialized:\s*(table|view)\b", sql, re.MULTILINE)
-        models[name] = Model(name, files[name].parent.name, sql.strip().rstrip(";"),
-                             _description(name, sql), depends, materialized and materialized.group(1))
+        layer = files[name].parent.name
+        computed_once = bool(re.search(r"^--\s*computed once per run\b", sql, re.MULTILINE))
+        if computed_once and layer != "staging":
+            raise RuntimeError(f"SQL model {name}: only staging models can be computed once per run")
+        models[name] = Model(name, layer, sql.strip().rstrip(";"), _description(name, sql), depends, computed_once)
     try:
         order = TopologicalSorter({m.name: m.depends_on for m in models.values()}).static_order()
         return [models[name] for name in order]
@@ -78,6 +83,8 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     for model in models or load_models():
         started = time.perf_counter()
         con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
+        if model.computed_once:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {model.name} AS\n{model.sql}")
         timings[model.name] = time.perf_counter() - started
     return timings
 

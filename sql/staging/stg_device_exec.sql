@@ -7,7 +7,7 @@
 --            or before the activity started; else the op the profiler recorded for the kernel
 --            name (kernel_meta).
 --   op_attribution: 'source', 'time', 'profiler' (as above, in that order) or NULL (unknown).
--- materialized: table (read by most marts and exports; computing it once is much cheaper)
+-- computed once per run (read by most marts and exports; computing it once is much cheaper)
 WITH device_ops AS (
     SELECT rank, op_name, start_ns FROM stg_host_op WHERE side = 'Device'
 )

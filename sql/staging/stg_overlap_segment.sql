@@ -1,5 +1,5 @@
 -- stg_overlap_segment: one row per stretch of a step (rank, step, category, start_ns) that is computing, communicating, communicating while nothing computes, or idle.
--- materialized: table
+-- computed once per run
 -- Columns:
 --   rank, step.
 --   category: 'computation' (at least one computing device execution runs: Ascend op tasks, CUDA kernels,
@@ -12,8 +12,9 @@
 --     waits for its predecessor; MindSpore's receive_alone_time).
 --   start_ns, end_ns, dur_ns: the stretch, clipped to the step window of step_phases; stretches of one
 --     category never touch or overlap (parallel streams are merged first).
--- Built by a sweep over the step: every interval start and end cuts the step into pieces, a running count
--- of open computation and communication intervals labels each piece, adjacent pieces of a category merge.
+-- Built by one sweep over each rank's timeline: every interval start and end and every step edge cuts it into
+-- pieces, a running count of open computation and communication intervals labels each piece, the pieces
+-- inside a step window are kept, adjacent pieces of a category merge.
 -- Ranks without device executions (a step trace alone) have no rows: their computation is unknown.
 WITH steps AS (
     SELECT rank, step, start_ns, end_ns FROM step_phases
@@ -26,43 +27,43 @@ WITH steps AS (
 ), intervals AS (
     SELECT rank, 1 AS computing, 0 AS collective, 0 AS receiving, start_ns, end_ns
     FROM stg_device_exec
-    WHERE kind IN ('task', 'kernel', 'memcpy', 'memset')
+    WHERE rank IN (SELECT rank FROM steps) AND kind IN ('task', 'kernel', 'memcpy', 'memset')
       AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
     UNION ALL
     SELECT rank, 0, CASE WHEN is_receive THEN 0 ELSE 1 END, CASE WHEN is_receive THEN 1 ELSE 0 END, start_ns, end_ns
     FROM (SELECT *, coalesce(regexp_matches(op_name, '(?i)Receive-op|hcom_receive'), false) AS is_receive
           FROM communication)
-), cuts AS (  -- +1 / -1 per interval edge inside the step, 0 at the step's own edges
-    SELECT s.rank, s.step, greatest(i.start_ns, s.start_ns) AS at_ns,
-           i.computing AS computing, i.collective AS collective, i.receiving AS receiving
-    FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
+), cuts AS (  -- +1 / -1 per interval edge, 0 at the step edges (so no piece straddles one)
+    SELECT rank, start_ns AS at_ns, computing, collective, receiving FROM intervals
     UNION ALL
-    SELECT s.rank, s.step, least(i.end_ns, s.end_ns), -i.computing, -i.collective, -i.receiving
-    FROM intervals i JOIN steps s ON i.rank = s.rank AND i.start_ns < s.end_ns AND i.end_ns > s.start_ns
+    SELECT rank, end_ns, -computing, -collective, -receiving FROM intervals
     UNION ALL
-    SELECT rank, step, start_ns, 0, 0, 0 FROM steps
+    SELECT rank, start_ns, 0, 0, 0 FROM steps
     UNION ALL
-    SELECT rank, step, end_ns, 0, 0, 0 FROM steps
+    SELECT rank, end_ns, 0, 0, 0 FROM steps
 ), points AS (
-    SELECT rank, step, at_ns, sum(computing) AS computing, sum(collective) AS collective, sum(receiving) AS receiving
-    FROM cuts GROUP BY rank, step, at_ns
+    SELECT rank, at_ns, sum(computing) AS computing, sum(collective) AS collective, sum(receiving) AS receiving
+    FROM cuts GROUP BY rank, at_ns
 ), pieces AS (
-    SELECT rank, step, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns,
+    SELECT rank, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns,
            sum(computing) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS computing,
            sum(collective) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS collective,
            sum(receiving) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS receiving
     FROM points
-    WINDOW w AS (PARTITION BY rank, step ORDER BY at_ns)
+    WINDOW w AS (PARTITION BY rank ORDER BY at_ns)
+), step_pieces AS (  -- the pieces inside a step window, with their step
+    SELECT p.*, s.step
+    FROM pieces p ASOF JOIN steps s ON p.rank = s.rank AND p.start_ns >= s.start_ns
+    WHERE p.end_ns <= s.end_ns
 ), labelled AS (
     SELECT rank, step, category, start_ns, end_ns
-    FROM (SELECT *, collective OR receiving AS communicating FROM pieces), unnest(list_filter([
+    FROM (SELECT *, collective OR receiving AS communicating FROM step_pieces), unnest(list_filter([
         CASE WHEN computing THEN 'computation' END,
         CASE WHEN communicating THEN 'communication' END,
         CASE WHEN communicating AND NOT computing THEN 'pure_communication' END,
         CASE WHEN collective AND NOT computing THEN 'collective_alone' END,
         CASE WHEN receiving AND NOT collective AND NOT computing THEN 'receive_alone' END,
         CASE WHEN NOT computing AND NOT communicating THEN 'free' END], lambda c: c IS NOT NULL)) AS t(category)
-    WHERE end_ns IS NOT NULL
 ), runs AS (
     SELECT *, sum(CASE WHEN start_ns = previous_end THEN 0 ELSE 1 END)
                   OVER (PARTITION BY rank, step, category ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run

@@ -10,7 +10,7 @@
 --     starting at or before the FP point; BP = in start order, the op at position (number of ops
 --     ending before the BP point).
 --   point_source: 'override', 'trace', 'derived' or NULL (for fp_op).
--- materialized: table (read by most marts and exports; computing it once is much cheaper)
+-- computed once per run (read by most marts and exports; computing it once is much cheaper)
 WITH points AS (
     SELECT
         rank,
