@@ -132,7 +132,10 @@ _COMM_TASK_SQL = """
 WITH threads AS (
     SELECT DISTINCT pid, tid FROM events WHERE process = 'HCCL' AND args IS NULL
 ), ops AS (
-    SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns, e.ts_ns + e.dur_ns AS op_end_ns,
+    SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns,
+           coalesce(nullif(regexp_extract(e.name, '([A-Za-z]+)-op\\d+', 1), ''),
+                    nullif(upper(regexp_extract(e.name, '^hcom_([A-Za-z])', 1))
+                           || regexp_extract(e.name, '^hcom_[A-Za-z]([A-Za-z]*)_', 1), ''), 'unknown') AS op_type,
            row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
 ), tasks AS (  -- one JSON parse per task for all the args it needs
@@ -143,11 +146,7 @@ WITH threads AS (
           FROM events WHERE process = 'HCCL' AND args IS NOT NULL)
     WHERE task_type IS NOT NULL
 )
-SELECT coalesce(o.op_name, 'unknown') AS op_name,
-       coalesce(nullif(regexp_extract(o.op_name, '([A-Za-z]+)-op\\d+', 1), ''),
-                nullif(upper(regexp_extract(o.op_name, '^hcom_([A-Za-z])', 1))
-                       || regexp_extract(o.op_name, '^hcom_[A-Za-z]([A-Za-z]*)_', 1), ''), 'unknown') AS op_type,
-       NULL::BIGINT AS op_ordinal,
+SELECT coalesce(o.op_name, 'unknown') AS op_name, coalesce(o.op_type, 'unknown') AS op_type, NULL::BIGINT AS op_ordinal,
        o.execution AS iteration, NULL::BIGINT AS step,
        (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.tid, t.task_id) - 1)::INTEGER AS seq,
        t.tid::BIGINT AS plane, t.stream_id, t.task_id, replace(t.task_type, '_', ' ') AS task_type,

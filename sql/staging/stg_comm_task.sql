@@ -6,6 +6,7 @@
 --   main_plane: true on the execution's highest plane (MindSpore's "main stream": communication and wait cost count only there).
 --   op_label: the step-trace communication column the op maps to ('stream_<sid>_<k>_<OpName>'), matched by
 --     collective type (lower case) and order (op ordinal vs column order of the first step); else op_name.
+-- computed once per run (read by the communication marts and the timeline)
 WITH executions AS (
     SELECT rank, op_name, iteration, arg_min(start_ns, seq) AS first_ns, max(plane) AS main_plane
     FROM comm_task
