@@ -47,7 +47,7 @@ _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHA
             "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
 
 _EVENTS_SQL = """
-WITH raw AS (
+WITH raw AS MATERIALIZED (  -- parsed once, though read twice
     SELECT filename, name, pid, tid, ph, cat, args,
            round(ts::DECIMAL(24, 6) * 1000)::BIGINT AS ts_ns, round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns
     FROM read_json($files, format = 'array', columns = $columns, filename = true)
