@@ -29,6 +29,22 @@ MINDSPORE_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 _PRIMARY_ROLES = ("cpu_op_timestamp", "gpu_op_timestamp", "activity_timestamp")
 _ASCEND_MS_DIR = re.compile(r".*_(\d+)_\d+_ascend_ms$")
 
+#: MindData (dataset pipeline) logs, by role (group 1: device or rank id). They add to the rank's
+#: source found beside them: in the same folder, the folder above it (era F keeps them in FRAMEWORK/)
+#: or one below it (msprof's PROF_* folders); alone they are a "minddata" source of their own. Era
+#: A's raw get_next queue file (`DATA_PREPROCESS.dev.AICPUMI.<dev>.slice_<n>`) sits in the JOB's data/.
+MINDDATA_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
+    "pipeline": re.compile(r"pipeline_profiling_(\d+)\.json"),
+    "cpu_utilization": re.compile(r"minddata_cpu_utilization_(\d+)\.json"),
+    "device_queue": re.compile(r"device_queue_profiling_(\d+)\.txt"),
+    "iterator": re.compile(r"dataset_iterator_profiling_(\d+)\.txt"),
+    "get_next_ascend": re.compile(r"minddata_aicpu_(\d+)\.txt"),
+    "get_next_gpu": re.compile(r"minddata_getnext_profiling_(\d+)\.txt"),
+    "get_next_raw": re.compile(r"DATA_PREPROCESS\.(?:dev\.)?AICPUMI\.(\d+)\.slice_\d+"),
+}
+#: Role prefix of MindData files listed with another family's source.
+MINDDATA_ROLE = "minddata:"
+
 #: Raw Ascend device files (eras A/B `JOB*` and era C `PROF_*/device_N/data`), by role. Group 1
 #: is the device id; the data files are split into `.slice_<n>` pieces, read in
 #: order. Markers (`.done`), archives (`.zip`) and MindSpore's own `.join` files never match.
@@ -113,6 +129,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     sources: dict[tuple[Path, int], Source] = {}
     ascend: dict[tuple[Path, int], Source] = {}
     reports: dict[tuple[Path, int], Source] = {}
+    minddata: dict[tuple[Path, int], Source] = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         directory = Path(dirpath)
@@ -126,13 +143,15 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                     break
             else:
                 if not (_add_report_file(reports, directory, filename)
-                        or _add_msprof_file(reports, directory, filename)):
+                        or _add_msprof_file(reports, directory, filename)
+                        or _add_minddata_file(minddata, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
+    found += _attach_minddata(minddata, found)
     for source in found:
         for paths in source.slices.values():
             paths.sort(key=_SLICE_ORDER[source.family])
@@ -221,6 +240,38 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
     return True
 
 
+def _add_minddata_file(minddata: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File a MindData log under its folder (the JOB folder for era A's data/ files)."""
+    for role, pattern in MINDDATA_FILE_PATTERNS.items():
+        match = pattern.fullmatch(filename)
+        if match:
+            device_id = int(match.group(1))
+            folder = directory.parent if role == "get_next_raw" and directory.name == "data" else directory
+            source = minddata.setdefault((folder, device_id), Source(
+                family="minddata", layout="minddata", rank=device_id, device_id=device_id, directory=folder))
+            if role == "get_next_raw":
+                source.slices.setdefault(role, []).append(directory / filename)
+            else:
+                source.files[role] = directory / filename
+            return True
+    return False
+
+
+def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Source]) -> list[Source]:
+    """List MindData files with the source of their rank in the same folder, the one above it or one
+    below it (roles "minddata:<role>"); return the MindData sources that stand alone."""
+    alone = []
+    for (folder, rank), source in minddata.items():
+        owner = next((s for s in found if s.rank == rank and (s.directory in (folder, folder.parent)
+                                                              or folder in s.directory.parents)), None)
+        if owner is None:
+            alone.append(source)
+            continue
+        owner.files.update({MINDDATA_ROLE + role: path for role, path in source.files.items()})
+        owner.slices.update({MINDDATA_ROLE + role: paths for role, paths in source.slices.items()})
+    return alone
+
+
 def _hccl_trace_order(path: Path) -> tuple[str, int]:
     return path.parent.name, int(HCCL_TRACE.fullmatch(path.name).group(1))
 
@@ -238,7 +289,7 @@ def slice_number(path: Path) -> int:
 #: How each family's split files are ordered: slice number (raw Ascend), op folder then iteration (HCCL
 #: traces), the numbers in the name (msprof: device, model, iteration or timestamp).
 _SLICE_ORDER = {"ascend_raw": slice_number, "mindspore_ascend_reports": _hccl_trace_order,
-                "msprof_export": _numbers_in_name}
+                "msprof_export": _numbers_in_name, "minddata": slice_number}
 
 
 def _attach_parent_profiler_info(sources: list[Source]) -> None:

@@ -23,6 +23,7 @@ from .errors import InputError, ProfpipeError, SchemaError
 from .export.ascend_reports import ReportOptions, write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
+from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .models import load_models, run_models, set_run_options, table_views
@@ -137,6 +138,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             reporter.stage("export", 3)
             write_reports(con, tmp / "reports")
             write_ascend_reports(con, tmp / "reports", report_options)
+            write_minddata_reports(con, tmp / "reports")
             write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)

@@ -1,0 +1,134 @@
+"""MindSpore-compatible MindData reports, from the MindData marts (stage 5, export).
+
+* `minddata_pipeline_raw_<rank>.csv`: the pipeline tree in MindSpore's walk order (shared/reference/
+  algorithms.md §4.1, formats-ascend-minddata.md §5.2), numbers printed as MindSpore's Python
+  writes them; the root without queue metrics has usage 0, as in MindInsight's expected files.
+* `minddata_pipeline_summary_<rank>.json` / `.csv`: MindSpore's summary (algorithms.md §4.4), a dict
+  of lists by op id, written only where the pipeline, CPU and device-trace logs all exist, as
+  MindSpore does. The CPU and queue details and the bottleneck come from data_findings. On
+  purpose unlike MindSpore: op names drop a trailing "Op" (MindSpore cuts the last two
+  characters, so 1.x names like "Batch" became "Bat"), and ops without CPU samples get no CPU
+  finding (MindSpore reads their -1 % as low usage).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+_RAW_COLUMNS = ["op_id", "op_type", "num_workers", "output_queue_size", "output_queue_average_size",
+                "output_queue_length", "output_queue_usage_rate", "sample_interval", "parent_id", "children_id"]
+
+
+def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path) -> list[Path]:
+    """Write the MindData reports of every rank with a pipeline file; return their paths."""
+    written = []
+    for (rank,) in con.execute("SELECT DISTINCT rank FROM data_op ORDER BY rank").fetchall():
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        written.append(_pipeline_raw(con, rank, reports_dir / f"minddata_pipeline_raw_{rank}.csv"))
+        summary = _summary(con, rank)
+        if summary:
+            json_path = reports_dir / f"minddata_pipeline_summary_{rank}.json"
+            json_path.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
+            csv_path = json_path.with_suffix(".csv")
+            with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+                csv.writer(handle).writerows([[key, *values] for key, values in summary.items()])
+            written += [json_path, csv_path]
+    return written
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, rank: int) -> list[dict[str, Any]]:
+    relation = con.sql(sql, params={"rank": rank})
+    return [dict(zip(relation.columns, row)) for row in relation.fetchall()]
+
+
+def _number(value: float | None) -> int | float | None:
+    """A JSON number as MindSpore's file had it: integral values as integers."""
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
+def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path) -> Path:
+    rows = _rows(con, """
+        SELECT s.op_id, s.op_type, s.num_workers, s.queue_sizes, s.queue_average_size, s.queue_capacity,
+               s.queue_usage_rate, o.sampling_interval_ms, s.pipeline_parent_id, s.pipeline_children
+        FROM data_op_stats s JOIN data_op o USING (rank, op_id)
+        WHERE s.rank = $rank AND s.pipeline_order IS NOT NULL ORDER BY s.pipeline_order""", rank)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(_RAW_COLUMNS)
+        for row in rows:
+            usage = row["queue_usage_rate"]
+            if usage is None and row["pipeline_parent_id"] is None and row["queue_capacity"] is None:
+                usage = 0  # the root without queue metrics
+            writer.writerow([row["op_id"], row["op_type"], row["num_workers"],
+                             row["queue_sizes"] if row["queue_sizes"] is not None else None,
+                             row["queue_average_size"], row["queue_capacity"], usage,
+                             _number(row["sampling_interval_ms"]), row["pipeline_parent_id"],
+                             row["pipeline_children"]])
+    return path
+
+
+def _summary(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[Any]] | None:
+    """MindSpore's summary dict, or None when one of its three inputs is missing."""
+    present = con.execute("""
+        SELECT (SELECT count(*) FROM data_cpu_sample WHERE rank = $rank AND scope = 'op') > 0,
+               (SELECT count(*) FROM data_batch_stats WHERE rank = $rank AND trace IN ('device_queue', 'iterator')) > 0
+        """, {"rank": rank}).fetchall()[0]
+    if not all(present):
+        return None
+    ops = _rows(con, """
+        SELECT s.*, (SELECT list(c.op_id ORDER BY c.child_index) FROM data_op c
+                     WHERE c.rank = s.rank AND c.parent_id = s.op_id) AS children
+        FROM data_op_stats s WHERE s.rank = $rank ORDER BY s.op_id""", rank)
+    summary: dict[str, list[Any]] = {"op_ids": [], "op_names": [], "pipeline_ops": [], "num_workers": [],
+                                     "queue_average_size": [], "queue_utilization_pct": [],
+                                     "queue_empty_freq_pct": [], "children_ids": [], "parent_id": []}
+    for op in ops:
+        average = round(op["queue_average_size"], 2) if op["queue_samples"] else -1
+        summary["op_ids"].append(op["op_id"])
+        summary["op_names"].append(op["op_name"])
+        summary["pipeline_ops"].append(f"{op['op_name']}(id={op['op_id']})")
+        summary["num_workers"].append(op["num_workers"])
+        summary["queue_average_size"].append(average)
+        summary["queue_utilization_pct"].append(
+            round(100 * average / op["queue_capacity"], 2) if op["queue_samples"] and op["queue_capacity"] else -1)
+        summary["queue_empty_freq_pct"].append(round(op["queue_empty_freq_pct"], 2) if op["queue_samples"] else -1)
+        summary["children_ids"].append(op["children"] or [])
+        summary["parent_id"].append(op["parent_id"] if op["parent_id"] is not None else -1)
+    cpu = {op["op_id"]: round(op["avg_cpu_pct"], 2) for op in ops if op["cpu_samples"]}
+    summary["avg_cpu_pct"] = [cpu.get(op_id, -1) for op_id in range(len(cpu))]
+    summary.update(_batch_times(con, rank))
+    if len(cpu) == len(ops):
+        summary["avg_cpu_pct_per_worker"] = [
+            round(cpu[op["op_id"]] / op["num_workers"], 2) if op["num_workers"] and op["op_id"] in cpu else -1
+            for op in ops]
+        findings = _rows(con, """
+            SELECT rule, op, finding || ' ' || suggestion AS text FROM data_findings
+            WHERE rank = $rank AND analyzer = 'mindspore' ORDER BY op_id, rule""", rank)
+        for key, rules in (("cpu_analysis_details", ("cpu_high", "cpu_low")),
+                           ("queue_analysis_details", ("queue_leaf", "queue_device", "queue_internal"))):
+            texts = [f["text"] for f in findings if f["rule"] in rules]
+            if texts:
+                summary[key] = texts
+        bottleneck = [f for f in findings if f["rule"] == "bottleneck"]
+        if bottleneck:
+            summary["bottleneck_warning"] = [bottleneck[0]["op"]]
+            summary["bottleneck_suggestion"] = [bottleneck[0]["text"]]
+    return summary
+
+
+def _batch_times(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[float]]:
+    """Mean pipeline, push and batch time of the batches after the first (MindSpore skips batch 1),
+    from the device-queue trace, else the iterator trace; -1 where there are none."""
+    means = con.execute("""
+        WITH trace AS (
+            SELECT * FROM data_batch_stats WHERE rank = $rank AND batch >= 2 AND trace = (
+                SELECT CASE WHEN bool_or(trace = 'device_queue') THEN 'device_queue' ELSE 'iterator' END
+                FROM data_batch_stats WHERE rank = $rank)
+        )
+        SELECT avg(pipeline_ms), avg(push_ms), avg(batch_ms) FROM trace""", {"rank": rank}).fetchall()[0]
+    return {key: [round(value, 3) if value is not None else -1]
+            for key, value in zip(("per_pipeline_time", "per_push_queue_time", "per_batch_time"), means)}

@@ -1,0 +1,134 @@
+-- data_findings: one row per MindData finding (rank, analyzer, rule, op_id): what is slow in the input pipeline, the evidence, and what to change.
+-- Columns:
+--   rank; analyzer: 'mindspore' (MindSpore's MindData summary analyzer) or 'mindinsight' (MindInsight's proposer).
+--   rule: cpu_high / cpu_low (per-worker CPU of an op), queue_leaf / queue_device / queue_internal (queue
+--     rules), bottleneck (MindSpore's single bottleneck op), queue_usage (MindInsight's queue-usage rule),
+--     device_queue (MindInsight's device-queue status), rules_skipped (why MindSpore's CPU rules could not run).
+--   op_id, op (label '<name>(id=<id>)'): the op concerned (NULL for a rank-wide finding).
+--   value, threshold: the number the rule compared and its limit (percent, except queue_usage: a fraction).
+--   finding: what was seen, with the evidence; suggestion: what to change. For analyzer 'mindspore',
+--     finding || ' ' || suggestion is MindSpore's own text (minddata_pipeline_summary's details).
+-- Thresholds (MindSpore): per-worker CPU > 75 % high, < 20 % low (with more than one worker); a leaf's
+-- output queue used <= 50 %; DeviceQueue's input queue empty > 60 % of samples; input minus output queue
+-- usage > 50 points; single bottleneck: the op closest to the root with high per-worker CPU, or low CPU
+-- with its input queue used < 10 % or output minus input usage > 50 points. Ops that run one thread
+-- (Barrier, Concat, EpochCtrl, Rename, Repeat, Shuffle, Skip, Take, Zip) are exempt, Batch from the
+-- queue rules, DeviceQueue from the bottleneck walk. MindInsight: usage 0.8 / 0.6 (queue_usage), 30 %
+-- empty batches (device_queue). MindSpore runs its CPU rules only when the pipeline and CPU files list as
+-- many ops; ops without CPU samples get no CPU finding (MindSpore would count them as -1 %).
+WITH ops AS (
+    SELECT *, op_name || '(id=' || op_id || ')' AS op,
+           -- percentages rounded to 2 decimals as MindSpore's summary has them (utilization from the rounded average)
+           round_even(100 * round_even(queue_average_size, 2) / queue_capacity, 2) AS out_q,
+           round_even(queue_empty_freq_pct, 2) AS empty_q,
+           round_even(round_even(avg_cpu_pct, 2) / nullif(num_workers, 0), 2) AS worker_cpu,
+           op_name IN ('Barrier', 'Concat', 'EpochCtrl', 'Rename', 'Repeat', 'Shuffle', 'Skip', 'Take', 'Zip')
+               AS single_threaded
+    FROM data_op_stats
+), cpu_ranks AS (  -- ranks where MindSpore's CPU rules run: as many ops in the CPU file as in the pipeline
+    SELECT rank FROM ops GROUP BY rank
+    HAVING count(*) = (SELECT count(DISTINCT op_id) FROM data_cpu_sample c WHERE c.rank = ops.rank AND c.scope = 'op' AND c.op_id >= 0)
+), rated AS (
+    SELECT o.*, i.op AS input_op, i.out_q AS in_q, i.empty_q AS input_empty_q, o.rank IN (SELECT rank FROM cpu_ranks) AS cpu_rules
+    FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id
+), mindspore AS (
+    SELECT rank, 'cpu_high' AS rule, op_id, op, worker_cpu AS value, 75.0 AS threshold,
+           op || ' is using ' || worker_cpu || '% CPU per worker.' AS finding,
+           'Setting num_parallel_workers>' || num_workers || ' might bring extra performance.' AS suggestion
+    FROM rated WHERE cpu_rules AND NOT single_threaded AND worker_cpu > 75
+    UNION ALL
+    SELECT rank, 'cpu_low', op_id, op, worker_cpu, 20.0, op || ' is using ' || worker_cpu || '% CPU per worker.',
+           'Using num_parallel_workers=' || num_workers || ' might not bring as much benefit due to low CPU usage per worker.'
+    FROM rated WHERE cpu_rules AND NOT single_threaded AND worker_cpu < 20 AND num_workers > 1
+    UNION ALL
+    SELECT rank, 'queue_leaf', op_id, op, out_q, 50.0, 'Leaf op ' || op || ' is using ' || out_q || '% of its output queue.',
+           'Setting num_parallel_workers>' || num_workers || ' might speed up I/O.'
+    FROM rated WHERE NOT single_threaded AND op_name <> 'Batch' AND input_op_id IS NULL AND out_q <= 50
+    UNION ALL
+    SELECT rank, 'queue_device', op_id, op, input_empty_q, 60.0,
+           op || '''s input queue is empty ' || input_empty_q || '% of the time. This might indicate dataset bottlenecks.',
+           'Hence host cannot keep up with the device ' || input_empty_q || '% of the time. Device waits whenever input queue is empty.'
+    FROM rated WHERE op_name = 'DeviceQueue' AND input_empty_q > 60
+    UNION ALL
+    SELECT rank, 'queue_internal', op_id, op, in_q - out_q, 50.0,
+           op || '''s input queue usage=' || in_q || '% is greater than output queue usage=' || out_q || '%. This '
+               || 'indicates child op ' || input_op || ' might be producing faster than its parent ' || op || ' can consume.',
+           'If this op has low CPU utilization, try increasing prefetch_size or increasing num_workers.'
+    FROM rated WHERE NOT single_threaded AND op_name NOT IN ('Batch', 'DeviceQueue') AND in_q - out_q > 50
+    UNION ALL
+    SELECT rank, 'bottleneck', op_id, op, worker_cpu, CASE WHEN worker_cpu > 75 THEN 75.0 ELSE 20.0 END,
+           CASE WHEN worker_cpu > 75 THEN op || ' is using ' || worker_cpu || '% CPU per worker.'
+                ELSE op || ' has low CPU utilization per worker of ' || worker_cpu || '% and abnormal queue usage.' END,
+           CASE WHEN worker_cpu > 75 THEN 'Setting num_parallel_workers>' || num_workers || ' might bring extra performance.'
+                ELSE 'Try increasing prefetch_size.' END
+    FROM (SELECT *, row_number() OVER (PARTITION BY rank ORDER BY op_id) AS closest
+          FROM rated
+          WHERE cpu_rules AND NOT single_threaded AND op_name <> 'DeviceQueue'
+            AND (worker_cpu > 75 OR (worker_cpu < 20 AND input_op_id IS NOT NULL AND (in_q < 10 OR out_q - in_q > 50))))
+    WHERE closest = 1
+    UNION ALL
+    SELECT rank, 'rules_skipped', NULL, NULL, NULL, NULL,
+           'The CPU file lists ' || (SELECT count(DISTINCT op_id) FROM data_cpu_sample c WHERE c.rank = o.rank AND c.scope = 'op' AND c.op_id >= 0)
+               || ' ops, the pipeline ' || count(*) || ': MindSpore''s CPU rules and single bottleneck were not run.',
+           'Profile the pipeline and its CPU usage in the same run.'
+    FROM ops o WHERE rank NOT IN (SELECT rank FROM cpu_ranks) AND rank IN (SELECT rank FROM data_cpu_sample)
+    GROUP BY rank
+), tree AS (  -- MindInsight's queue-usage rule on the pipeline tree, root ignored
+    SELECT o.rank, o.op_id, o.op, o.queue_usage_rate AS usage, o.pipeline_parent_id IS NULL AS is_root,
+           NOT EXISTS (SELECT 1 FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS is_leaf,
+           (SELECT max(c.queue_usage_rate) FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS max_child_usage
+    FROM ops o WHERE o.pipeline_order IS NOT NULL
+), fast_ranks AS (
+    SELECT rank FROM tree WHERE NOT is_root GROUP BY rank HAVING bool_and(coalesce(usage, 0) >= 0.8)
+), mindinsight_queue AS (
+    SELECT rank, 'queue_usage' AS rule, op_id, op, usage AS value, NULL::DOUBLE AS threshold,
+           'Every op''s output queue is at least 80% full: the pipeline keeps up, the consumer of ' || op || ' is slower.' AS finding,
+           'Data processing is not the bottleneck; look at the training step.' AS suggestion
+    FROM tree WHERE is_root AND rank IN (SELECT rank FROM fast_ranks)
+    UNION ALL
+    SELECT rank, 'queue_usage', op_id, op, usage, 0.1,
+           op || '''s output queue is ' || round(100 * usage, 2) || '% full, a child''s is ' || round(100 * max_child_usage, 2)
+               || '%: ' || op || ' consumes slower than its input is produced.',
+           'Increase num_parallel_workers of ' || op || ' or simplify its work.'
+    FROM tree WHERE NOT is_root AND NOT is_leaf AND max_child_usage - coalesce(usage, 0) > 0.1 AND rank NOT IN (SELECT rank FROM fast_ranks)
+    UNION ALL
+    SELECT rank, 'queue_usage', op_id, op, usage, 0.6,
+           'Leaf op ' || op || '''s output queue is only ' || round(100 * usage, 2) || '% full: reading the data is slow.',
+           'Increase num_parallel_workers of ' || op || ' or use faster storage / a lighter format.'
+    FROM tree WHERE NOT is_root AND is_leaf AND usage < 0.6 AND rank NOT IN (SELECT rank FROM fast_ranks)
+), queue_counts AS (  -- device queue (device_queue trace preferred, else the iterator) and get_next queue per rank
+    SELECT rank,
+           coalesce(count(*) FILTER (WHERE trace = 'device_queue'), 0) AS device_batches,
+           count(*) FILTER (WHERE trace = 'device_queue' AND queue_empty) AS device_empty,
+           count(*) FILTER (WHERE trace = 'iterator') AS iterator_batches,
+           count(*) FILTER (WHERE trace = 'iterator' AND queue_empty) AS iterator_empty,
+           count(*) FILTER (WHERE trace = 'get_next') AS get_next_batches,
+           count(*) FILTER (WHERE trace = 'get_next' AND queue_empty) AS get_next_empty
+    FROM data_batch_stats WHERE queue_size IS NOT NULL GROUP BY rank
+), device_status AS (
+    SELECT rank, CASE WHEN device_batches > 0 THEN device_empty ELSE iterator_empty END AS empty,
+           CASE WHEN device_batches > 0 THEN device_batches ELSE iterator_batches END AS batches,
+           get_next_batches, get_next_empty
+    FROM queue_counts
+), mindinsight_device AS (
+    SELECT rank, 'device_queue' AS rule, NULL::BIGINT AS op_id, NULL AS op, 100.0 * empty / batches AS value, 30.0 AS threshold,
+           CASE WHEN empty > 0.3 * batches
+                THEN 'The host queue was empty for ' || empty || ' of ' || batches || ' batches (' || ceil(100.0 * empty / batches)
+                     || '% > 30%): data processing on the host is the bottleneck.'
+                WHEN get_next_empty > 0
+                THEN 'The host queue was rarely empty, but the device''s get_next queue was empty for ' || get_next_empty || ' of '
+                     || get_next_batches || ' steps (' || ceil(100.0 * get_next_empty / get_next_batches) || '%): data transmission to the device is the bottleneck.'
+                ELSE 'The host queue was empty for ' || empty || ' of ' || batches || ' batches (' || ceil(100.0 * empty / batches)
+                     || '% <= 30%)' || CASE WHEN get_next_batches > 0 THEN ' and the get_next queue never' ELSE '' END
+                     || ': data is not the bottleneck.' END AS finding,
+           CASE WHEN empty > 0.3 * batches THEN 'Speed up the pipeline: see the op findings (workers, slow map functions).'
+                WHEN get_next_empty > 0 THEN 'Check host-to-device transfer (sink size, queue capacity, data size per batch).'
+                ELSE 'Look at the training step itself.' END AS suggestion
+    FROM device_status WHERE batches > 0
+)
+SELECT rank, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore
+UNION ALL
+SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_queue
+UNION ALL
+SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_device
+ORDER BY rank, analyzer, rule, op_id
