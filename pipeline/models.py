@@ -70,6 +70,22 @@ def table_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('tables/{name}.parquet')")
 
 
+#: SQL macros the models use, saved in profile.duckdb for users too: name -> (parameters, body, what it does).
+MACROS: dict[str, tuple[str, str, str]] = {
+    "round_like_python": (
+        "x, digits", "round_even(printf('%.20f', x)::DECIMAL(38, 20), digits)::DOUBLE",
+        "x rounded as Python's round(x, digits) does: half to even on the exact binary value, so reports "
+        "that copy MindSpore's Python (which rounds 1.385 up: its double is 1.38500000000000000888) "
+        "print the same digits; for |x| < 1e17."),
+}
+
+
+def create_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Create MACROS in `con`."""
+    for name, (parameters, body, _) in MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}({parameters}) AS {body}")
+
+
 def set_run_options(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> None:
     """Table run_option(name, value): the analysis options the models read (fp_op, bp_op overrides)."""
     con.execute("CREATE OR REPLACE TABLE run_option (name VARCHAR, value VARCHAR)")

@@ -26,7 +26,7 @@ from .export.mart_csv import write_marts
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
-from .models import load_models, run_models, set_run_options, table_views
+from .models import create_macros, load_models, run_models, set_run_options, table_views
 from .output import check_not_inside, fingerprint, staged_output
 from .step_filter import check_step_list, keep_steps
 from .tables import TableSink, merge_parts, table_row_counts
@@ -129,6 +129,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             models = load_models()
             reporter.stage("models", len(models))
             table_views(con)
+            create_macros(con)
             set_run_options(con, trace_point_overrides(fp_op, bp_op))
             run_models(con, models)
             reporter.advance(len(models))

@@ -122,13 +122,19 @@ def _summary(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[Any]] 
 
 def _batch_times(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[float]]:
     """Mean pipeline, push and batch time of the batches after the first (MindSpore skips batch 1),
-    from the device-queue trace, else the iterator trace; -1 where there are none."""
+    from the device-queue trace, else the iterator trace, whose batch times MindSpore averages
+    together with the times between its queue records; -1 where there are none."""
     means = con.execute("""
         WITH trace AS (
             SELECT * FROM data_batch_stats WHERE rank = $rank AND batch >= 2 AND trace = (
                 SELECT CASE WHEN bool_or(trace = 'device_queue') THEN 'device_queue' ELSE 'iterator' END
                 FROM data_batch_stats WHERE rank = $rank)
+        ), batch_times AS (
+            SELECT batch_ms AS ms FROM trace
+            UNION ALL
+            SELECT since_previous_ms FROM trace WHERE trace = 'iterator'
         )
-        SELECT avg(pipeline_ms), avg(push_ms), avg(batch_ms) FROM trace""", {"rank": rank}).fetchall()[0]
+        SELECT (SELECT avg(pipeline_ms) FROM trace), (SELECT avg(push_ms) FROM trace), (SELECT avg(ms) FROM batch_times)
+        """, {"rank": rank}).fetchall()[0]
     return {key: [round(value, 3) if value is not None else -1]
             for key, value in zip(("per_pipeline_time", "per_push_queue_time", "per_batch_time"), means)}

@@ -237,16 +237,13 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
             raise InputError(path, f"{where}: expected an object of utilization lists")
         series = {key: _number_list(path, metrics.get(f"{key}_utilization") or [], f"{where}.{key}_utilization")
                   for key in ("user", "sys", "io", "idle")}
-        count = max(len(v) for v in series.values())
-        for key, values in series.items():
-            if values and len(values) != count:
-                raise InputError(path, f"{where}: {len(values)} {key}_utilization samples, {count} of others")
-        for n in range(count):
+        # the lists of one object may differ in length (MindSpore 2.10 writes 2 user, 4 idle samples)
+        for n in range(max(len(v) for v in series.values())):
             rows["scope"].append(scope)
             rows["op_id"].append(op_id)
             rows["sample"].append(n)
             for key, values in series.items():
-                rows[f"{key}_pct"].append(values[n] if values else None)
+                rows[f"{key}_pct"].append(values[n] if n < len(values) else None)
 
     if "device_info" in data:
         add("device", None, data["device_info"], "device_info")

@@ -1,8 +1,9 @@
 -- data_batch_stats: one row per batch of a MindData device trace (rank, trace, batch): its times and the queue size when it was taken.
 -- Columns:
 --   rank; trace: device_queue (sink mode), iterator (non-sink) or get_next (the device's dequeue); batch.
---   pipeline_ms, push_ms, batch_ms: the trace's time records for the batch (NULL where absent); for the
---     iterator, batch_ms is the time since the previous queue record, as MindSpore's summary takes it.
+--   pipeline_ms, push_ms, batch_ms: the trace's time records for the batch (NULL where absent).
+--   since_previous_ms: time since the previous queue record of the trace (the iterator's other measure
+--     of batch time, which MindSpore's summary averages together with batch_ms).
 --   get_next_wait_ms: the device's get_next dequeue wait (trace get_next).
 --   queue_size, queue_capacity: the queue when the batch was taken; queue_empty, queue_full (size 0 / size = capacity).
 --   ts_ns: when the batch's queue record (else its first time record) was written.
@@ -19,9 +20,7 @@ WITH times AS (
            ts_ns, (ts_ns - lag(ts_ns) OVER (PARTITION BY rank, queue ORDER BY sample)) / 1e6 AS since_previous_ms
     FROM queue_sample WHERE queue IN ('device_queue', 'iterator', 'get_next')
 )
-SELECT rank, trace, batch, t.pipeline_ms, t.push_ms,
-       coalesce(t.batch_ms, CASE WHEN trace = 'iterator' THEN q.since_previous_ms END) AS batch_ms,
-       t.get_next_wait_ms, q.queue_size, q.queue_capacity,
+SELECT rank, trace, batch, t.pipeline_ms, t.push_ms, t.batch_ms, q.since_previous_ms, t.get_next_wait_ms, q.queue_size, q.queue_capacity,
        q.queue_size = 0 AS queue_empty, q.queue_size = q.queue_capacity AS queue_full,
        coalesce(q.ts_ns, t.first_ns) AS ts_ns
 FROM times t FULL JOIN queues q USING (rank, trace, batch)

@@ -1,9 +1,14 @@
 -- data_findings: one row per MindData finding (rank, analyzer, rule, op_id): what is slow in the input pipeline, the evidence, and what to change.
 -- Columns:
---   rank; analyzer: 'mindspore' (MindSpore's MindData summary analyzer) or 'mindinsight' (MindInsight's proposer).
+--   rank; analyzer: 'mindspore' (MindSpore's MindData summary analyzer), 'mindinsight' (MindInsight's proposer)
+--     or 'profpipe' (the slowest stage, below).
 --   rule: cpu_high / cpu_low (per-worker CPU of an op), queue_leaf / queue_device / queue_internal (queue
 --     rules), bottleneck (MindSpore's single bottleneck op), queue_usage (MindInsight's queue-usage rule),
---     device_queue (MindInsight's device-queue status), rules_skipped (why MindSpore's CPU rules could not run).
+--     device_queue (MindInsight's device-queue status), rules_skipped (why MindSpore's CPU rules could not run),
+--     slowest_op (profpipe: the op whose input queue is fullest compared with its output queue, by more
+--     than 50 points; a source op's input counts as 100 % full. MindSpore's single bottleneck names the
+--     op closest to the root that looks idle, which in a pipeline held back by a slow map is the Batch
+--     above it; the slowest stage names the map.)
 --   op_id, op (label '<name>(id=<id>)'): the op concerned (NULL for a rank-wide finding).
 --   value, threshold: the number the rule compared and its limit (percent, except queue_usage: a fraction).
 --   finding: what was seen, with the evidence; suggestion: what to change. For analyzer 'mindspore',
@@ -19,9 +24,9 @@
 WITH ops AS (
     SELECT *, op_name || '(id=' || op_id || ')' AS op,
            -- percentages rounded to 2 decimals as MindSpore's summary has them (utilization from the rounded average)
-           round_even(100 * round_even(queue_average_size, 2) / queue_capacity, 2) AS out_q,
-           round_even(queue_empty_freq_pct, 2) AS empty_q,
-           round_even(round_even(avg_cpu_pct, 2) / nullif(num_workers, 0), 2) AS worker_cpu,
+           round_like_python(100 * round_like_python(queue_average_size, 2) / queue_capacity, 2) AS out_q,
+           round_like_python(queue_empty_freq_pct, 2) AS empty_q,
+           round_like_python(round_like_python(avg_cpu_pct, 2) / nullif(num_workers, 0), 2) AS worker_cpu,
            op_name IN ('Barrier', 'Concat', 'EpochCtrl', 'Rename', 'Repeat', 'Shuffle', 'Skip', 'Take', 'Zip')
                AS single_threaded
     FROM data_op_stats
@@ -73,6 +78,11 @@ WITH ops AS (
            'Profile the pipeline and its CPU usage in the same run.'
     FROM ops o WHERE rank NOT IN (SELECT rank FROM cpu_ranks) AND rank IN (SELECT rank FROM data_cpu_sample)
     GROUP BY rank
+), stages AS (  -- profpipe: how much fuller each op's input queue is than its output queue (a source reads from storage: 100 %)
+    SELECT *, coalesce(in_q_raw, 100) - queue_utilization_pct AS queue_drop,
+           row_number() OVER (PARTITION BY rank ORDER BY coalesce(in_q_raw, 100) - queue_utilization_pct DESC, op_id) AS rank_in_drop
+    FROM (SELECT o.*, i.queue_utilization_pct AS in_q_raw FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id)
+    WHERE queue_samples > 0 AND pipeline_order IS NOT NULL
 ), tree AS (  -- MindInsight's queue-usage rule on the pipeline tree, root ignored
     SELECT o.rank, o.op_id, o.op, o.queue_usage_rate AS usage, o.pipeline_parent_id IS NULL AS is_root,
            NOT EXISTS (SELECT 1 FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS is_leaf,
@@ -110,6 +120,24 @@ WITH ops AS (
            CASE WHEN device_batches > 0 THEN device_batches ELSE iterator_batches END AS batches,
            get_next_batches, get_next_empty
     FROM queue_counts
+), profpipe AS (
+    SELECT rank, 'slowest_op' AS rule, op_id, op, queue_drop AS value, 50.0 AS threshold,
+           CASE WHEN input_op_id IS NULL
+                THEN 'Source op ' || op || ' is the slowest stage: its output queue is only ' || round(queue_utilization_pct, 1)
+                     || '% full while the ops above it wait for data.'
+                ELSE op || ' is the slowest stage: its input queue is ' || round(in_q_raw, 1) || '% full, its output queue only '
+                     || round(queue_utilization_pct, 1) || '% (data piles up before it).' END
+               || coalesce(' CPU per worker: ' || round(avg_cpu_pct_per_worker, 1) || '%.', '')
+               || coalesce(CASE WHEN d.empty > 0.3 * d.batches
+                                THEN ' It holds training back: the host queue was empty for ' || d.empty || ' of ' || d.batches || ' batches.'
+                                ELSE ' It does not hold training back now: the host queue was empty for only ' || d.empty || ' of '
+                                     || d.batches || ' batches.' END, '') AS finding,
+           CASE WHEN avg_cpu_pct_per_worker > 75 OR avg_cpu_pct_per_worker IS NULL
+                THEN 'Raise its num_parallel_workers (now ' || num_workers || ') or make its work cheaper.'
+                ELSE 'Its workers are mostly idle: it waits on I/O, sleeps or holds the Python GIL; try '
+                     || 'python_multiprocessing=True, faster storage or caching the data, then more workers.' END AS suggestion
+    FROM stages LEFT JOIN device_status d USING (rank)
+    WHERE rank_in_drop = 1 AND queue_drop > 50
 ), mindinsight_device AS (
     SELECT rank, 'device_queue' AS rule, NULL::BIGINT AS op_id, NULL AS op, 100.0 * empty / batches AS value, 30.0 AS threshold,
            CASE WHEN empty > 0.3 * batches
@@ -127,6 +155,8 @@ WITH ops AS (
     FROM device_status WHERE batches > 0
 )
 SELECT rank, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore
+UNION ALL
+SELECT rank, 'profpipe', rule, op_id, op, value, threshold, finding, suggestion FROM profpipe
 UNION ALL
 SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_queue
 UNION ALL

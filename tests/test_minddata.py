@@ -1,0 +1,209 @@
+"""MindData (dataset pipeline) logs: readers, the pipeline tree, findings and MindSpore's MindData reports.
+
+Oracles: MindSpore 2.10's own MindData parser and summary viewer on real profiled pipelines
+(fixtures/minddata_mindspore, made by fixtures/generators/minddata_mindspore.py), MindInsight's
+expected files and values in ../shared/realdata, and rules worked out by hand (algorithms.md §4).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, query, realdata, run
+from pipeline.discover import discover
+
+REAL_RUNS = FIXTURES / "minddata_mindspore"
+MI = "mindinsight/tests/utils/resource"
+MS_REPORTS = ("minddata_pipeline_raw_0.csv", "minddata_pipeline_summary_0.json", "minddata_pipeline_summary_0.csv")
+
+
+@pytest.mark.parametrize("case", ["slow_map", "cpu_bound_map", "slow_generator", "idle_workers"])
+def test_reports_equal_mindspore_on_real_pipelines(case: str, tmp_path: Path):
+    result = run(REAL_RUNS / case, tmp_path / "out")
+    assert result.exit_code == 0
+    for name in MS_REPORTS:
+        assert (tmp_path / "out" / "reports" / name).read_bytes() == \
+            (REAL_RUNS / case / "expected" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("case, slow_op, cpu_bound", [
+    ("slow_map", "Map(id=1)", False), ("cpu_bound_map", "Map(id=1)", True), ("slow_generator", "Generator(id=2)", False)])
+def test_slowest_stage_is_the_deliberately_slow_op(case: str, slow_op: str, cpu_bound: bool, tmp_path: Path):
+    run(REAL_RUNS / case, tmp_path / "out")
+    (op, finding, suggestion), = query(tmp_path / "out", "SELECT op, finding, suggestion FROM data_findings "
+                                                          "WHERE analyzer = 'profpipe' AND rule = 'slowest_op'")
+    assert op == slow_op and "It holds training back" in finding
+    assert ("Raise its num_parallel_workers" in suggestion) == cpu_bound
+    cpu_high = query(tmp_path / "out", "SELECT op FROM data_findings WHERE rule = 'cpu_high'")
+    assert cpu_high == ([("Map(id=1)",)] if cpu_bound else [])
+
+
+def test_pipeline_that_keeps_up_says_so(tmp_path: Path):
+    run(REAL_RUNS / "idle_workers", tmp_path / "out")
+    findings = dict(query(tmp_path / "out", "SELECT rule, finding FROM data_findings WHERE analyzer <> 'mindspore'"))
+    assert "does not hold training back now" in findings["slowest_op"]
+    assert "data is not the bottleneck" in findings["device_queue"]
+
+
+def test_tables_hold_the_logs_as_written(tmp_path: Path):
+    case = REAL_RUNS / "slow_map"
+    run(case, tmp_path / "out")
+    pipeline = json.loads((case / "pipeline_profiling_0.json").read_text())
+    for op in pipeline["op_info"]:
+        sizes = query(tmp_path / "out", f"SELECT list(size ORDER BY sample) FROM queue_sample "
+                                        f"WHERE queue = 'op_output' AND op_id = {op['op_id']}")[0][0]
+        assert sizes == op["metrics"]["output_queue"]["size"]
+    records = [line.split() for line in (case / "dataset_iterator_profiling_0.txt").read_text().splitlines()]
+    batch_times = query(tmp_path / "out", "SELECT batch, kind, ms FROM data_batch_time ORDER BY batch, kind")
+    expected = sorted((int(r[2]), ("pipeline", "push", "batch")[int(r[1])], float(r[3])) for r in records if r[0] == "0")
+    assert batch_times == expected
+    cpu = json.loads((case / "minddata_cpu_utilization_0.json").read_text())
+    (op_samples,), = query(tmp_path / "out", "SELECT count(*) FROM data_cpu_sample WHERE scope = 'op'")
+    assert op_samples == sum(len(op["metrics"]["user_utilization"]) for op in cpu["op_info"])
+
+
+# --- MindInsight's fixtures ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("job", ["JOB1", "JOB2"])
+def test_pipeline_raw_equals_mindinsight_expected(job: str, tmp_path: Path):
+    """JOB1 has an inlined op (metrics null) whose child is promoted: Shuffle's children [2, 4] -> [2, 3]."""
+    run(realdata(f"{MI}/{job}"), tmp_path / "out")
+    assert (tmp_path / "out" / "reports" / "minddata_pipeline_raw_0.csv").read_bytes() == \
+        realdata(f"{MI}/profiler/minddata_pipeline_raw_0.csv").read_bytes()
+
+
+def test_run_2_device_queue_and_get_next_equal_mindinsight(tmp_path: Path):
+    """algorithms.md §4.3: device queue [0] (1 empty, 0 full), total/push/get 4/4/0 ms; get_next queue
+    [3, 2, 1] (none empty), times [0.001, 0, 0.001] ms."""
+    folder = realdata(f"{MI}/run_2/normal_run/profiler")
+    run(folder, tmp_path / "out")
+    out = tmp_path / "out"
+    assert (out / "reports" / "minddata_pipeline_raw_1.csv").read_bytes() == \
+        (folder / "minddata_pipeline_raw_1.csv").read_bytes()
+    assert query(out, "SELECT queue_size, queue_empty, queue_full, batch_ms, push_ms, pipeline_ms FROM data_batch_stats "
+                      "WHERE trace = 'device_queue'") == [(0, True, False, 4.0, 4.0, 0.0)]
+    assert query(out, "SELECT list(queue_size ORDER BY batch), list(get_next_wait_ms ORDER BY batch), "
+                      "count(*) FILTER (WHERE queue_empty) FROM data_batch_stats WHERE trace = 'get_next'") == \
+        [([3, 2, 1], [0.001, 0.0, 0.001], 0)]
+    (status,), = query(out, "SELECT finding FROM data_findings WHERE rule = 'device_queue'")
+    assert status.startswith("The host queue was empty for 1 of 1 batches (100")
+
+
+def _pipeline_from_mindinsight_csv(path: Path) -> dict:
+    """MindInsight's analyser fixtures are minddata_pipeline_raw CSVs; turn one back into the JSON it came from."""
+    ops = []
+    for row in csv.DictReader(path.open()):
+        sizes = json.loads(row["output_queue_size"]) if row["output_queue_size"] else None
+        ops.append({"op_id": int(row["op_id"]), "op_type": row["op_type"], "num_workers": int(row["num_workers"]),
+                    "metrics": {"output_queue": {"size": sizes, "length": int(row["output_queue_length"])}} if sizes else None,
+                    "children": json.loads(row["children_id"]) if row["children_id"] else None})
+    return {"sampling_interval": int(row["sample_interval"]), "op_info": ops}
+
+
+@pytest.mark.parametrize("index, flagged", [(0, [2, 3, 4]), (1, [1]), (2, [0]), (3, [2, 3])])
+def test_mindinsight_queue_usage_rule(index: int, flagged: list[int], tmp_path: Path):
+    """§4.2 worked by hand on MindInsight's four analyser cases (usage of ops 4, 1, 2, 3):
+    0: .16 .94 .31 .31 -> op 4 (child 1 fuller by > 0.1) and leaves 2, 3 (< 0.6); 1: .31 .16 .94 .94 ->
+    op 1; 2: all .94 >= 0.8 -> the root alone; 3: all .16 -> leaves 2, 3."""
+    source = realdata(f"mindinsight/tests/ut/profiler/analyser/resource/minddata_pipeline_raw_{index}.csv")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "pipeline_profiling_0.json").write_text(json.dumps(_pipeline_from_mindinsight_csv(source)))
+    run(folder, tmp_path / "out")
+    rows = query(tmp_path / "out", "SELECT op_id FROM data_findings WHERE rule = 'queue_usage' ORDER BY op_id")
+    assert [r[0] for r in rows] == flagged
+    assert (tmp_path / "out" / "reports" / "minddata_pipeline_raw_0.csv").read_text().replace(",0,10,", ",,10,") \
+        .splitlines()[1:] == source.read_text().replace(",0,10,", ",,10,").splitlines()[1:]
+
+
+# --- discovery and bad input -----------------------------------------------------------------------
+
+def _logs(folder: Path, pipeline: dict | str | None = None, **files: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if pipeline is not None:
+        text = pipeline if isinstance(pipeline, str) else json.dumps(pipeline)
+        (folder / "pipeline_profiling_0.json").write_text(text)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def _op(op_id: int, op_type: str, sizes: list | None, children: list | None = None, workers: int = 2) -> dict:
+    return {"op_id": op_id, "op_type": op_type, "num_workers": workers, "children": children,
+            "metrics": {"output_queue": {"size": sizes, "length": 10}} if sizes is not None else None}
+
+
+def test_logs_join_the_rank_source_beside_them(tmp_path: Path):
+    folder = _logs(tmp_path / "prof", {"sampling_interval": 10, "op_info": [_op(0, "BatchOp", [1])]})
+    (folder / "cpu_op_execute_timestamp_0.txt").write_text("Add-op1;HostCpuOps;1000,0.002,1 \n")
+    sources = discover(folder)
+    assert [(s.family, s.rank) for s in sources] == [("mindspore_framework", 0)]
+    assert sources[0].files["minddata:pipeline"].name == "pipeline_profiling_0.json"
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 0
+    assert query(tmp_path / "out", "SELECT count(*) FROM host_op")[0][0] == 1
+    assert query(tmp_path / "out", "SELECT op_name FROM data_op_stats")[0][0] == "Batch"
+
+
+def test_missing_child_and_cycle_are_reported_and_the_tree_kept(tmp_path: Path):
+    ops = [_op(0, "BatchOp", [5, 5], [1]), _op(1, "MapOp", [2, 4], [2, 7]), _op(2, "GeneratorOp", [9, 9], [1])]
+    result = run(_logs(tmp_path / "logs", {"sampling_interval": 10, "op_info": ops}), tmp_path / "out")
+    warnings = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
+    assert any("op 1 lists children [7] that are not in op_info" in w for w in warnings)
+    assert any("op 1 is reached again below op 2 (a cycle in children)" in w for w in warnings)
+    assert result.exit_code == 0
+    assert query(tmp_path / "out", "SELECT op_id, pipeline_parent_id FROM data_op ORDER BY pipeline_order") == \
+        [(0, None), (1, 0), (2, 1)]
+
+
+def test_non_numeric_sizes_leave_out_that_queue_only(tmp_path: Path):
+    ops = [_op(0, "BatchOp", [1, 3], [1]), _op(1, "MapOp", [1, "x"])]
+    run(_logs(tmp_path / "logs", {"sampling_interval": 10, "op_info": ops}), tmp_path / "out")
+    warnings = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
+    assert any("op 1 output_queue.size: expected a list of numbers" in w and "queue samples are left out" in w
+               for w in warnings)
+    assert query(tmp_path / "out", "SELECT op_id, queue_average_size FROM data_op_stats ORDER BY op_id") == \
+        [(0, 2.0), (1, None)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty file"),
+    ('{"sampling_interval": 10, "op_info": [', "line 1"),
+    ('{"sampling_interval": 10, "op_info": [{"op_id": 1, "op_type": "MapOp"}]}', "no op 0"),
+    ('[1, 2]', "got a JSON list"),
+])
+def test_bad_pipeline_file_is_left_out_with_the_rest_analysed(text: str, message: str, tmp_path: Path):
+    folder = _logs(tmp_path / "logs", text, **{"dataset_iterator_profiling_0.txt": "0 2 1 5 100\n1 8 1 3 100\n"})
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 0
+    warnings = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
+    assert any("pipeline_profiling_0.json" in w and message in w and "pipeline tree" in w for w in warnings), warnings
+    assert query(tmp_path / "out", "SELECT count(*) FROM data_op")[0][0] == 0
+    assert query(tmp_path / "out", "SELECT queue_size, batch_ms FROM data_batch_stats") == [(3, 5.0)]
+
+
+def test_empty_and_bad_device_queue_files_are_named(tmp_path: Path):
+    ops = {"sampling_interval": 10, "op_info": [_op(0, "BatchOp", [1])]}
+    run(_logs(tmp_path / "a", ops, **{"device_queue_profiling_0.txt": ""}), tmp_path / "out_a")
+    warnings = json.loads((tmp_path / "out_a" / "manifest.json").read_text())["warnings"]
+    assert any("device_queue_profiling_0.txt: empty file" in w and "per-batch times" in w for w in warnings)
+    run(_logs(tmp_path / "b", ops, **{"device_queue_profiling_0.txt": "0 1 1 4 10\n0 1 x 4 10\n"}), tmp_path / "out_b")
+    warnings = json.loads((tmp_path / "out_b" / "manifest.json").read_text())["warnings"]
+    assert any("device_queue_profiling_0.txt, line 2: expected `type extra batch value" in w for w in warnings)
+
+
+def test_different_op_counts_skip_mindspore_cpu_rules_and_say_so(tmp_path: Path):
+    ops = {"sampling_interval": 10, "op_info": [_op(0, "BatchOp", [1], [1]), _op(1, "MapOp", [0])]}
+    cpu = {"cpu_processor_num": 2, "op_info": [{"op_id": 0, "metrics": {"user_utilization": [90], "sys_utilization": [5]}}]}
+    folder = _logs(tmp_path / "logs", ops, **{"minddata_cpu_utilization_0.json": json.dumps(cpu),
+                                               "dataset_iterator_profiling_0.txt": "1 8 1 3 100\n1 8 2 0 150\n"})
+    run(folder, tmp_path / "out")
+    rules = query(tmp_path / "out", "SELECT rule, finding FROM data_findings WHERE analyzer = 'mindspore'")
+    assert [r for r, _ in rules if r.startswith("cpu") or r == "bottleneck"] == []
+    skipped = [f for r, f in rules if r == "rules_skipped"]
+    assert skipped == ["The CPU file lists 1 ops, the pipeline 2: MindSpore's CPU rules and single bottleneck were not run."]
+    summary = json.loads((tmp_path / "out" / "reports" / "minddata_pipeline_summary_0.json").read_text())
+    assert "avg_cpu_pct_per_worker" not in summary and summary["avg_cpu_pct"] == [95.0]
