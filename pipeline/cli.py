@@ -150,18 +150,30 @@ def _open(output: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _print_input_pipeline(rank: int, pipeline: dict) -> None:
+    """The MindData answer of one rank: how input-bound its steps are, then profpipe's and MindInsight's findings."""
+    if pipeline["avg_wait_share"] is not None:
+        _out.print(f"rank {rank}: input pipeline: {pipeline['input_bound']} input-bound "
+                   f"({100 * pipeline['avg_wait_share']:.1f}% of a step waits for data, "
+                   f"{pipeline['steps_measured']} steps, {pipeline['wait_source']})", markup=False)
+    for finding in pipeline["findings"]:
+        if finding["analyzer"] != "mindspore":
+            _out.print(f"  {finding['finding']} -> {finding['suggestion']}", markup=False)
+
+
 def _print_summary(result: RunResult) -> None:
     _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
     for skipped in result.skipped:
         typer.echo(f"profpipe: warning: skipped rank {skipped['rank']}: {skipped['error']}", err=True)
     for rank in result.summary["ranks"]:
-        types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
-        for column in ("side", "op type", "count", "total ms", "share %"):
-            types.add_column(column, justify="right" if column in ("count", "total ms", "share %") else "left")
-        for row in rank["top_op_types"]:
-            types.add_row(row["side"], row["op_type"], str(row["occurrences"]), f"{row['total_ms']:.3f}",
-                          "" if row["share"] is None else f"{100 * row['share']:.1f}")
-        _out.print(types)
+        if rank["top_op_types"]:
+            types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
+            for column in ("side", "op type", "count", "total ms", "share %"):
+                types.add_column(column, justify="right" if column in ("count", "total ms", "share %") else "left")
+            for row in rank["top_op_types"]:
+                types.add_row(row["side"], row["op_type"], str(row["occurrences"]), f"{row['total_ms']:.3f}",
+                              "" if row["share"] is None else f"{100 * row['share']:.1f}")
+            _out.print(types)
         if rank["top_kernels"]:
             kernels = Table(title=f"rank {rank['rank']}: top kernels", title_justify="left")
             for column in ("kernel", "stream", "count", "total ms", "share %"):
@@ -178,6 +190,8 @@ def _print_summary(result: RunResult) -> None:
                        f"fp+bp {steps['avg_fp_and_bp_ms']:.3f}, tail "
                        f"{steps['avg_tail_ms'] if steps['avg_tail_ms'] is None else round(steps['avg_tail_ms'], 3)})",
                        markup=False)
+        if rank["input_pipeline"]:
+            _print_input_pipeline(rank["rank"], rank["input_pipeline"])
     timeline = result.summary["timeline"]
     if timeline and timeline["events_dropped"]:
         _out.print(f"timeline truncated: {timeline['events_dropped']} events dropped "

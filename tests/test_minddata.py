@@ -207,3 +207,39 @@ def test_different_op_counts_skip_mindspore_cpu_rules_and_say_so(tmp_path: Path)
     assert skipped == ["The CPU file lists 1 ops, the pipeline 2: MindSpore's CPU rules and single bottleneck were not run."]
     summary = json.loads((tmp_path / "out" / "reports" / "minddata_pipeline_summary_0.json").read_text())
     assert "avg_cpu_pct_per_worker" not in summary and summary["avg_cpu_pct"] == [95.0]
+
+
+# --- joined with the steps, the timeline and the summary ------------------------------------------
+
+def test_steps_waiting_for_data_are_input_bound(tmp_path: Path):
+    """Non-sink: step n waits the iterator's pipeline time of batch n; its length is the time since batch n - 1."""
+    case = REAL_RUNS / "slow_map"
+    run(case, tmp_path / "out")
+    records = [list(map(int, line.split())) for line in (case / "dataset_iterator_profiling_0.txt").read_text().splitlines()]
+    pipeline_ms = {r[2]: r[3] for r in records if r[0] == 0 and r[1] == 0}
+    stamps = [r[4] for r in records if r[0] == 1]
+    rows = query(tmp_path / "out", "SELECT step, wait_ms, step_ms, input_bound FROM step_input_wait ORDER BY step")
+    assert [(s, w) for s, w, _, _ in rows] == sorted((b, float(ms)) for b, ms in pipeline_ms.items())
+    assert [m for _, _, m, _ in rows[1:]] == [float(b - a) for a, b in zip(stamps, stamps[1:])]
+    summary = json.loads((tmp_path / "out" / "reports" / "summary.json").read_text())["ranks"][0]["input_pipeline"]
+    assert summary["input_bound"] == "highly" and summary["slowest_op"] == "Map(id=1)"
+    assert summary["avg_wait_share"] == pytest.approx(
+        sum(w / m for _, w, m, _ in rows[1:]) / (len(rows) - 1))
+
+
+def test_queue_sizes_are_counter_tracks(tmp_path: Path):
+    case = REAL_RUNS / "slow_map"
+    run(case, tmp_path / "out")
+    trace = json.loads((tmp_path / "out" / "timeline" / "trace.json").read_text())
+    counters = [e for e in trace["traceEvents"] if e.get("ph") == "C"]
+    by_name: dict[str, list[int]] = {}
+    for event in sorted(counters, key=lambda e: e["ts"]):
+        by_name.setdefault(event["name"], []).append(event["args"]["size"])
+    pipeline = json.loads((case / "pipeline_profiling_0.json").read_text())
+    names = {op["op_id"]: op["op_type"].removesuffix("Op") for op in pipeline["op_info"]}
+    for op in pipeline["op_info"]:
+        assert by_name[f"{names[op['op_id']]}(id={op['op_id']}) output queue"] == op["metrics"]["output_queue"]["size"]
+    records = [line.split() for line in (case / "dataset_iterator_profiling_0.txt").read_text().splitlines()]
+    assert by_name["iterator queue"] == [int(r[3]) for r in records if r[0] == "1"]
+    process_names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    assert "MindData rank0" in process_names

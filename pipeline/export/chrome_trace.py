@@ -12,7 +12,10 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 * lane 4 "HCCL": thread "Communication Kernel" with the communication op executions and their
   costs, one thread "Plane <k>" per plane with the HCCL tasks (links, bytes in args);
 * lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
-  and "Free" with the stretches of stg_overlap_segment.
+  and "Free" with the stretches of stg_overlap_segment;
+* lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
+  (timed by the CPU monitor's samples, taken together), the device or iterator queue and the
+  device's get_next queue. They are on the host clock of the MindData logs.
 
 Ranks on different hosts are put on one clock when every rank knows its offset to the Unix
 epoch (msprof's start_info); otherwise each keeps its own clock (`otherData.clock` says which).
@@ -86,6 +89,15 @@ WITH offsets AS (
     UNION ALL
     SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
     FROM stg_overlap_segment JOIN overlap_threads USING (category)
+    UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
+    SELECT q.rank, 6, 0,
+           CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
+                        ELSE replace(q.queue, '_', ' ') || ' queue' END,
+           'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {{'size': q.size}}::JSON, 1
+    FROM queue_sample q
+    LEFT JOIN data_op_stats o ON o.rank = q.rank AND o.op_id = q.op_id
+    LEFT JOIN data_cpu_sample c ON q.queue = 'op_output' AND c.rank = q.rank AND c.scope = 'device' AND c.sample = q.sample
+    WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
 )
 SELECT spans.* REPLACE (start_ns + shift_ns AS start_ns)
 FROM spans JOIN clocks USING (rank)
@@ -98,7 +110,7 @@ WITH spans AS (
 ), lanes AS (
     SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
         (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
-        (5, 'Overlap Analysis')) AS l(lane, label)
+        (5, 'Overlap Analysis'), (6, 'MindData')) AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
 ), meta AS (
@@ -116,6 +128,7 @@ WITH spans AS (
                               WHEN 3 THEN 'Stream ' || tid
                               WHEN 4 THEN CASE tid WHEN {_COMMUNICATION_KERNEL_TID} THEN 'Communication Kernel'
                                                    ELSE 'Plane ' || tid END
+                              WHEN 6 THEN 'Queues'
                               ELSE [{", ".join(repr(name) for _, name in _OVERLAP_THREADS.values())}][tid + 1]
                               END}}::JSON
     FROM threads
@@ -125,10 +138,13 @@ SELECT 0 AS tier, NULL::BIGINT AS start_ns,
 FROM meta
 UNION ALL
 SELECT tier, start_ns,
-       to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
-                'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
-                'dur': (dur_ns::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
-                'args': args}})
+       CASE WHEN cat = 'counter'
+            THEN to_json({{'name': name, 'ph': 'C', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
+                          'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3), 'args': args}})
+            ELSE to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
+                          'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
+                          'dur': (dur_ns::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
+                          'args': args}}) END
 FROM spans
 """
 

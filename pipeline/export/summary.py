@@ -36,6 +36,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
                 SELECT name, stream_id, instances, total_ns / 1e6 AS total_ms, share, op_name
                 FROM kernel_stats WHERE rank = ? ORDER BY total_ns DESC, name LIMIT {TOP_N}""", rank),
             "steps": _steps(con, rank),
+            "input_pipeline": _input_pipeline(con, rank),
         })
     return {"profpipe_version": version, "input": input_path, "ranks": ranks,
             "skipped": skipped, "timeline": timeline}
@@ -58,6 +59,24 @@ def _steps(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any]:
         return {"count": 0}
     keys = ("count", "avg_total_ms", "avg_iteration_interval_ms", "avg_fp_and_bp_ms", "avg_tail_ms")
     return dict(zip(keys, row))
+
+
+def _input_pipeline(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any] | None:
+    """The rank's MindData answers: its wait for input and the findings; None without MindData logs."""
+    has_logs = _scalar(con, "SELECT (SELECT count(*) FROM data_op WHERE rank = ?) + "
+                            "(SELECT count(*) FROM data_batch_time WHERE rank = ?)", rank, rank)
+    if not has_logs:
+        return None
+    steps, source, share = con.execute("""
+        SELECT count(wait_share), any_value(wait_source), avg(wait_share) FROM step_input_wait WHERE rank = ?""",
+        [rank]).fetchone()
+    bound = None if share is None else "highly" if share > 0.2 else "moderately" if share >= 0.05 else "no"
+    findings = _rows(con, """
+        SELECT analyzer, rule, op, finding, suggestion FROM data_findings WHERE rank = ?
+        ORDER BY CASE analyzer WHEN 'profpipe' THEN 0 WHEN 'mindspore' THEN 1 ELSE 2 END, rule, op_id""", rank)
+    slowest = [f["op"] for f in findings if f["rule"] == "slowest_op"]
+    return {"steps_measured": steps, "wait_source": source, "avg_wait_share": share, "input_bound": bound,
+            "slowest_op": slowest[0] if slowest else None, "findings": findings}
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> Any:

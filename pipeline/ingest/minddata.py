@@ -230,25 +230,30 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
     path = source.files[role]
     data = _load_json(path, "MindData CPU utilization JSON with device_info, process_info and op_info")
     rows: dict[str, list[Any]] = {k: [] for k in ("scope", "op_id", "sample", "user_pct", "sys_pct",
-                                                  "io_pct", "idle_pct")}
+                                                  "io_pct", "idle_pct", "memory_mb", "ts_ns")}
+    stamps = _number_list(path, data.get("time_stamp") or [], "time_stamp")
 
-    def add(scope: str, op_id: int | None, metrics: Any, where: str) -> None:
+    def add(scope: str, op_id: int | None, metrics: Any, where: str, memory: tuple[str, str] | None = None) -> None:
         if not isinstance(metrics, dict):
             raise InputError(path, f"{where}: expected an object of utilization lists")
-        series = {key: _number_list(path, metrics.get(f"{key}_utilization") or [], f"{where}.{key}_utilization")
+        series = {f"{key}_pct": _number_list(path, metrics.get(f"{key}_utilization") or [], f"{where}.{key}_utilization")
                   for key in ("user", "sys", "io", "idle")}
+        if memory and isinstance(data.get(memory[0]), dict):
+            series["memory_mb"] = _number_list(path, data[memory[0]].get(memory[1]) or [], f"{memory[0]}.{memory[1]}")
+        series["ts_ns"] = [round(t * 1_000_000) for t in stamps]
         # the lists of one object may differ in length (MindSpore 2.10 writes 2 user, 4 idle samples)
-        for n in range(max(len(v) for v in series.values())):
+        for n in range(max(len(v) for key, v in series.items() if key != "ts_ns")):
             rows["scope"].append(scope)
             rows["op_id"].append(op_id)
             rows["sample"].append(n)
-            for key, values in series.items():
-                rows[f"{key}_pct"].append(values[n] if n < len(values) else None)
+            for key in rows.keys() - {"scope", "op_id", "sample"}:
+                values = series.get(key, [])
+                rows[key].append(values[n] if n < len(values) else None)
 
     if "device_info" in data:
-        add("device", None, data["device_info"], "device_info")
+        add("device", None, data["device_info"], "device_info", ("system_memory_info", "used_sys_memory_mbytes"))
     if "process_info" in data:
-        add("process", None, data["process_info"], "process_info")
+        add("process", None, data["process_info"], "process_info", ("process_memory_info", "rss_mbytes"))
     op_info = data.get("op_info") or []
     if not isinstance(op_info, list):
         raise InputError(path, "op_info: expected a list")
@@ -256,9 +261,10 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
         if not isinstance(op, dict) or not isinstance(op.get("op_id"), int):
             raise InputError(path, f"op_info[{index}]: expected an object with an integer op_id")
         add("op", op["op_id"], op.get("metrics"), f"op_info[{index}] (op {op['op_id']}).metrics")
-    table = pa.table({k: v for k, v in rows.items()}).append_column(
-        "rank", pa.array([source.rank] * len(rows["sample"]), pa.int32()))
-    yield "data_cpu_sample", table
+    yield "data_cpu_sample", pa.table({
+        **rows, "rank": pa.array([source.rank] * len(rows["sample"]), pa.int32()),
+        **{key: pa.array(rows[key], pa.float64()) for key in ("user_pct", "sys_pct", "io_pct", "idle_pct", "memory_mb")},
+        "ts_ns": pa.array(rows["ts_ns"], pa.int64())})
 
 
 # --- device_queue_profiling_N.txt / dataset_iterator_profiling_N.txt -----------------------------

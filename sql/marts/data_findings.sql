@@ -82,7 +82,7 @@ WITH ops AS (
     SELECT *, coalesce(in_q_raw, 100) - queue_utilization_pct AS queue_drop,
            row_number() OVER (PARTITION BY rank ORDER BY coalesce(in_q_raw, 100) - queue_utilization_pct DESC, op_id) AS rank_in_drop
     FROM (SELECT o.*, i.queue_utilization_pct AS in_q_raw FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id)
-    WHERE queue_samples > 0 AND pipeline_order IS NOT NULL
+    WHERE queue_samples > 0 AND pipeline_order IS NOT NULL AND (input_op_id IS NULL OR in_q_raw IS NOT NULL)
 ), tree AS (  -- MindInsight's queue-usage rule on the pipeline tree, root ignored
     SELECT o.rank, o.op_id, o.op, o.queue_usage_rate AS usage, o.pipeline_parent_id IS NULL AS is_root,
            NOT EXISTS (SELECT 1 FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS is_leaf,
@@ -100,7 +100,7 @@ WITH ops AS (
            op || '''s output queue is ' || round(100 * usage, 2) || '% full, a child''s is ' || round(100 * max_child_usage, 2)
                || '%: ' || op || ' consumes slower than its input is produced.',
            'Increase num_parallel_workers of ' || op || ' or simplify its work.'
-    FROM tree WHERE NOT is_root AND NOT is_leaf AND max_child_usage - coalesce(usage, 0) > 0.1 AND rank NOT IN (SELECT rank FROM fast_ranks)
+    FROM tree WHERE NOT is_root AND NOT is_leaf AND max_child_usage - usage > 0.1 AND rank NOT IN (SELECT rank FROM fast_ranks)
     UNION ALL
     SELECT rank, 'queue_usage', op_id, op, usage, 0.6,
            'Leaf op ' || op || '''s output queue is only ' || round(100 * usage, 2) || '% full: reading the data is slow.',

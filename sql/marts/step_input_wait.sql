@@ -1,0 +1,30 @@
+-- step_input_wait: one row per step (rank, step) with the time it waited for its input batch and whether the step is input-bound.
+-- Columns:
+--   rank, step: step n takes batch n of the MindData traces.
+--   wait_source: 'get_next' (data-sink mode: the device's get_next dequeue wait) or 'iterator' (non-sink:
+--     the pipeline time of the dataset iterator, the time the training loop waited for the batch).
+--   wait_ms: that wait.
+--   step_ms: the step's length: step_phases.total_ns where the rank has steps, else the time since the
+--     previous batch of the same trace (NULL for the first).
+--   wait_share = wait_ms / step_ms.
+--   input_bound: 'highly' (more than 20 % of the step waits for data), 'moderately' (5 % to 20 %) or 'no'
+--     (under 5 %): the thresholds of TensorBoard's input-pipeline analyzer. NULL without step_ms.
+WITH waits AS (
+    SELECT rank, batch AS step, trace AS wait_source, coalesce(get_next_wait_ms, pipeline_ms) AS wait_ms,
+           CASE WHEN trace = 'iterator' THEN since_previous_ms
+                ELSE (ts_ns - lag(ts_ns) OVER (PARTITION BY rank, trace ORDER BY batch)) / 1e6 END AS gap_ms
+    FROM data_batch_stats
+    WHERE trace IN ('get_next', 'iterator') AND coalesce(get_next_wait_ms, pipeline_ms) IS NOT NULL
+), chosen AS (  -- per rank, the device's get_next wait when there is one
+    SELECT * FROM waits w
+    WHERE wait_source = (SELECT CASE WHEN bool_or(x.wait_source = 'get_next') THEN 'get_next' ELSE 'iterator' END
+                         FROM waits x WHERE x.rank = w.rank)
+), measured AS (
+    SELECT c.rank, c.step, c.wait_source, c.wait_ms, coalesce(p.total_ns / 1e6, c.gap_ms) AS step_ms
+    FROM chosen c LEFT JOIN step_phases p ON p.rank = c.rank AND p.step = c.step
+)
+SELECT *, wait_ms / nullif(step_ms, 0) AS wait_share,
+       CASE WHEN wait_ms / nullif(step_ms, 0) > 0.2 THEN 'highly'
+            WHEN wait_ms / nullif(step_ms, 0) >= 0.05 THEN 'moderately'
+            WHEN step_ms > 0 THEN 'no' END AS input_bound
+FROM measured
