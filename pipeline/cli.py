@@ -60,7 +60,7 @@ def analyse(
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
     fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
     bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
-    report_style: Annotated[str, typer.Option("--report-style", help="Ascend reports: 'latest' MindSpore behaviour or 'legacy' (MindSpore r0.5-r1.0 file layouts and averages).")] = "latest",
+    report_style: Annotated[str, typer.Option("--report-style", help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
     subgraph: Annotated[str, typer.Option("--subgraph", help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
     optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", help="Ascend op detail report: only these comma-separated op types.")] = "",
     optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",

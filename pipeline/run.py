@@ -139,7 +139,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             reporter.stage("export", 3)
             write_reports(con, tmp / "reports")
             write_ascend_reports(con, tmp / "reports", report_options)
-            write_minddata_reports(con, tmp / "reports")
+            write_minddata_reports(con, tmp / "reports", report_options.style)
             write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, query, realdata, run
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.discover import discover
+from pipeline.export.ascend_reports import ReportOptions
 
 REAL_RUNS = FIXTURES / "minddata_mindspore"
 MI = "mindinsight/tests/utils/resource"
@@ -69,8 +70,9 @@ def test_tables_hold_the_logs_as_written(tmp_path: Path):
 
 @pytest.mark.parametrize("job", ["JOB1", "JOB2"])
 def test_pipeline_raw_equals_mindinsight_expected(job: str, tmp_path: Path):
-    """JOB1 has an inlined op (metrics null) whose child is promoted: Shuffle's children [2, 4] -> [2, 3]."""
-    run(realdata(f"{MI}/{job}"), tmp_path / "out")
+    """JOB1 has an inlined op (metrics null) whose child is promoted: Shuffle's children [2, 4] -> [2, 3].
+    The root Batch has no queue metrics: MindSpore 1.x (style legacy) printed its usage as 0."""
+    run(realdata(f"{MI}/{job}"), tmp_path / "out", report_options=ReportOptions(style="legacy"))
     assert (tmp_path / "out" / "reports" / "minddata_pipeline_raw_0.csv").read_bytes() == \
         realdata(f"{MI}/profiler/minddata_pipeline_raw_0.csv").read_bytes()
 
@@ -243,3 +245,55 @@ def test_queue_sizes_are_counter_tracks(tmp_path: Path):
     assert by_name["iterator queue"] == [int(r[3]) for r in records if r[0] == "1"]
     process_names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
     assert "MindData rank0" in process_names
+
+
+# --- data-sink mode: device queue and the device's get_next queue (fixtures/minddata_sink) ---------
+
+SINK = FIXTURES / "minddata_sink"
+#: fixtures/generators/minddata_sink.py: get_next dequeues (start, end µs, queue size), device-queue sizes.
+GET_NEXT = [(5_000_100, 5_000_105, 2), (5_000_120, 5_000_150, 0), (5_000_160, 5_000_161, 1), (5_000_180, 5_000_240, 0)]
+DEVICE_QUEUE = [0, 0, 0, 4, 0, 6, 0, 0, 8, 0]
+
+
+def test_sink_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("minddata_sink.py", SINK, tmp_path)
+
+
+def test_sink_reports_equal_mindspore(tmp_path: Path):
+    """Worked by hand and equal to MindSpore 2.10's files: Map 2 workers at 170 % -> 85 % per worker (high);
+    TFReader 4 at 40 % -> 10 % (low); DeviceQueue's input (Batch) empty 4 of 5 samples = 80 % > 60 %; Map's
+    input 93.75 % vs output round(100 * 2.0 / 64, 2) = 3.12 (the tie 3.125 rounds to even); the walk from
+    TFReader to Batch ends on Batch (5 % per worker, input queue 3.12 % < 10 %)."""
+    run(SINK / "ascend", tmp_path / "out")
+    for name in MS_REPORTS:
+        assert (tmp_path / "out" / "reports" / name).read_bytes() == (SINK / "ascend" / "expected" / name).read_bytes()
+    summary = json.loads((tmp_path / "out" / "reports" / "minddata_pipeline_summary_0.json").read_text())
+    assert summary["queue_utilization_pct"] == [-1, 1.25, 3.12, 93.75]
+    assert summary["avg_cpu_pct_per_worker"] == [2.0, 5.0, 85.0, 10.0]
+    assert summary["bottleneck_warning"] == ["Batch(id=1)"]
+    assert summary["per_pipeline_time"] == [16.0]  # mean of 12..20 ms over batches 2..10
+    rules = query(tmp_path / "out", "SELECT rule, op FROM data_findings WHERE analyzer <> 'mindinsight' ORDER BY rule, op")
+    assert rules == [("bottleneck", "Batch(id=1)"), ("cpu_high", "Map(id=2)"), ("cpu_low", "TFReader(id=3)"),
+                     ("queue_device", "DeviceQueue(id=0)"), ("queue_internal", "Map(id=2)"), ("slowest_op", "Map(id=2)")]
+
+
+def test_sink_device_queue_status_and_input_wait(tmp_path: Path):
+    out = run(SINK / "ascend", tmp_path / "out").output
+    (finding,), = query(out, "SELECT finding FROM data_findings WHERE rule = 'device_queue'")
+    assert finding.startswith("The host queue was empty for 7 of 10 batches (70")
+    assert query(out, "SELECT list(queue_size ORDER BY batch), count(*) FILTER (WHERE queue_full) FROM data_batch_stats "
+                      "WHERE trace = 'device_queue'") == [(DEVICE_QUEUE, 0)]
+    rows = query(out, "SELECT step, wait_source, wait_ms, step_ms FROM step_input_wait ORDER BY step")
+    starts = [s for s, _, _ in GET_NEXT]
+    assert rows == [(n + 1, "get_next", pytest.approx((e - s) / 1000), pytest.approx((b - s) / 1000) if b else None)
+                    for n, ((s, e, _), b) in enumerate(zip(GET_NEXT, starts[1:] + [None]))]
+
+
+@pytest.mark.parametrize("folder", ["ascend", "gpu", "era_a"])
+def test_get_next_queue_in_every_encoding(folder: str, tmp_path: Path):
+    """minddata_aicpu (µs, no header, an InitData row to skip), GPU minddata_getnext_profiling (ns) and era A's
+    raw NUL-separated AICPUMI records (both field orders) give the same dequeues."""
+    out = run(SINK / folder, tmp_path / "out").output
+    rows = query(out, "SELECT batch, get_next_wait_ms, queue_size, queue_empty, ts_ns FROM data_batch_stats "
+                      "WHERE trace = 'get_next' ORDER BY batch")
+    assert rows == [(n + 1, pytest.approx((e - s) / 1000), q, q == 0, s * 1000) for n, (s, e, q) in enumerate(GET_NEXT)]

@@ -2,7 +2,8 @@
 
 * `minddata_pipeline_raw_<rank>.csv`: the pipeline tree in MindSpore's walk order (shared/reference/
   algorithms.md §4.1, formats-ascend-minddata.md §5.2), numbers printed as MindSpore's Python
-  writes them; the root without queue metrics has usage 0, as in MindInsight's expected files.
+  writes them. A root without queue metrics (DeviceQueue) has no usage (MindSpore 2.x), or usage 0
+  with style "legacy" (MindSpore 1.x, as in MindInsight's expected files).
 * `minddata_pipeline_summary_<rank>.json` / `.csv`: MindSpore's summary (algorithms.md §4.4), a dict
   of lists by op id, written only where the pipeline, CPU and device-trace logs all exist, as
   MindSpore does. The CPU and queue details and the bottleneck come from data_findings. On
@@ -23,12 +24,14 @@ _RAW_COLUMNS = ["op_id", "op_type", "num_workers", "output_queue_size", "output_
                 "output_queue_length", "output_queue_usage_rate", "sample_interval", "parent_id", "children_id"]
 
 
-def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path) -> list[Path]:
-    """Write the MindData reports of every rank with a pipeline file; return their paths."""
+def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, style: str = "latest") -> list[Path]:
+    """Write the MindData reports of every rank with a pipeline file; return their paths.
+    `style` is the MindSpore version imitated: "latest" (2.x) or "legacy" (1.x)."""
     written = []
     for (rank,) in con.execute("SELECT DISTINCT rank FROM data_op ORDER BY rank").fetchall():
         reports_dir.mkdir(parents=True, exist_ok=True)
-        written.append(_pipeline_raw(con, rank, reports_dir / f"minddata_pipeline_raw_{rank}.csv"))
+        written.append(_pipeline_raw(con, rank, reports_dir / f"minddata_pipeline_raw_{rank}.csv",
+                                     root_usage=0 if style == "legacy" else None))
         summary = _summary(con, rank)
         if summary:
             json_path = reports_dir / f"minddata_pipeline_summary_{rank}.json"
@@ -50,7 +53,7 @@ def _number(value: float | None) -> int | float | None:
     return int(value) if value is not None and float(value).is_integer() else value
 
 
-def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path) -> Path:
+def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path, root_usage: int | None) -> Path:
     rows = _rows(con, """
         SELECT s.op_id, s.op_type, s.num_workers, s.queue_sizes, s.queue_average_size, s.queue_capacity,
                s.queue_usage_rate, o.sampling_interval_ms, s.pipeline_parent_id, s.pipeline_children
@@ -61,8 +64,8 @@ def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path) -> Path
         writer.writerow(_RAW_COLUMNS)
         for row in rows:
             usage = row["queue_usage_rate"]
-            if usage is None and row["pipeline_parent_id"] is None and row["queue_capacity"] is None:
-                usage = 0  # the root without queue metrics
+            if row["pipeline_parent_id"] is None and row["queue_capacity"] is None:
+                usage = root_usage  # the root without queue metrics
             writer.writerow([row["op_id"], row["op_type"], row["num_workers"],
                              row["queue_sizes"] if row["queue_sizes"] is not None else None,
                              row["queue_average_size"], row["queue_capacity"], usage,

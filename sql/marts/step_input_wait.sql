@@ -4,15 +4,16 @@
 --   wait_source: 'get_next' (data-sink mode: the device's get_next dequeue wait) or 'iterator' (non-sink:
 --     the pipeline time of the dataset iterator, the time the training loop waited for the batch).
 --   wait_ms: that wait.
---   step_ms: the step's length: step_phases.total_ns where the rank has steps, else the time since the
---     previous batch of the same trace (NULL for the first).
+--   step_ms: the step's length: step_phases.total_ns where the rank has steps, else, from the traces, the
+--     time since the previous iterator record (it waited for batch n, then trained) or until the next
+--     get_next dequeue starts (the device dequeues batch n, then computes); NULL at the trace's ends.
 --   wait_share = wait_ms / step_ms.
 --   input_bound: 'highly' (more than 20 % of the step waits for data), 'moderately' (5 % to 20 %) or 'no'
 --     (under 5 %): the thresholds of TensorBoard's input-pipeline analyzer. NULL without step_ms.
 WITH waits AS (
     SELECT rank, batch AS step, trace AS wait_source, coalesce(get_next_wait_ms, pipeline_ms) AS wait_ms,
-           CASE WHEN trace = 'iterator' THEN since_previous_ms
-                ELSE (ts_ns - lag(ts_ns) OVER (PARTITION BY rank, trace ORDER BY batch)) / 1e6 END AS gap_ms
+           CASE WHEN trace = 'iterator' THEN since_previous_ms  -- the loop waited for batch n, then trained
+                ELSE (lead(ts_ns) OVER (PARTITION BY rank, trace ORDER BY batch) - ts_ns) / 1e6 END AS gap_ms
     FROM data_batch_stats
     WHERE trace IN ('get_next', 'iterator') AND coalesce(get_next_wait_ms, pipeline_ms) IS NOT NULL
 ), chosen AS (  -- per rank, the device's get_next wait when there is one
