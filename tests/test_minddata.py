@@ -297,3 +297,16 @@ def test_get_next_queue_in_every_encoding(folder: str, tmp_path: Path):
     rows = query(out, "SELECT batch, get_next_wait_ms, queue_size, queue_empty, ts_ns FROM data_batch_stats "
                       "WHERE trace = 'get_next' ORDER BY batch")
     assert rows == [(n + 1, pytest.approx((e - s) / 1000), q, q == 0, s * 1000) for n, (s, e, q) in enumerate(GET_NEXT)]
+
+
+def test_queue_counts_and_host_cpu(tmp_path: Path):
+    out = run(SINK / "ascend", tmp_path / "out").output
+    assert query(out, "SELECT queue, batches, empty_batches, full_batches, capacity FROM data_queue_stats ORDER BY queue") == \
+        [("device_queue", 10, 7, 0, 32), ("get_next", 4, 2, 0, None)]
+    assert query(out, "SELECT count(*) FROM data_findings WHERE rule = 'cpu_usage'") == [(0,)]  # 59 % on average
+    cpu = json.loads((SINK / "ascend" / "minddata_cpu_utilization_0.json").read_text())
+    cpu["device_info"]["user_utilization"] = [80, 82, 84, 86, 88]  # + 5 % sys: 89 % on average
+    folder = _logs(tmp_path / "busy", pipeline=(SINK / "ascend" / "pipeline_profiling_0.json").read_text(),
+                   **{"minddata_cpu_utilization_0.json": json.dumps(cpu)})
+    (finding,), = query(run(folder, tmp_path / "busy_out").output, "SELECT finding FROM data_findings WHERE rule = 'cpu_usage'")
+    assert finding == "The host CPU was 89.0% busy on average (over 80%) while the pipeline ran."

@@ -4,7 +4,8 @@
 --     or 'profpipe' (the slowest stage, below).
 --   rule: cpu_high / cpu_low (per-worker CPU of an op), queue_leaf / queue_device / queue_internal (queue
 --     rules), bottleneck (MindSpore's single bottleneck op), queue_usage (MindInsight's queue-usage rule),
---     device_queue (MindInsight's device-queue status), rules_skipped (why MindSpore's CPU rules could not run),
+--     device_queue (MindInsight's device-queue status), cpu_usage (MindInsight: the host's CPU busier than 80 %
+--     on average over the device-level samples), rules_skipped (why MindSpore's CPU rules could not run),
 --     slowest_op (profpipe: the op whose input queue is fullest compared with its output queue, by more
 --     than 50 points; a source op's input counts as 100 % full. MindSpore's single bottleneck names the
 --     op closest to the root that looks idle, which in a pipeline held back by a slow map is the Batch
@@ -19,7 +20,7 @@
 -- with its input queue used < 10 % or output minus input usage > 50 points. Ops that run one thread
 -- (Barrier, Concat, EpochCtrl, Rename, Repeat, Shuffle, Skip, Take, Zip) are exempt, Batch from the
 -- queue rules, DeviceQueue from the bottleneck walk. MindInsight: usage 0.8 / 0.6 (queue_usage), 30 %
--- empty batches (device_queue). MindSpore runs its CPU rules only when the pipeline and CPU files list as
+-- empty batches (device_queue), 80 % CPU (cpu_usage). MindSpore runs its CPU rules only when the pipeline and CPU files list as
 -- many ops; ops without CPU samples get no CPU finding (MindSpore would count them as -1 %).
 WITH ops AS (
     SELECT *, op_name || '(id=' || op_id || ')' AS op,
@@ -106,20 +107,13 @@ WITH ops AS (
            'Leaf op ' || op || '''s output queue is only ' || round(100 * usage, 2) || '% full: reading the data is slow.',
            'Increase num_parallel_workers of ' || op || ' or use faster storage / a lighter format.'
     FROM tree WHERE NOT is_root AND is_leaf AND usage < 0.6 AND rank NOT IN (SELECT rank FROM fast_ranks)
-), queue_counts AS (  -- device queue (device_queue trace preferred, else the iterator) and get_next queue per rank
-    SELECT rank,
-           coalesce(count(*) FILTER (WHERE trace = 'device_queue'), 0) AS device_batches,
-           count(*) FILTER (WHERE trace = 'device_queue' AND queue_empty) AS device_empty,
-           count(*) FILTER (WHERE trace = 'iterator') AS iterator_batches,
-           count(*) FILTER (WHERE trace = 'iterator' AND queue_empty) AS iterator_empty,
-           count(*) FILTER (WHERE trace = 'get_next') AS get_next_batches,
-           count(*) FILTER (WHERE trace = 'get_next' AND queue_empty) AS get_next_empty
-    FROM data_batch_stats WHERE queue_size IS NOT NULL GROUP BY rank
-), device_status AS (
-    SELECT rank, CASE WHEN device_batches > 0 THEN device_empty ELSE iterator_empty END AS empty,
-           CASE WHEN device_batches > 0 THEN device_batches ELSE iterator_batches END AS batches,
-           get_next_batches, get_next_empty
-    FROM queue_counts
+), device_status AS (  -- the host queue (device_queue trace preferred, else the iterator) and the get_next queue
+    SELECT r.rank, coalesce(d.empty_batches, i.empty_batches) AS empty, coalesce(d.batches, i.batches) AS batches,
+           coalesce(g.batches, 0) AS get_next_batches, coalesce(g.empty_batches, 0) AS get_next_empty
+    FROM (SELECT DISTINCT rank FROM data_queue_stats) r
+    LEFT JOIN data_queue_stats d ON d.rank = r.rank AND d.queue = 'device_queue'
+    LEFT JOIN data_queue_stats i ON i.rank = r.rank AND i.queue = 'iterator'
+    LEFT JOIN data_queue_stats g ON g.rank = r.rank AND g.queue = 'get_next'
 ), profpipe AS (
     SELECT rank, 'slowest_op' AS rule, op_id, op, queue_drop AS value, 50.0 AS threshold,
            CASE WHEN input_op_id IS NULL
@@ -153,6 +147,15 @@ WITH ops AS (
                 WHEN get_next_empty > 0 THEN 'Check host-to-device transfer (sink size, queue capacity, data size per batch).'
                 ELSE 'Look at the training step itself.' END AS suggestion
     FROM device_status WHERE batches > 0
+), mindinsight_cpu AS (  -- MindInsight's CPU proposer: the host's average CPU use over the MindData samples
+    SELECT rank, 'cpu_usage' AS rule, NULL::BIGINT AS op_id, NULL AS op, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS value,
+           80.0 AS threshold,
+           'The host CPU was ' || round(avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)), 1)
+               || '% busy on average (over 80%) while the pipeline ran.' AS finding,
+           'CPU-heavy data processing competes for cores: lower num_parallel_workers of cheap ops, move work off '
+               || 'the host (e.g. to the device) or use a larger host.' AS suggestion
+    FROM data_cpu_sample WHERE scope = 'device' AND user_pct IS NOT NULL
+    GROUP BY rank HAVING avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) > 80
 )
 SELECT rank, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore
 UNION ALL
@@ -161,4 +164,6 @@ UNION ALL
 SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_queue
 UNION ALL
 SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_device
+UNION ALL
+SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_cpu
 ORDER BY rank, analyzer, rule, op_id
