@@ -310,3 +310,29 @@ def test_queue_counts_and_host_cpu(tmp_path: Path):
                    **{"minddata_cpu_utilization_0.json": json.dumps(cpu)})
     (finding,), = query(run(folder, tmp_path / "busy_out").output, "SELECT finding FROM data_findings WHERE rule = 'cpu_usage'")
     assert finding == "The host CPU was 89.0% busy on average (over 80%) while the pipeline ran."
+
+
+def test_device_queue_without_time_stamps(tmp_path: Path):
+    out = run(SINK / "gpu", tmp_path / "out").output
+    assert query(out, "SELECT list(size ORDER BY batch), count(ts_ns), any_value(capacity) FROM queue_sample "
+                      "WHERE queue = 'device_queue'") == [(DEVICE_QUEUE, 0, 32)]
+    assert query(out, "SELECT count(*), count(ts_ns) FROM data_batch_time WHERE trace = 'device_queue'") == [(30, 0)]
+
+
+def test_get_next_file_with_its_header_line(tmp_path: Path):
+    text = (SINK / "ascend" / "minddata_aicpu_0.txt").read_text()
+    folder = _logs(tmp_path / "logs", **{"minddata_aicpu_0.txt": "node_name start_time end_time queue_size\n" + text})
+    out = run(folder, tmp_path / "out").output
+    assert query(out, "SELECT list(queue_size ORDER BY batch) FROM data_batch_stats WHERE trace = 'get_next'") == \
+        [([q for _, _, q in GET_NEXT],)]
+
+
+def test_input_wait_uses_the_step_trace_where_there_is_one(tmp_path: Path):
+    """run_2 has a step trace of one step (its average row, written as step 0 by that MindInsight version, is
+    not a step) and the device's get_next queue: step 1 waits get_next 1, for a step of step_phases' length;
+    later dequeues have no step trace and last until the next dequeue."""
+    out = run(realdata(f"{MI}/run_2/normal_run/profiler"), tmp_path / "out").output
+    assert query(out, "SELECT step, total_ns FROM step_phases") == [(1, 2370905 * 10)]
+    assert query(out, "SELECT step, wait_source, wait_ms, step_ms FROM step_input_wait ORDER BY step") == \
+        [(1, "get_next", 0.001, 23.70905), (2, "get_next", 0.0, 1.306), (3, "get_next", 0.001, None)]
+    assert query(out, "SELECT queue_size, queue_capacity FROM data_batch_stats WHERE trace = 'iterator'") == [(3, 64)]

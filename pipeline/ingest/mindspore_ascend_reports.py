@@ -49,7 +49,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 
 
 def _step_points(path: Path) -> pl.DataFrame:
-    """step_point rows of a step-trace CSV (the '-' average row is MindSpore's, not a step)."""
+    """step_point rows of a step-trace CSV. The average row is MindSpore's, not a step: its step_num is
+    '-', or 0 in older MindInsight files (steps count from 1; MindInsight shows the average as step 0)."""
     try:
         table = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
@@ -60,7 +61,7 @@ def _step_points(path: Path) -> pl.DataFrame:
         raise InputError(path, f"not a MindSpore step-trace CSV (missing columns {missing})", line=1)
     comm = [c.removesuffix("_start_point") for c in table.columns
             if c.endswith("_start_point") and c != "start_point" and f"{c[:-12]}_end_point" in table.columns]
-    table = table.with_row_index("line", offset=2).filter(pl.col("step_num") != "-")
+    table = table.with_row_index("line", offset=2).filter(~pl.col("step_num").is_in(["-", "0"]))
     numbers = [c for c in table.columns if c != "line"]
     parsed = table.with_columns(pl.col(numbers).cast(pl.Int64, strict=False))
     bad = parsed.filter(pl.any_horizontal(pl.col(numbers).is_null()))
