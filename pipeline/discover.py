@@ -1,7 +1,8 @@
 """Stage 1, discover: walk a saved folder read-only and list the sources in it.
 
 A source is one rank's files of one format family. Only the walk happens here: nothing is
-opened beyond its name, and nothing is ever written into the input folder.
+opened beyond its name (except the first bytes of a JSON file whose name does not tell what it
+is: a Kineto trace or not), and nothing is ever written into the input folder.
 """
 from __future__ import annotations
 
@@ -82,6 +83,15 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)
 #: Era F: the files of `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/` that are read, by role.
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view"}
 
+#: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
+#: name (tensorboard_trace_handler writes `<worker>.<ms>.pt.trace.json[.gz]`). Told apart from other
+#: JSON by the first bytes (the only files discover opens); the rank comes from distributedInfo
+#: there, else from the name (`rank-3`, `rank_3`, `worker3`).
+KINETO_SUFFIXES = (".json", ".json.gz")
+_KINETO_HEAD = re.compile(rb'^\s*\{.*"traceEvents"', re.DOTALL)
+_KINETO_HEAD_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)', re.DOTALL)
+_KINETO_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
                          "task_desc_bin", "aicpu")
@@ -130,6 +140,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     ascend: dict[tuple[Path, int], Source] = {}
     reports: dict[tuple[Path, int], Source] = {}
     minddata: dict[tuple[Path, int], Source] = {}
+    kineto: list[Source] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         directory = Path(dirpath)
@@ -144,13 +155,15 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             else:
                 if not (_add_report_file(reports, directory, filename)
                         or _add_msprof_file(reports, directory, filename)
-                        or _add_minddata_file(minddata, directory, filename)):
+                        or _add_minddata_file(minddata, directory, filename)
+                        or _add_kineto_file(kineto, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
+    found += _number_kineto(kineto)
     found += _attach_minddata(minddata, found)
     for source in found:
         for paths in source.slices.values():
@@ -270,6 +283,29 @@ def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Sourc
         owner.files.update({MINDDATA_ROLE + role: path for role, path in source.files.items()})
         owner.slices.update({MINDDATA_ROLE + role: paths for role, paths in source.slices.items()})
     return alone
+
+
+def _add_kineto_file(kineto: list[Source], directory: Path, filename: str) -> bool:
+    """List a Chrome trace object (Kineto) as its own source; its rank is settled by _number_kineto."""
+    from .ingest.trace_object import read_head  # the one reader helper discover needs: a trace's first bytes
+
+    if not filename.endswith(KINETO_SUFFIXES):
+        return False
+    head = read_head(directory / filename)
+    if not _KINETO_HEAD.match(head):
+        return False
+    match = _KINETO_HEAD_RANK.search(head) or _KINETO_NAME_RANK.search(filename)
+    rank = int(match.group(1)) if match else -1
+    kineto.append(Source(family="kineto", layout="kineto", rank=rank, device_id=max(rank, 0),
+                         directory=directory, files={"trace": directory / filename}))
+    return True
+
+
+def _number_kineto(kineto: list[Source]) -> list[Source]:
+    """A lone trace without a rank is rank 0; among several, one without a rank keeps -1 (its reader says so)."""
+    if len(kineto) == 1 and kineto[0].rank < 0:
+        kineto[0].rank = 0
+    return kineto
 
 
 def _hccl_trace_order(path: Path) -> tuple[str, int]:

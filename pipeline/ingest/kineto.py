@@ -1,0 +1,173 @@
+"""Stage 2, ingest: PyTorch profiler (Kineto) Chrome-trace JSON -> host_op, host_api, device_exec, step_point.
+
+One source is one trace file (`*.pt.trace.json[.gz]` or any Chrome trace object with
+`traceEvents`; shared/reference/formats-gpu.md, family B). The event array is streamed into
+DuckDB (trace_object) and mapped by category, across the schema generations:
+
+* `cpu_op` / `user_annotation` (2021: `Operator`) -> host_op (side Host, with category and
+  External id);
+* `cuda_runtime` / `cuda_driver` (2021: `Runtime`) -> host_api (the launching call, correlation id);
+* `kernel`, `gpu_memcpy`, `gpu_memset`, `cuda_sync` (2021: `Kernel`, `Memcpy`, `Memset`) ->
+  device_exec (stream, correlation, External id, device), with the op the trace itself links:
+  the host op carrying the same External id (Kineto's external correlation);
+* `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
+  after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
+
+Times: `ts` and `dur` are µs, with ns fractions in newer traces, read as exact decimals; with
+`baseTimeNanoseconds` they are relative to it. The clock is the Unix epoch (Kineto converts CUPTI
+times to the host clock). Events without a duration, or with a negative one, are counted in a
+warning and left out.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+
+from ..discover import Source
+from ..errors import InputError
+from .binary_records import Warn
+from .trace_object import event_stream
+
+_COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
+           "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON'}"
+
+#: Categories by role, every schema generation (2021 names capitalized).
+HOST_OP_CATS = ("cpu_op", "user_annotation", "Operator")
+HOST_API_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+DEVICE_KINDS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+                "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
+
+_EVENTS_SQL = """
+SELECT name, cat, pid, tid, args,
+       round(ts::DECIMAL(24, 6) * 1000)::BIGINT + $base_ns AS start_ns,
+       round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns,
+       coalesce(args->>'$."External id"', args->>'$."external id"')::BIGINT AS external_id,
+       (args->>'$.correlation')::BIGINT AS correlation
+FROM read_json($path, format = 'array', columns = __COLUMNS__, maximum_object_size = 268435456)
+WHERE ph = 'X'
+""".replace("__COLUMNS__", _COLUMNS)
+
+_HOST_OP_SQL = f"""
+SELECT 'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
+       CASE cat WHEN 'Operator' THEN CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE 'cpu_op' END
+                ELSE cat END AS category,
+       external_id
+FROM events WHERE cat IN {HOST_OP_CATS}
+ORDER BY start_ns
+"""
+
+_HOST_API_SQL = f"""
+SELECT try_cast(tid AS BIGINT) AS tid, name, CASE cat WHEN 'Runtime' THEN 'cuda_runtime' ELSE cat END AS category,
+       correlation, external_id, start_ns, dur_ns
+FROM events WHERE cat IN {HOST_API_CATS}
+ORDER BY start_ns
+"""
+
+_DEVICE_EXEC_SQL = f"""
+WITH kinds AS (
+    SELECT * FROM (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind)
+), ops AS (  -- the host op of each External id (the innermost where several carry it)
+    SELECT external_id, arg_min(name, dur_ns) AS op_name
+    FROM events WHERE cat IN {HOST_OP_CATS} AND external_id IS NOT NULL
+    GROUP BY external_id
+)
+SELECT coalesce(try_cast(e.args->>'$.stream' AS BIGINT), try_cast(e.tid AS BIGINT),
+                try_cast(regexp_extract(e.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
+       k.kind, e.name, e.correlation, NULL::BIGINT AS task_id, o.op_name, e.start_ns, e.dur_ns,
+       e.external_id, coalesce(try_cast(e.args->>'$.device' AS BIGINT), try_cast(e.pid AS BIGINT)) AS device_id
+FROM events e JOIN kinds k USING (cat)
+LEFT JOIN ops o USING (external_id)
+ORDER BY e.start_ns
+"""
+
+#: Steps from ProfilerStep#N. FP point: the first op autograd recorded (it has a Sequence number; else
+#: the first cpu_op) that starts after the step's DataLoader annotations (`enumerate(DataLoader)...`)
+#: end; BP point: where the step's last autograd engine event (`autograd::engine::evaluate_function:
+#: ...`) ends; no BP point without one (inference, or 2021 traces that lack those events).
+_STEP_POINT_SQL = f"""
+WITH steps AS (
+    SELECT DISTINCT regexp_extract(name, '#(\\d+)', 1)::BIGINT AS step, start_ns, start_ns + dur_ns AS end_ns
+    FROM events WHERE name LIKE 'ProfilerStep#%'
+), loading AS (
+    SELECT s.step, max(e.start_ns + e.dur_ns) AS loaded_ns
+    FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
+    WHERE e.name LIKE 'enumerate(DataLoader)%'
+    GROUP BY s.step
+), forward AS (  -- prefer ops autograd recorded (they carry a Sequence number): the model's forward
+    SELECT step, coalesce(arg_min(name, start_ns) FILTER (WHERE recorded), arg_min(name, start_ns)) AS op_name,
+           coalesce(min(start_ns) FILTER (WHERE recorded), min(start_ns)) AS ts_ns
+    FROM (SELECT s.step, e.name, e.start_ns,
+                 e.args->>'$."Sequence number"' IS NOT NULL AND e.name NOT LIKE 'autograd::%' AS recorded
+          FROM steps s LEFT JOIN loading l USING (step)
+          JOIN events e ON e.start_ns >= greatest(s.start_ns, coalesce(l.loaded_ns, s.start_ns)) AND e.start_ns < s.end_ns
+          WHERE e.cat IN ('cpu_op', 'Operator') AND e.name NOT LIKE 'ProfilerStep#%')
+    GROUP BY step
+), backward AS (
+    SELECT s.step, arg_max(e.name, e.start_ns + e.dur_ns) AS op_name, max(e.start_ns + e.dur_ns) AS ts_ns
+    FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
+    WHERE e.cat IN {HOST_OP_CATS} AND e.name LIKE 'autograd::engine::evaluate_function:%'
+    GROUP BY s.step
+)
+SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
+      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM forward
+      UNION ALL SELECT step, 'bp_end', op_name, 2, ts_ns FROM backward
+      UNION ALL SELECT step, 'step_end', NULL, 3, end_ns FROM steps)
+ORDER BY step, seq
+"""
+
+
+#: Top-level members kept in run_info.metadata_json (libkineto's INFO/WARNING logs are left out).
+_METADATA_KEYS = ("schemaVersion", "distributedInfo", "deviceProperties", "baseTimeNanoseconds", "traceName",
+                  "cupti_version", "cuda_runtime_version", "cuda_driver_version", "record_shapes", "profile_memory")
+
+
+def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """Yield the normalized tables of one Kineto trace file."""
+    path = source.files["trace"]
+    if source.rank < 0:
+        raise InputError(path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank in the file "
+                               "name (rank-<n>, worker<n>); name the files by rank")
+    if path.stat().st_size == 0:
+        raise InputError(path, "empty file, expected a PyTorch profiler (Kineto) trace JSON object")
+    with duckdb.connect() as con:
+        parse_error = None
+        with event_stream(path) as stream:  # raises what the feeder met first (not JSON, corrupt gzip)
+            try:
+                # the base is only known from the members around the array: events load relative to 0
+                con.execute("CREATE TABLE raw AS " + _EVENTS_SQL, {"path": str(stream.path), "base_ns": 0})
+            except duckdb.Error as exc:
+                parse_error = str(exc).strip().splitlines()[0]
+        if parse_error:
+            raise InputError(path, f"not a Kineto trace: its events cannot be parsed ({parse_error})")
+        metadata = stream.metadata
+        if stream.truncated_at is not None:
+            warn(f"{path}: the trace is cut short at byte {stream.truncated_at} (uncompressed): its complete events "
+                 "are read, the incomplete last one is lost")
+        base_ns = int(metadata.get("baseTimeNanoseconds") or 0)
+        bad = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), count(*) FILTER (WHERE dur_ns < 0) "
+                          "FROM raw").fetchall()[0]
+        if any(bad):
+            warn(f"{path}: {bad[0]} complete events without a duration and {bad[1]} with a negative one are left out")
+        con.execute("CREATE TABLE events AS SELECT * REPLACE (start_ns + $base AS start_ns) FROM raw "
+                    "WHERE dur_ns >= 0", {"base": base_ns})
+        tables = {"host_op": _HOST_OP_SQL, "host_api": _HOST_API_SQL, "device_exec": _DEVICE_EXEC_SQL,
+                  "step_point": _STEP_POINT_SQL}
+        rows = {name: con.sql(sql).to_arrow_table() for name, sql in tables.items()}
+    yield "run_info", _run_info(source, metadata, rows["device_exec"].num_rows > 0)
+    for name, table in rows.items():
+        if table.num_rows:
+            yield name, table.append_column("rank", pa.array([source.rank] * table.num_rows, pa.int32()))
+
+
+def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:
+    kept = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
+    return pa.table({
+        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
+        "device_type": ["gpu" if has_device else "cpu"], "framework": ["pytorch"], "layout": ["kineto"],
+        "source_dir": [str(source.directory)], "clock": ["unix_epoch"],
+        "metadata_json": [json.dumps(kept)],
+    })

@@ -1,0 +1,199 @@
+"""Chrome-trace JSON objects (`{..., "traceEvents": [...], ...}`, plain or gzip) streamed into DuckDB.
+
+Kineto and Paddle write one JSON object per trace whose `traceEvents` array holds every event;
+DuckDB's JSON reader parses a top-level array column-wise and in parallel, but an object only
+whole. So a feeder thread streams the bytes of the array alone through a named pipe that
+DuckDB reads as an array file: memory stays at DuckDB's read buffers, whatever the trace size, and
+gzip is inflated on the way. The members before the array (schemaVersion, deviceProperties,
+distributedInfo, ...) and after it (traceName, baseTimeNanoseconds, ...) are parsed as the
+trace's metadata. A trace cut short (a crashed job) is closed after its last complete event,
+and `truncated_at` says where the rest was lost.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import InputError
+
+_CHUNK = 4 << 20
+#: The members before the array must fit here (deviceProperties of many GPUs is a few KiB).
+_HEAD_LIMIT = 64 << 20
+#: Bytes held back until the end, where the array's closing bracket is looked for (the members after
+#: the array, such as libkineto's log lines, must fit).
+_TAIL = 8 << 20
+_ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_ARRAY_CLOSE = re.compile(rb"[}\[]\s*\]")
+
+
+@dataclass
+class TraceStream:
+    """A trace's event array as a pipe DuckDB reads, and what was learnt once it was read."""
+
+    path: Path
+    source: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+    truncated_at: int | None = None
+    error: InputError | None = None
+
+
+def open_trace(path: Path) -> BinaryIO:
+    """The trace's bytes: gzip-inflated for `.gz` files."""
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_head(path: Path, size: int = 65536) -> bytes:
+    """The first `size` bytes of the trace (inflated); b"" when they cannot be read."""
+    try:
+        with open_trace(path) as handle:
+            return handle.read(size)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+@contextmanager
+def event_stream(path: Path) -> Iterator[TraceStream]:
+    """Yield a TraceStream whose `path` is a named pipe carrying the `traceEvents` array of `path`.
+
+    Read the pipe once, inside the block. On leaving, `metadata`, `truncated_at` and `error` are set;
+    a feeder error (not JSON, no traceEvents, corrupt gzip) is raised as InputError.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="profpipe-trace-"))
+    fifo = folder / "events.json"
+    os.mkfifo(fifo)
+    stream = TraceStream(fifo, path)
+    stop = threading.Event()
+    feeder = threading.Thread(target=_feed, args=(stream, stop), daemon=True)
+    feeder.start()
+    try:
+        yield stream
+    finally:
+        stop.set()
+        _drain(fifo, feeder)
+        fifo.unlink()
+        folder.rmdir()
+    if stream.error:
+        raise stream.error
+
+
+def _drain(fifo: Path, feeder: threading.Thread) -> None:
+    """Unblock a feeder still writing (the reader stopped early, or never opened the pipe)."""
+    if not feeder.is_alive():
+        return
+    descriptor = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while feeder.is_alive():
+            try:
+                if not os.read(descriptor, _CHUNK):
+                    feeder.join(0.01)
+            except BlockingIOError:
+                feeder.join(0.01)
+    finally:
+        os.close(descriptor)
+
+
+def _feed(stream: TraceStream, stop: threading.Event) -> None:
+    out = None
+    try:
+        out = open(stream.path, "wb")
+        with open_trace(stream.source) as handle:
+            _copy_array(stream, handle, out, stop)
+    except InputError as exc:
+        stream.error = exc
+    except (OSError, EOFError, zlib.error) as exc:
+        if not stop.is_set():
+            stream.error = InputError(stream.source, f"cannot be read to the end ({exc})")
+    finally:
+        if out is not None:
+            try:
+                out.close()
+            except OSError:
+                pass
+
+
+def _copy_array(stream: TraceStream, handle: BinaryIO, out: BinaryIO, stop: threading.Event) -> None:
+    head = b""
+    while True:
+        match = _ARRAY_START.search(head)
+        if match:
+            break
+        block = handle.read(_CHUNK)
+        if not block or len(head) > _HEAD_LIMIT:
+            raise InputError(stream.source, "not a Chrome trace JSON object: no \"traceEvents\" array "
+                                            f"in its first {len(head)} bytes")
+        head += block
+    stream.metadata = _members(stream.source, head[:match.start()], 0, before_array=True)
+    offset = match.end() - 1  # of the '[' in the inflated stream
+    pending = head[offset:]
+    while True:
+        block = handle.read(_CHUNK)
+        if not block:
+            break
+        pending += block
+        if len(pending) > 2 * _TAIL:
+            cut = len(pending) - _TAIL
+            if stop.is_set():
+                return
+            out.write(pending[:cut])
+            offset += cut
+            pending = pending[cut:]
+    end, trailer = _array_end(pending)
+    if end is None:
+        boundary = None
+        for boundary in _EVENT_BOUNDARY.finditer(pending):
+            pass
+        if boundary is None:
+            raise InputError(stream.source, "ends before its first complete event (truncated?)",
+                             offset=offset + len(pending))
+        out.write(pending[:boundary.start() + 1] + b"]")
+        stream.truncated_at = offset + boundary.start() + 1
+        return
+    out.write(pending[:end + 1])
+    stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
+
+
+def _array_end(tail: bytes) -> tuple[int | None, bytes]:
+    """Position of the bracket closing the event array in `tail`, and the members after it.
+
+    The array ends in `}` (its last event) or `[` (no events) then `]`, and what follows is the rest
+    of the top-level object. Members after the array may hold arrays of their own (libkineto's INFO
+    log lines; objects in some producers), so the earliest candidate whose rest parses wins.
+    """
+    for candidate in _ARRAY_CLOSE.finditer(tail):
+        position = candidate.end() - 1
+        rest = tail[position + 1:].strip()
+        if rest == b"}":
+            return position, b""
+        if rest.startswith(b",") and rest.endswith(b"}"):
+            try:
+                if isinstance(json.loads(b"{" + rest[1:]), dict):
+                    return position, rest[1:-1]
+            except ValueError:
+                pass
+    return None, b""
+
+
+def _members(path: Path, text: bytes, offset: int, before_array: bool) -> dict[str, Any]:
+    """The object members in `text` (the part of the top-level object before or after the array)."""
+    body = text.strip()
+    if before_array:
+        if not body.startswith(b"{"):
+            raise InputError(path, "not a Chrome trace JSON object (expected '{' at its start)", offset=offset)
+        body = body[1:].strip().rstrip(b",")
+    try:
+        members = json.loads(b"{" + body + b"}")
+    except ValueError as exc:
+        raise InputError(path, f"the members {'before' if before_array else 'after'} traceEvents are not JSON ({exc})",
+                         offset=offset) from None
+    return members
