@@ -84,10 +84,11 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view"}
 
 #: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
-#: name (tensorboard_trace_handler writes `<worker>.<ms>.pt.trace.json[.gz]`). Told apart from other
-#: JSON by the first bytes (the only files discover opens); the rank comes from distributedInfo
-#: there, else from the name (`rank-3`, `rank_3`, `worker3`).
+#: name (tensorboard_trace_handler writes `<worker>.<ms>.pt.trace.json[.gz]`, a trace whatever is in
+#: it). Other JSON is told apart by its first bytes (the only files discover opens); the rank comes
+#: from distributedInfo there, else from the name (`rank-3`, `rank_3`, `worker3`).
 KINETO_SUFFIXES = (".json", ".json.gz")
+KINETO_NAMED = (".pt.trace.json", ".pt.trace.json.gz")  # a trace by its name, whatever is in it
 _KINETO_HEAD = re.compile(rb'^\s*\{.*"traceEvents"', re.DOTALL)
 _KINETO_HEAD_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)', re.DOTALL)
 _KINETO_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -292,7 +293,7 @@ def _add_kineto_file(kineto: list[Source], directory: Path, filename: str) -> bo
     if not filename.endswith(KINETO_SUFFIXES):
         return False
     head = read_head(directory / filename)
-    if not _KINETO_HEAD.match(head):
+    if not (filename.endswith(KINETO_NAMED) or _KINETO_HEAD.match(head)):
         return False
     match = _KINETO_HEAD_RANK.search(head) or _KINETO_NAME_RANK.search(filename)
     rank = int(match.group(1)) if match else -1

@@ -105,13 +105,14 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
-                            "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, and raw "
-                            "Ascend hwts, training_trace, ts_track, Framework and AICPU files)")
+                            "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
+                            "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
+                            "exports, MindData logs and PyTorch profiler traces)")
     timings["discover"] = time.perf_counter() - started
 
     with staged_output(output) as tmp:
         started = time.perf_counter()
-        part_dirs, skipped = _ingest(sources, tmp / "parts", strict, reporter, warnings.append)
+        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", strict, reporter, warnings.append)
         if not part_dirs:
             raise ProfpipeError("every source failed to read:\n" +
                                 "\n".join(f"  {s['error']}" for s in skipped))
@@ -158,30 +159,31 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
         _write_manifest(tmp / "manifest.json", path, sources, skipped, warnings, row_counts, timings,
                         indent=2 if pretty else None)
 
-    return RunResult(output=output, ranks=sorted({s.rank for s in sources} - {s["rank"] for s in skipped}),
+    return RunResult(output=output, ranks=ranks_read,
                      skipped=skipped, summary=summary, row_counts=row_counts, timings=timings)
 
 
 def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
-            warn: ingest.Warn) -> tuple[list[Path], list[dict[str, Any]]]:
+            warn: ingest.Warn) -> tuple[list[Path], list[dict[str, Any]], list[int]]:
     """Read every source into its own part folder; a source that fails leaves nothing behind.
+    Returns the part folders, the sources skipped and the ranks read.
 
     Recoverable problems a reader meets (a cut-short last record, unnamed tasks) go to `warn`.
     """
     source_bytes = [sum(p.stat().st_size for _, p in s.all_files()) for s in sources]
     reporter.stage("ingest", sum(source_bytes))
-    part_dirs, skipped, seen_ranks = [], [], set()
+    part_dirs, skipped, read_from = [], [], {}
     for index, source in enumerate(sources):
         part_dir = parts_root / f"source-{index}"
         sink = TableSink(part_dir)
         try:
-            if source.rank in seen_ranks:
-                raise InputError(source.directory, f"rank {source.rank} was already read from another folder")
+            if source.rank in read_from:
+                raise InputError(_location(source), f"rank {source.rank} was already read from {read_from[source.rank]}")
             for table_name, table in ingest.read(source, warn):
                 sink.write(table_name, table)
             sink.close()
             part_dirs.append(part_dir)
-            seen_ranks.add(source.rank)
+            read_from[source.rank] = _location(source)
         except (InputError, SchemaError, OSError) as exc:
             if isinstance(exc, OSError):
                 exc = InputError(exc.filename or source.directory, exc.strerror or str(exc))
@@ -191,7 +193,13 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
                 raise exc from None
             skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(exc)})
         reporter.advance(source_bytes[index])
-    return part_dirs, skipped
+    return part_dirs, skipped, sorted(read_from)
+
+
+def _location(source: Source) -> Path:
+    """Where a source was read from: its one file, else its folder."""
+    files = source.all_files()
+    return files[0][1] if len(files) == 1 else source.directory
 
 
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],

@@ -1,0 +1,195 @@
+"""PyTorch profiler (Kineto) traces: streaming reader, mapping to the tables, correlations, steps, bad input.
+
+Oracle: the trace files themselves, read here with Python's json (fixtures/kineto from
+fixtures/generators/kineto.py; HolisticTraceAnalysis' and Kineto's real traces in ../shared/realdata).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
+from pipeline.errors import InputError
+
+KINETO = FIXTURES / "kineto"
+BASE_NS = 1_727_740_800_000_000_000
+HTA = "HolisticTraceAnalysis/tests/data"
+
+
+def _load(path: Path) -> dict:
+    with (gzip.open(path) if path.suffix == ".gz" else open(path, "rb")) as handle:
+        return json.load(handle)
+
+
+def _ns(value: float) -> int:
+    return round(value * 1000)
+
+
+def _kernel_totals(trace: dict, base: int = 0) -> dict[str, tuple[int, int]]:
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for event in trace["traceEvents"]:
+        if event.get("ph") == "X" and event.get("cat") in ("kernel", "Kernel"):
+            totals[event["name"]][0] += 1
+            totals[event["name"]][1] += _ns(event["dur"])
+    return {name: tuple(v) for name, v in totals.items()}
+
+
+def test_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("kineto.py", KINETO, tmp_path)
+
+
+def test_current_schema_tables_equal_the_trace(tmp_path: Path):
+    out = run(KINETO / "current", tmp_path / "out").output
+    for rank, name in ((0, "rank-0.pt.trace.json"), (1, "rank-1.pt.trace.json.gz")):
+        trace = _load(KINETO / "current" / name)
+        events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        kernels = query(out, f"SELECT name, count(*), sum(dur_ns) FROM device_exec WHERE rank = {rank} AND kind = 'kernel' "
+                             "GROUP BY name")
+        assert {n: (c, int(s)) for n, c, s in kernels} == _kernel_totals(trace)
+        stats = query(out, f"SELECT name, instances, total_ns FROM kernel_stats WHERE rank = {rank}")
+        assert {n: (c, t) for n, c, t in stats} == _kernel_totals(trace)
+        by_cat = defaultdict(int)
+        for event in events:
+            by_cat[event["cat"]] += 1
+        assert query(out, f"SELECT count(*) FROM host_op WHERE rank = {rank}")[0][0] == by_cat["cpu_op"] + by_cat["user_annotation"]
+        assert query(out, f"SELECT count(*) FROM host_api WHERE rank = {rank}")[0][0] == by_cat["cuda_runtime"]
+        assert dict(query(out, f"SELECT kind, count(*) FROM device_exec WHERE rank = {rank} GROUP BY kind")) == \
+            {"kernel": by_cat["kernel"], "memcpy": by_cat["gpu_memcpy"], "memset": by_cat["gpu_memset"]}
+        first = min((e for e in events if e["cat"] == "kernel"), key=lambda e: e["ts"])
+        assert query(out, f"SELECT min(start_ns) FROM device_exec WHERE rank = {rank} AND kind = 'kernel'")[0][0] == \
+            BASE_NS + _ns(first["ts"])
+
+
+def test_kernels_know_the_op_that_launched_them(tmp_path: Path):
+    """Kineto's external correlation: a kernel's External id is the one of the op it was launched in;
+    its runtime call shares its correlation id."""
+    out = run(KINETO / "current", tmp_path / "out").output
+    trace = _load(KINETO / "current" / "rank-0.pt.trace.json")
+    ops = {e["args"]["External id"]: e["name"] for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}
+    launches = {e["args"]["correlation"]: e["name"] for e in trace["traceEvents"] if e.get("cat") == "cuda_runtime"}
+    expected = sorted((e["name"], ops[e["args"]["External id"]], launches[e["args"]["correlation"]])
+                      for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    got = query(out, "SELECT d.name, d.op_name, a.name FROM device_exec d JOIN host_api a USING (rank, correlation) "
+                     "WHERE rank = 0 ORDER BY 1, 2, 3")
+    assert got == expected
+    assert query(out, "SELECT DISTINCT op_attribution FROM stg_device_exec") == [("source",)]
+
+
+def test_steps_and_their_fp_bp_points(tmp_path: Path):
+    """Per step (fixtures/generators/kineto.py): the DataLoader annotation ends at 1.0 ms, aten::to copies the
+    batch, aten::linear (the first op autograd records) starts at 2.0 ms, the backward engine event ends at
+    6.0 ms, the step at 10 ms: gap 2.0, fp+bp 4.0, tail 4.0 ms."""
+    out = run(KINETO / "current", tmp_path / "out").output
+    rows = query(out, "SELECT rank, step, iteration_interval_ns, fp_and_bp_ns, tail_ns, fp_op, bp_op FROM step_phases "
+                      "ORDER BY rank, step")
+    assert rows == [(rank, step, 2_000_000, 4_000_000, 4_000_000, "aten::linear",
+                     "autograd::engine::evaluate_function: AddmmBackward0") for rank in (0, 1) for step in (1, 2)]
+
+
+def test_2021_schema(tmp_path: Path):
+    """Operator / Runtime / Kernel / Memcpy / Memset, lower-case 'external id', absolute µs, no distributedInfo:
+    a lone trace is rank 0."""
+    out = run(KINETO / "v2021", tmp_path / "out").output
+    trace = _load(KINETO / "v2021" / "worker0.pt.trace.json")
+    assert query(out, "SELECT rank, layout, clock FROM run_info") == [(0, "kineto", "unix_epoch")]
+    assert {n: (c, int(t)) for n, c, t in query(out, "SELECT name, count(*), sum(dur_ns) FROM device_exec "
+                                                      "WHERE kind = 'kernel' GROUP BY name")} == _kernel_totals(trace)
+    assert query(out, "SELECT count(*) FROM device_exec WHERE op_name IS NULL") == [(0,)]
+    assert query(out, "SELECT DISTINCT stream_id FROM device_exec") == [(7,)]
+    assert query(out, "SELECT count(*) FROM step_phases") == [(2,)]
+
+
+def test_rank_from_the_file_name_and_a_missing_rank_named(tmp_path: Path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    trace = _load(KINETO / "v2021" / "worker0.pt.trace.json")
+    (folder / "trainer-rank_3.json").write_text(json.dumps(trace))
+    (folder / "trainer.json").write_text(json.dumps(trace))
+    result = run(folder, tmp_path / "out")
+    assert result.ranks == [3]
+    assert [s["error"] for s in result.skipped] == [
+        f"{folder / 'trainer.json'}: cannot tell its rank: no distributedInfo.rank in the trace and no rank in the "
+        "file name (rank-<n>, worker<n>); name the files by rank"]
+
+
+# --- bad input -------------------------------------------------------------------------------------
+
+def _bad(tmp_path: Path, text: bytes, name: str = "rank-0.pt.trace.json") -> Path:
+    folder = tmp_path / "bad"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(text)
+    return folder
+
+
+def test_truncated_trace_keeps_its_complete_events(tmp_path: Path):
+    """A crashed job: the file stops inside an event. The events before it are read; the warning says where."""
+    text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()
+    cut = text.index(b'"cat": "kernel"', len(text) // 2)  # inside a kernel event
+    result = run(_bad(tmp_path, text[:cut]), tmp_path / "out")
+    complete = json.loads(text[:text.rindex(b"}", 0, text.rindex(b"{", 0, cut)) + 1].decode()
+                          .split('"traceEvents": ', 1)[1] + "]")
+    kernels = sum(1 for e in complete if e.get("cat") == "kernel")
+    assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(kernels,)]
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any("the trace is cut short at byte" in w and "incomplete last one is lost" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("mangle, message", [
+    (lambda t: b"", "empty file"),
+    (lambda t: b"{\"schemaVersion\": 1}\n", "no \"traceEvents\" array"),
+    (lambda t: t.replace(b'"traceEvents": [', b'"traceEvents": [\n  {"ph": "X", "cat": "cpu_op"},,', 1),
+     "its events cannot be parsed"),
+    (lambda t: gzip.compress(t)[:400], "cannot be read to the end"),
+])
+def test_broken_traces_are_named(mangle, message: str, tmp_path: Path):
+    text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()
+    name = "rank-0.pt.trace.json.gz" if message == "cannot be read to the end" else "rank-0.pt.trace.json"
+    folder = _bad(tmp_path, mangle(text), name)
+    with pytest.raises(InputError, match=message) as error:
+        run(folder, tmp_path / "out", strict=True)
+    assert str(folder / name) in str(error.value)
+
+
+def test_events_without_or_with_negative_durations_are_counted(tmp_path: Path):
+    trace = _load(KINETO / "current" / "rank-0.pt.trace.json")
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    del kernels[0]["dur"]
+    kernels[1]["dur"] = -5
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any("1 complete events without a duration and 1 with a negative one are left out" in w for w in warnings)
+    assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(len(kernels) - 2,)]
+
+
+# --- real traces -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("relative", [
+    f"{HTA}/trace_filter", f"{HTA}/nccl_parser_config", f"{HTA}/ns_resolution_trace",
+    "kineto/tb_plugin/samples/resnet50_num_workers_4"])
+def test_real_traces_kernel_totals(relative: str, tmp_path: Path):
+    folder = realdata(relative)
+    work = tmp_path / "in"
+    shutil.copytree(folder, work)
+    files = sorted(p for p in work.iterdir() if p.name.endswith((".json", ".json.gz")))
+    result = run(work, tmp_path / "out")
+    if len(files) > len(result.ranks):  # several profiling cycles of one rank: the first is read
+        assert [s["error"] for s in result.skipped] == [
+            f"{path}: rank 0 was already read from {files[0]}" for path in files[1:]]
+    for path in files if len(files) == len(result.ranks) else files[:1]:
+        trace = _load(path)
+        rank = (trace.get("distributedInfo") or {}).get("rank", 0)
+        base = int(trace.get("baseTimeNanoseconds") or 0)
+        got = query(result.output, f"SELECT name, count(*), sum(dur_ns) FROM device_exec WHERE rank = {rank} "
+                                   "AND kind = 'kernel' GROUP BY name")
+        assert {n: (c, int(t)) for n, c, t in got} == _kernel_totals(trace, base)
+
+
+def test_real_trace_fp_point_is_the_first_forward_op(tmp_path: Path):
+    result = run(realdata(f"{HTA}/ns_resolution_trace"), tmp_path / "out")
+    assert query(result.output, "SELECT DISTINCT fp_op FROM step_phases") == [("aten::conv2d",)]
+    assert query(result.output, "SELECT count(*) FROM step_phases") == [(5,)]
