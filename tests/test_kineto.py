@@ -193,3 +193,8 @@ def test_real_trace_fp_point_is_the_first_forward_op(tmp_path: Path):
     result = run(realdata(f"{HTA}/ns_resolution_trace"), tmp_path / "out")
     assert query(result.output, "SELECT DISTINCT fp_op FROM step_phases") == [("aten::conv2d",)]
     assert query(result.output, "SELECT count(*) FROM step_phases") == [(5,)]
+
+
+def test_fp_point_override(tmp_path: Path):
+    out = run(KINETO / "current", tmp_path / "out", fp_op="aten::relu").output
+    assert set(query(out, "SELECT iteration_interval_ns, fp_op FROM step_phases")) == {(3_100_000, "aten::relu")}
