@@ -14,14 +14,18 @@ DuckDB (trace_object) and mapped by category, across the schema generations:
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
 Times: `ts` and `dur` are µs, with ns fractions in newer traces, read as exact decimals; with
-`baseTimeNanoseconds` they are relative to it. The clock is the Unix epoch (Kineto converts CUPTI
+`baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database under
+$TMPDIR (with the copied event array: about the trace's uncompressed size on disk), held to
+MEMORY_LIMIT in memory, and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
 times to the host clock). Events without a duration, or with a negative one, are counted in a
 warning and left out.
 """
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -29,7 +33,11 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
-from .trace_object import event_stream
+from .trace_object import event_array
+
+#: DuckDB's memory for one trace; beyond it the events spill to the scratch database on disk.
+MEMORY_LIMIT = "2GB"
+_BATCH_ROWS = 1 << 20
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
            "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON'}"
@@ -40,14 +48,18 @@ HOST_API_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 DEVICE_KINDS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
                 "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
 
+#: Complete events with the args the tables need, parsed once per event; the args JSON is not kept.
 _EVENTS_SQL = """
-SELECT name, cat, pid, tid, args,
-       round(ts::DECIMAL(24, 6) * 1000)::BIGINT + $base_ns AS start_ns,
-       round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns,
-       coalesce(args->>'$."External id"', args->>'$."external id"')::BIGINT AS external_id,
-       (args->>'$.correlation')::BIGINT AS correlation
-FROM read_json($path, format = 'array', columns = __COLUMNS__, maximum_object_size = 268435456)
-WHERE ph = 'X'
+SELECT name, cat, pid, tid, start_ns, dur_ns,
+       coalesce(a[1], a[2])::BIGINT AS external_id, a[3]::BIGINT AS correlation,
+       try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence
+FROM (SELECT name, cat, pid, tid,
+             round(ts::DECIMAL(24, 6) * 1000)::BIGINT + $base_ns AS start_ns,
+             round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns,
+             json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
+                                        '$.device', '$."Sequence number"']) AS a
+      FROM read_json($path, format = 'array', columns = __COLUMNS__)
+      WHERE ph = 'X')
 """.replace("__COLUMNS__", _COLUMNS)
 
 _HOST_OP_SQL = f"""
@@ -74,10 +86,10 @@ WITH kinds AS (
     FROM events WHERE cat IN {HOST_OP_CATS} AND external_id IS NOT NULL
     GROUP BY external_id
 )
-SELECT coalesce(try_cast(e.args->>'$.stream' AS BIGINT), try_cast(e.tid AS BIGINT),
+SELECT coalesce(e.stream, try_cast(e.tid AS BIGINT),
                 try_cast(regexp_extract(e.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
        k.kind, e.name, e.correlation, NULL::BIGINT AS task_id, o.op_name, e.start_ns, e.dur_ns,
-       e.external_id, coalesce(try_cast(e.args->>'$.device' AS BIGINT), try_cast(e.pid AS BIGINT)) AS device_id
+       e.external_id, coalesce(e.device, try_cast(e.pid AS BIGINT)) AS device_id
 FROM events e JOIN kinds k USING (cat)
 LEFT JOIN ops o USING (external_id)
 ORDER BY e.start_ns
@@ -100,7 +112,7 @@ WITH steps AS (
     SELECT step, coalesce(arg_min(name, start_ns) FILTER (WHERE recorded), arg_min(name, start_ns)) AS op_name,
            coalesce(min(start_ns) FILTER (WHERE recorded), min(start_ns)) AS ts_ns
     FROM (SELECT s.step, e.name, e.start_ns,
-                 e.args->>'$."Sequence number"' IS NOT NULL AND e.name NOT LIKE 'autograd::%' AS recorded
+                 e.has_sequence AND e.name NOT LIKE 'autograd::%' AS recorded
           FROM steps s LEFT JOIN loading l USING (step)
           JOIN events e ON e.start_ns >= greatest(s.start_ns, coalesce(l.loaded_ns, s.start_ns)) AND e.start_ns < s.end_ns
           WHERE e.cat IN ('cpu_op', 'Operator') AND e.name NOT LIKE 'ProfilerStep#%')
@@ -133,34 +145,34 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                                "name (rank-<n>, worker<n>); name the files by rank")
     if path.stat().st_size == 0:
         raise InputError(path, "empty file, expected a PyTorch profiler (Kineto) trace JSON object")
-    with duckdb.connect() as con:
-        parse_error = None
-        with event_stream(path) as stream:  # raises what the feeder met first (not JSON, corrupt gzip)
-            try:
-                # the base is only known from the members around the array: events load relative to 0
-                con.execute("CREATE TABLE raw AS " + _EVENTS_SQL, {"path": str(stream.path), "base_ns": 0})
-            except duckdb.Error as exc:
-                parse_error = str(exc).strip().splitlines()[0]
-        if parse_error:
-            raise InputError(path, f"not a Kineto trace: its events cannot be parsed ({parse_error})")
-        metadata = stream.metadata
-        if stream.truncated_at is not None:
-            warn(f"{path}: the trace is cut short at byte {stream.truncated_at} (uncompressed): its complete events "
-                 "are read, the incomplete last one is lost")
-        base_ns = int(metadata.get("baseTimeNanoseconds") or 0)
-        bad = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), count(*) FILTER (WHERE dur_ns < 0) "
-                          "FROM raw").fetchall()[0]
-        if any(bad):
-            warn(f"{path}: {bad[0]} complete events without a duration and {bad[1]} with a negative one are left out")
-        con.execute("CREATE TABLE events AS SELECT * REPLACE (start_ns + $base AS start_ns) FROM raw "
-                    "WHERE dur_ns >= 0", {"base": base_ns})
-        tables = {"host_op": _HOST_OP_SQL, "host_api": _HOST_API_SQL, "device_exec": _DEVICE_EXEC_SQL,
-                  "step_point": _STEP_POINT_SQL}
-        rows = {name: con.sql(sql).to_arrow_table() for name, sql in tables.items()}
-    yield "run_info", _run_info(source, metadata, rows["device_exec"].num_rows > 0)
-    for name, table in rows.items():
-        if table.num_rows:
-            yield name, table.append_column("rank", pa.array([source.rank] * table.num_rows, pa.int32()))
+    with tempfile.TemporaryDirectory(prefix="profpipe-kineto-") as scratch:
+        # a database file, so that DuckDB can spill the events of a trace larger than its memory limit
+        with duckdb.connect(str(Path(scratch) / "events.duckdb")) as con:
+            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            with event_array(path, Path(scratch)) as array:
+                try:
+                    con.execute("CREATE TABLE events AS " + _EVENTS_SQL,
+                                {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0)})
+                except duckdb.Error as exc:
+                    raise InputError(path, "not a Kineto trace: its events cannot be parsed "
+                                           f"({str(exc).strip().splitlines()[0]})") from None
+            if array.truncated_at is not None:
+                warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
+                     "are read, the incomplete last one is lost")
+            missing, negative = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), "
+                                            "count(*) FILTER (WHERE dur_ns < 0) FROM events").fetchall()[0]
+            if missing or negative:
+                warn(f"{path}: {missing} complete events without a duration and {negative} with a negative one "
+                     "are left out")
+                con.execute("DELETE FROM events WHERE dur_ns IS NULL OR dur_ns < 0")
+            has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
+            yield "run_info", _run_info(source, array.metadata, has_device > 0)
+            for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
+                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _STEP_POINT_SQL)):
+                for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
+                    if batch.num_rows:
+                        yield name, pa.Table.from_batches([batch]).append_column(
+                            "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
 
 
 def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:

@@ -1,22 +1,21 @@
-"""Chrome-trace JSON objects (`{..., "traceEvents": [...], ...}`, plain or gzip) streamed into DuckDB.
+"""Chrome-trace JSON objects (`{..., "traceEvents": [...], ...}`, plain or gzip) made readable by DuckDB.
 
-Kineto and Paddle write one JSON object per trace whose `traceEvents` array holds every event;
-DuckDB's JSON reader parses a top-level array column-wise and in parallel, but an object only
-whole. So a feeder thread streams the bytes of the array alone through a named pipe that
-DuckDB reads as an array file: memory stays at DuckDB's read buffers, whatever the trace size, and
-gzip is inflated on the way. The members before the array (schemaVersion, deviceProperties,
-distributedInfo, ...) and after it (traceName, baseTimeNanoseconds, ...) are parsed as the
-trace's metadata. A trace cut short (a crashed job) is closed after its last complete event,
-and `truncated_at` says where the rest was lost.
+Kineto and Paddle write one JSON object per trace whose `traceEvents` array holds every event.
+DuckDB's JSON reader parses a top-level array column-wise, in parallel and with bounded buffers,
+but an object only whole (several times the file in memory). So the bytes of the array alone are
+copied (gzip inflated on the way) into a temporary file that DuckDB reads as an array: memory
+stays at DuckDB's read buffers whatever the trace size, at the cost of temporary disk space the
+size of the array (under $TMPDIR). A pipe would save the copy, but DuckDB holds a whole pipe in
+memory. The members before the array (schemaVersion, deviceProperties, distributedInfo, ...) and
+after it (traceName, baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut
+short (a crashed job) is closed after its last complete event, and `truncated_at` says where the
+rest was lost.
 """
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-import tempfile
-import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from typing import Any, BinaryIO
 
 from ..errors import InputError
 
-_CHUNK = 4 << 20
+_CHUNK = 8 << 20
 #: The members before the array must fit here (deviceProperties of many GPUs is a few KiB).
 _HEAD_LIMIT = 64 << 20
 #: Bytes held back until the end, where the array's closing bracket is looked for (the members after
@@ -38,14 +37,13 @@ _ARRAY_CLOSE = re.compile(rb"[}\[]\s*\]")
 
 
 @dataclass
-class TraceStream:
-    """A trace's event array as a pipe DuckDB reads, and what was learnt once it was read."""
+class TraceArray:
+    """A trace's event array as a file DuckDB reads (format 'array'), and what was learnt copying it."""
 
     path: Path
     source: Path
     metadata: dict[str, Any] = field(default_factory=dict)
     truncated_at: int | None = None
-    error: InputError | None = None
 
 
 def open_trace(path: Path) -> BinaryIO:
@@ -63,66 +61,29 @@ def read_head(path: Path, size: int = 65536) -> bytes:
 
 
 @contextmanager
-def event_stream(path: Path) -> Iterator[TraceStream]:
-    """Yield a TraceStream whose `path` is a named pipe carrying the `traceEvents` array of `path`.
+def event_array(path: Path, folder: Path) -> Iterator[TraceArray]:
+    """Yield a TraceArray whose `path` (in `folder`) holds the `traceEvents` array of `path`.
 
-    Read the pipe once, inside the block. On leaving, `metadata`, `truncated_at` and `error` are set;
-    a feeder error (not JSON, no traceEvents, corrupt gzip) is raised as InputError.
+    Raises InputError, naming the trace, when it is not a Chrome trace object or cannot be read
+    to the end (corrupt gzip). The copy is removed on leaving.
     """
-    folder = Path(tempfile.mkdtemp(prefix="profpipe-trace-"))
-    fifo = folder / "events.json"
-    os.mkfifo(fifo)
-    stream = TraceStream(fifo, path)
-    stop = threading.Event()
-    feeder = threading.Thread(target=_feed, args=(stream, stop), daemon=True)
-    feeder.start()
+    array = TraceArray(folder / "events.json", path)
     try:
-        yield stream
-    finally:
-        stop.set()
-        _drain(fifo, feeder)
-        fifo.unlink()
-        folder.rmdir()
-    if stream.error:
-        raise stream.error
-
-
-def _drain(fifo: Path, feeder: threading.Thread) -> None:
-    """Unblock a feeder still writing (the reader stopped early, or never opened the pipe)."""
-    if not feeder.is_alive():
-        return
-    descriptor = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        while feeder.is_alive():
-            try:
-                if not os.read(descriptor, _CHUNK):
-                    feeder.join(0.01)
-            except BlockingIOError:
-                feeder.join(0.01)
-    finally:
-        os.close(descriptor)
-
-
-def _feed(stream: TraceStream, stop: threading.Event) -> None:
-    out = None
-    try:
-        out = open(stream.path, "wb")
-        with open_trace(stream.source) as handle:
-            _copy_array(stream, handle, out, stop)
-    except InputError as exc:
-        stream.error = exc
+        with open_trace(path) as handle, open(array.path, "wb") as out:
+            _copy_array(array, handle, out)
     except (OSError, EOFError, zlib.error) as exc:
-        if not stop.is_set():
-            stream.error = InputError(stream.source, f"cannot be read to the end ({exc})")
+        array.path.unlink(missing_ok=True)
+        raise InputError(path, f"cannot be read to the end ({exc})") from None
+    except InputError:
+        array.path.unlink(missing_ok=True)
+        raise
+    try:
+        yield array
     finally:
-        if out is not None:
-            try:
-                out.close()
-            except OSError:
-                pass
+        array.path.unlink(missing_ok=True)
 
 
-def _copy_array(stream: TraceStream, handle: BinaryIO, out: BinaryIO, stop: threading.Event) -> None:
+def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
     head = b""
     while True:
         match = _ARRAY_START.search(head)
@@ -143,8 +104,6 @@ def _copy_array(stream: TraceStream, handle: BinaryIO, out: BinaryIO, stop: thre
         pending += block
         if len(pending) > 2 * _TAIL:
             cut = len(pending) - _TAIL
-            if stop.is_set():
-                return
             out.write(pending[:cut])
             offset += cut
             pending = pending[cut:]
