@@ -62,13 +62,22 @@ FROM (SELECT name, cat, pid, tid,
       WHERE ph = 'X')
 """.replace("__COLUMNS__", _COLUMNS)
 
-_HOST_OP_SQL = f"""
-SELECT 'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
+#: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
+#: before its children); op_index is the position in that order.
+_HOST_OPS_SQL = f"""
+CREATE TABLE host_ops AS
+SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULLS FIRST, name) - 1) AS op_index,
+       'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
        CASE cat WHEN 'Operator' THEN CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE 'cpu_op' END
                 ELSE cat END AS category,
-       external_id
+       external_id, tid AS thread
 FROM events WHERE cat IN {HOST_OP_CATS}
-ORDER BY start_ns
+"""
+
+_HOST_OP_SQL = """
+SELECT o.* EXCLUDE (thread), p.parent_index
+FROM host_ops o JOIN parents p USING (op_index)
+ORDER BY o.start_ns
 """
 
 _HOST_API_SQL = f"""
@@ -165,6 +174,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 warn(f"{path}: {missing} complete events without a duration and {negative} with a negative one "
                      "are left out")
                 con.execute("DELETE FROM events WHERE dur_ns IS NULL OR dur_ns < 0")
+            con.execute(_HOST_OPS_SQL)
+            con.register("parents", _nest(con))
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, has_device > 0)
             for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
@@ -173,6 +184,27 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                     if batch.num_rows:
                         yield name, pa.Table.from_batches([batch]).append_column(
                             "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
+
+
+def _nest(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """(op_index, parent_index) of every host op: PyTorch's rule (torch.autograd.profiler_util), one stack per
+    thread in nesting order: an op is the child of the innermost open op that holds all of it; an op that
+    ends before a later one starts, or before it ends, is closed for good. parent_index -1: top level."""
+    columns = con.sql("SELECT thread, start_ns, start_ns + dur_ns AS end_ns FROM host_ops ORDER BY op_index").fetchnumpy()
+    threads, starts, ends = (columns[name].tolist() for name in ("thread", "start_ns", "end_ns"))
+    parents = [-1] * len(starts)
+    stack: list[int] = []
+    thread = None
+    for index, (owner, start, end) in enumerate(zip(threads, starts, ends)):
+        if owner != thread:
+            stack, thread = [], owner
+        while stack and (start >= ends[stack[-1]] or end > ends[stack[-1]]):
+            stack.pop()
+        if stack:
+            parents[index] = stack[-1]
+        stack.append(index)
+    return pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
+                     "parent_index": pa.array(parents, pa.int64())})
 
 
 def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:

@@ -1,0 +1,38 @@
+-- host_op_stats: one row per host op name of a rank (rank, op_name) with its calls and its host and device time, self and total, as the Operator view of PyTorch's and Paddle's profilers shows them.
+-- Columns:
+--   rank, op_name; category: the source's (Kineto: cpu_op or user_annotation; NULL for MindSpore ops).
+--   calls: executions.
+--   host_total_ns: their summed durations (an op that calls itself counts twice, as in PyTorch's view).
+--   host_self_ns: host_total_ns minus the time of the ops nested directly in them (host_op.parent_index:
+--     PyTorch's nesting rule, applied by the reader); ops of sources without nesting are their own self.
+--   device_self_ns: device time (kernels, memcpy, memset) the op launched itself (the source links it:
+--     Kineto's External id); device_total_ns: the same with what the ops nested in it launched.
+--   host_self_share: host_self_ns / the rank's summed host_self_ns (self times do not double count nesting).
+WITH RECURSIVE own AS (
+    SELECT h.rank, h.op_name, h.category, h.op_index, h.parent_index, h.dur_ns,
+           coalesce(l.device_ns, 0) AS device_self_ns
+    FROM host_op h
+    LEFT JOIN (SELECT rank, external_id, sum(dur_ns) AS device_ns FROM device_exec
+               WHERE external_id IS NOT NULL GROUP BY rank, external_id) l USING (rank, external_id)
+), children AS (
+    SELECT rank, parent_index AS op_index, sum(dur_ns) AS child_ns
+    FROM own WHERE parent_index >= 0
+    GROUP BY rank, parent_index
+), climb AS (  -- each op's own device time, handed up to every op it is nested in
+    SELECT rank, op_index, parent_index, device_self_ns AS device_ns FROM own WHERE device_self_ns > 0
+    UNION ALL
+    SELECT c.rank, p.op_index, p.parent_index, c.device_ns
+    FROM climb c JOIN own p ON p.rank = c.rank AND p.op_index = c.parent_index
+), device_total AS (
+    SELECT rank, op_index, sum(device_ns) AS device_total_ns FROM climb GROUP BY rank, op_index
+), per_name AS (
+    SELECT o.rank, o.op_name, any_value(o.category) AS category, count(*) AS calls,
+           sum(o.dur_ns) AS host_total_ns, sum(o.dur_ns - coalesce(c.child_ns, 0)) AS host_self_ns,
+           sum(o.device_self_ns) AS device_self_ns, coalesce(sum(t.device_total_ns), 0) AS device_total_ns
+    FROM own o
+    LEFT JOIN children c USING (rank, op_index)
+    LEFT JOIN device_total t USING (rank, op_index)
+    GROUP BY o.rank, o.op_name
+)
+SELECT *, host_self_ns / nullif(sum(host_self_ns) OVER (PARTITION BY rank), 0) AS host_self_share
+FROM per_name
