@@ -259,3 +259,28 @@ def test_operator_view_on_a_real_trace(tmp_path: Path):
                                             "device_total_ns FROM host_op_stats")}
     expected = _operator_view(_load(next(folder.iterdir())))
     assert rows == expected
+
+
+def test_step_gpu_time(tmp_path: Path):
+    """Per step (fixtures/generators/kineto.py): kernels 1.5 ms + 1.234 µs x step, 0.1 ms and 1.6 ms, a 0.2 ms copy and a
+    0.05 ms memset, none overlapping; launch delays 50, 100, 750, 100 and 50 µs; DataLoader 0.99 ms, forward from
+    2.0 to 4.0 ms, backward from 4.0 to 6.0 ms, optimizer 1.0 ms."""
+    out = run(KINETO / "current", tmp_path / "out").output
+    rows = query(out, "SELECT step, compute_ns, communication_ns, memcpy_ns, memset_ns, busy_ns, idle_ns, kernels, "
+                      "launch_delay_avg_ns, launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns "
+                      "FROM step_gpu_time WHERE rank = 0 ORDER BY step")
+    expected = []
+    for step in (1, 2):
+        compute = 1_500_000 + 1_234 * step + 100_000 + 1_600_000
+        busy = compute + 200_000 + 50_000
+        expected.append((step, compute, 0, 200_000, 50_000, busy, 10_000_000 - busy, 5, 210_000, 750_000,
+                         990_000, 2_000_000, 2_000_000, 1_000_000))
+    assert rows == expected
+
+
+def test_nccl_kernels_are_communication(tmp_path: Path):
+    out = run(realdata(f"{HTA}/nccl_parser_config"), tmp_path / "out").output
+    rows = query(out, "SELECT g.communication_ns, o.communication_ns, o.overlapped_communication_ns, g.busy_ns, "
+                      "o.computation_ns + o.pure_communication_ns FROM step_gpu_time g JOIN step_overlap o USING (rank, step)")
+    assert rows and all(comm > 0 and union > 0 and overlapped <= union and busy == total
+                        for comm, union, overlapped, busy, total in rows)

@@ -5,7 +5,7 @@
 --   category: 'computation' (at least one computing device execution runs: Ascend op tasks, CUDA kernels,
 --     memcpy and memset; communication kernels and runtime sync tasks are not computation),
 --     'communication' (an HCCL op execution (comm_op_stats) runs where the rank has them, else a step-trace
---     communication span (step_communication)), 'pure_communication' (communication while nothing computes:
+--     communication span (step_communication), else an NCCL kernel (GPU traces)), 'pure_communication' (communication while nothing computes:
 --     MindSpore's "pure communication", msprof's "Communication(Not Overlapped)"), 'free' (neither);
 --     pure communication splits into 'collective_alone' (a collective - anything but a pipeline Receive -
 --     runs while nothing computes) and 'receive_alone' (only pipeline-parallel Receive ops run: the stage
@@ -24,6 +24,11 @@ WITH steps AS (
     UNION ALL
     SELECT rank, op_name, start_ns, end_ns FROM step_communication c
     WHERE NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = c.rank)
+    UNION ALL  -- GPU traces: the NCCL kernels themselves
+    SELECT rank, coalesce(op_name, name), start_ns, end_ns FROM stg_device_exec e
+    WHERE kind = 'kernel' AND regexp_matches(name, '(?i)nccl')
+      AND NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = e.rank)
+      AND NOT EXISTS (SELECT 1 FROM step_communication c WHERE c.rank = e.rank)
 ), intervals AS (
     SELECT rank, 1 AS computing, 0 AS collective, 0 AS receiving, start_ns, end_ns
     FROM stg_device_exec

@@ -1,0 +1,56 @@
+-- step_gpu_time: one row per step (rank, step) of a GPU trace: what its device work was, how long the GPU idled, how late kernels started after their launch, and the DataLoader / forward / backward / optimizer split of its host time.
+-- Columns:
+--   rank, step, step_ns (step_phases.total_ns).
+--   A step's device work is what the step launched (the runtime call that started it lies in the step
+--   window: the GPU lags the host), else what starts in the window. Durations are summed per kind:
+--   compute_ns (kernels other than NCCL), communication_ns (NCCL kernels), memcpy_ns, memset_ns.
+--   busy_ns: time the device was busy with any of it (overlaps merged, from stg_overlap_segment's sweep:
+--     computing or communicating); idle_ns = step_ns - busy_ns.
+--   overlapped_communication_ns: communication hidden by computation (step_overlap).
+--   kernels, launch_delay_avg_ns, launch_delay_max_ns: device activities launched in the step and their
+--     delay from the start of the launching runtime call to their own start (correlation id).
+--   dataloader_ns: the step's `enumerate(DataLoader)` annotations; forward_ns: FP point to the first
+--     autograd engine event; backward_ns: that event to the BP point; optimizer_ns: the step's
+--     `Optimizer.step` annotations. NULL where the trace has no such marker.
+WITH steps AS (
+    SELECT p.rank, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
+    FROM step_phases p WHERE p.rank IN (SELECT rank FROM run_info WHERE device_type = 'gpu')
+), work AS (
+    SELECT d.rank, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
+           coalesce(a.start_ns, d.start_ns) AS placed_ns
+    FROM device_exec d LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
+    WHERE d.kind IN ('kernel', 'memcpy', 'memset')
+), placed AS (
+    SELECT s.rank, s.step, w.*
+    FROM work w JOIN steps s ON s.rank = w.rank AND w.placed_ns >= s.start_ns AND w.placed_ns < s.end_ns
+), device AS (
+    SELECT rank, step,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel' AND NOT regexp_matches(name, '(?i)nccl')), 0) AS compute_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel' AND regexp_matches(name, '(?i)nccl')), 0) AS communication_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'memcpy'), 0) AS memcpy_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'memset'), 0) AS memset_ns,
+           count(*) AS kernels,
+           avg(start_ns - launched_ns)::BIGINT AS launch_delay_avg_ns, max(start_ns - launched_ns) AS launch_delay_max_ns
+    FROM placed GROUP BY rank, step
+), annotations AS (
+    SELECT s.rank, s.step,
+           sum(h.dur_ns) FILTER (WHERE h.op_name LIKE 'enumerate(DataLoader)%') AS dataloader_ns,
+           sum(h.dur_ns) FILTER (WHERE h.op_name LIKE 'Optimizer.step%') AS optimizer_ns,
+           min(h.start_ns) FILTER (WHERE h.op_name LIKE 'autograd::engine::evaluate_function:%') AS backward_start_ns
+    FROM steps s JOIN host_op h ON h.rank = s.rank AND h.start_ns >= s.start_ns AND h.start_ns < s.end_ns
+    GROUP BY s.rank, s.step
+)
+SELECT s.rank, s.step, s.total_ns AS step_ns,
+       coalesce(d.compute_ns, 0) AS compute_ns, coalesce(d.communication_ns, 0) AS communication_ns,
+       coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
+       coalesce(busy.busy_ns, 0) AS busy_ns, s.total_ns - coalesce(busy.busy_ns, 0) AS idle_ns,
+       o.overlapped_communication_ns,
+       coalesce(d.kernels, 0) AS kernels, d.launch_delay_avg_ns, d.launch_delay_max_ns,
+       a.dataloader_ns, a.backward_start_ns - s.fp_ns AS forward_ns, s.bp_ns - a.backward_start_ns AS backward_ns,
+       a.optimizer_ns
+FROM steps s
+LEFT JOIN device d USING (rank, step)
+LEFT JOIN annotations a USING (rank, step)
+LEFT JOIN step_overlap o USING (rank, step)
+LEFT JOIN (SELECT rank, step, sum(dur_ns) AS busy_ns FROM stg_overlap_segment
+           WHERE category IN ('computation', 'pure_communication') GROUP BY rank, step) busy USING (rank, step)
