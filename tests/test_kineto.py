@@ -284,3 +284,31 @@ def test_nccl_kernels_are_communication(tmp_path: Path):
                       "o.computation_ns + o.pure_communication_ns FROM step_gpu_time g JOIN step_overlap o USING (rank, step)")
     assert rows and all(comm > 0 and union > 0 and overlapped <= union and busy == total
                         for comm, union, overlapped, busy, total in rows)
+
+
+# --- Paddle's exporter (fixtures/paddle) -----------------------------------------------------------
+
+PADDLE = FIXTURES / "paddle"
+
+
+def test_paddle_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("paddle.py", PADDLE, tmp_path)
+
+
+def test_paddle_trace(tmp_path: Path):
+    """fixtures/generators/paddle.py, worked by hand: names without "[x ms]", kernels under the op their launch was
+    made in, steps from ProfileStep#N with FP at the Forward span (2.0 ms) and BP at the end of Backward (6.0 ms),
+    Forward 1.4 ms of which linear 1.0 and relu 0.3 are nested, so 0.1 ms self."""
+    out = run(PADDLE, tmp_path / "out").output
+    assert query(out, "SELECT rank, framework, device_type FROM run_info") == [(0, "paddle", "gpu")]
+    assert query(out, "SELECT DISTINCT name, op_name FROM device_exec ORDER BY 1, 2") == [
+        ("Memcpy HtoD", "memcpy_h2d"), ("Memset", "fill_constant"), ("relu_kernel", "relu"),
+        ("volta_sgemm_64x64_nn", "matmul_v2"), ("volta_sgemm_64x64_nn", "matmul_v2_grad")]
+    assert query(out, "SELECT step, iteration_interval_ns, fp_and_bp_ns, tail_ns, fp_op FROM step_phases ORDER BY step") == \
+        [(1, 2_000_000, 4_000_000, 4_000_000, "Forward"), (2, 2_000_000, 4_000_000, 4_000_000, "Forward")]
+    assert query(out, "SELECT calls, host_total_ns, host_self_ns, device_total_ns FROM host_op_stats "
+                      "WHERE op_name = 'Forward'") == [(2, 2_800_000, 200_000, 2 * 1_600_000 + 1_000 * 3)]
+    assert query(out, "SELECT step, dataloader_ns, forward_ns, backward_ns, optimizer_ns, launch_delay_max_ns "
+                      "FROM step_gpu_time ORDER BY step") == \
+        [(step, 990_000, 1_400_000, 2_000_000, 1_000_000, 750_000) for step in (1, 2)]
+    assert query(out, "SELECT count(*) FROM host_api WHERE tid = 4242 AND correlation IS NOT NULL") == [(10,)]

@@ -1,15 +1,18 @@
-"""Stage 2, ingest: PyTorch profiler (Kineto) Chrome-trace JSON -> host_op, host_api, device_exec, step_point.
+"""Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point.
 
-One source is one trace file (`*.pt.trace.json[.gz]` or any Chrome trace object with
-`traceEvents`; shared/reference/formats-gpu.md, family B). The event array is streamed into
-DuckDB (trace_object) and mapped by category, across the schema generations:
+One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
+trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
+is copied into DuckDB (trace_object) and mapped by category, across the schema generations (2021
+Kineto and Paddle categories are renamed to current Kineto ones on load; Paddle's "[1.2 ms]" name
+suffixes and "123(C++)" thread ids are cleaned):
 
 * `cpu_op` / `user_annotation` (2021: `Operator`) -> host_op (side Host, with category and
   External id);
 * `cuda_runtime` / `cuda_driver` (2021: `Runtime`) -> host_api (the launching call, correlation id);
 * `kernel`, `gpu_memcpy`, `gpu_memset`, `cuda_sync` (2021: `Kernel`, `Memcpy`, `Memset`) ->
   device_exec (stream, correlation, External id, device), with the op the trace itself links:
-  the host op carrying the same External id (Kineto's external correlation);
+  the host op carrying the same External id (Kineto's external correlation), else the op its
+  runtime call was made in (Paddle, which has no External id);
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -42,24 +45,40 @@ _BATCH_ROWS = 1 << 20
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
            "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON'}"
 
-#: Categories by role, every schema generation (2021 names capitalized).
-HOST_OP_CATS = ("cpu_op", "user_annotation", "Operator")
-HOST_API_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
-DEVICE_KINDS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-                "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
+#: Categories by role (current Kineto names; 2021 Kineto and Paddle names are mapped to them on load).
+HOST_OP_CATS = ("cpu_op", "user_annotation")
+HOST_API_CATS = ("cuda_runtime", "cuda_driver")
+DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync"}
+#: 2021 Kineto and Paddle (TracerEventType) categories -> current Kineto ones.
+_CATEGORY_ALIASES = {
+    "Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
+    "OperatorInner": "cpu_op", "PythonOp": "cpu_op", "CudaRuntime": "cuda_runtime", "ProfileStep": "user_annotation",
+    "Dataloader": "user_annotation", "UserDefined": "user_annotation", "PythonUserDefined": "user_annotation",
+    "Forward": "user_annotation", "Backward": "user_annotation", "Optimization": "user_annotation",
+    "Communication": "user_annotation"}
 
 #: Complete events with the args the tables need, parsed once per event; the args JSON is not kept.
-_EVENTS_SQL = """
-SELECT name, cat, pid, tid, start_ns, dur_ns,
-       coalesce(a[1], a[2])::BIGINT AS external_id, a[3]::BIGINT AS correlation,
-       try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence
-FROM (SELECT name, cat, pid, tid,
+#: Names lose Paddle's "[1.234 ms]" suffix and its ProfileStep#N becomes ProfilerStep#N; `phase` is
+#: what the event marks of a training step: dataloader, forward, backward or optimizer (Paddle says so
+#: by category; Kineto by name: enumerate(DataLoader)..., autograd engine events, Optimizer.step...).
+_EVENTS_SQL = f"""
+SELECT name, coalesce(c.alias, raw_cat) AS cat, pid, tid, start_ns, dur_ns,
+       coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
+       try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
+       CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
+            WHEN raw_cat = 'Forward' THEN 'forward'
+            WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
+            WHEN raw_cat = 'Optimization' OR name LIKE 'Optimizer.step%' THEN 'optimizer' END AS phase
+FROM (SELECT regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''), '^ProfileStep#', 'ProfilerStep#') AS name,
+             cat AS raw_cat, pid, coalesce(nullif(regexp_extract(tid, '^(\\d+)\\(', 1), ''), tid) AS tid,
              round(ts::DECIMAL(24, 6) * 1000)::BIGINT + $base_ns AS start_ns,
              round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
-                                        '$.device', '$."Sequence number"']) AS a
+                                        '$.device', '$."Sequence number"', '$."correlation id"']) AS a
       FROM read_json($path, format = 'array', columns = __COLUMNS__)
       WHERE ph = 'X')
+LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
+    ON c.original = raw_cat
 """.replace("__COLUMNS__", _COLUMNS)
 
 #: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
@@ -68,8 +87,7 @@ _HOST_OPS_SQL = f"""
 CREATE TABLE host_ops AS
 SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULLS FIRST, name) - 1) AS op_index,
        'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
-       CASE cat WHEN 'Operator' THEN CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE 'cpu_op' END
-                ELSE cat END AS category,
+       coalesce(phase, CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE cat END) AS category,
        external_id, tid AS thread
 FROM events WHERE cat IN {HOST_OP_CATS}
 """
@@ -81,8 +99,7 @@ ORDER BY o.start_ns
 """
 
 _HOST_API_SQL = f"""
-SELECT try_cast(tid AS BIGINT) AS tid, name, CASE cat WHEN 'Runtime' THEN 'cuda_runtime' ELSE cat END AS category,
-       correlation, external_id, start_ns, dur_ns
+SELECT try_cast(tid AS BIGINT) AS tid, name, cat AS category, correlation, external_id, start_ns, dur_ns
 FROM events WHERE cat IN {HOST_API_CATS}
 ORDER BY start_ns
 """
@@ -91,23 +108,27 @@ _DEVICE_EXEC_SQL = f"""
 WITH kinds AS (
     SELECT * FROM (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind)
 ), ops AS (  -- the host op of each External id (the innermost where several carry it)
-    SELECT external_id, arg_min(name, dur_ns) AS op_name
-    FROM events WHERE cat IN {HOST_OP_CATS} AND external_id IS NOT NULL
+    SELECT external_id, arg_min(op_index, dur_ns) AS op_index
+    FROM host_ops WHERE external_id IS NOT NULL
     GROUP BY external_id
+), launched AS (
+    SELECT e.*, k.kind, coalesce(o.op_index, c.op_index) AS op_index  -- else the op its runtime call was made in
+    FROM events e JOIN kinds k USING (cat)
+    LEFT JOIN ops o USING (external_id)
+    LEFT JOIN call_ops c USING (correlation)
 )
-SELECT coalesce(e.stream, try_cast(e.tid AS BIGINT),
-                try_cast(regexp_extract(e.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
-       k.kind, e.name, e.correlation, NULL::BIGINT AS task_id, o.op_name, e.start_ns, e.dur_ns,
-       e.external_id, coalesce(e.device, try_cast(e.pid AS BIGINT)) AS device_id
-FROM events e JOIN kinds k USING (cat)
-LEFT JOIN ops o USING (external_id)
-ORDER BY e.start_ns
+SELECT coalesce(l.stream, try_cast(l.tid AS BIGINT),
+                try_cast(regexp_extract(l.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
+       l.kind, l.name, l.correlation, NULL::BIGINT AS task_id, h.op_name, l.start_ns, l.dur_ns, l.external_id,
+       coalesce(l.device, try_cast(l.pid AS BIGINT)) AS device_id, l.op_index
+FROM launched l LEFT JOIN host_ops h USING (op_index)
+ORDER BY l.start_ns
 """
 
-#: Steps from ProfilerStep#N. FP point: the first op autograd recorded (it has a Sequence number; else
-#: the first cpu_op) that starts after the step's DataLoader annotations (`enumerate(DataLoader)...`)
-#: end; BP point: where the step's last autograd engine event (`autograd::engine::evaluate_function:
-#: ...`) ends; no BP point without one (inference, or 2021 traces that lack those events).
+#: Steps from ProfilerStep#N. FP point: after the step's DataLoader spans, the first Forward span
+#: (Paddle), else the first op autograd recorded (it has a Sequence number), else the first cpu_op;
+#: BP point: where the step's last backward event ends (Paddle's Backward spans, Kineto's autograd
+#: engine events); no BP point without one (inference, or 2021 traces that lack those events).
 _STEP_POINT_SQL = f"""
 WITH steps AS (
     SELECT DISTINCT regexp_extract(name, '#(\\d+)', 1)::BIGINT AS step, start_ns, start_ns + dur_ns AS end_ns
@@ -115,21 +136,22 @@ WITH steps AS (
 ), loading AS (
     SELECT s.step, max(e.start_ns + e.dur_ns) AS loaded_ns
     FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
-    WHERE e.name LIKE 'enumerate(DataLoader)%'
+    WHERE e.phase = 'dataloader'
     GROUP BY s.step
-), forward AS (  -- prefer ops autograd recorded (they carry a Sequence number): the model's forward
-    SELECT step, coalesce(arg_min(name, start_ns) FILTER (WHERE recorded), arg_min(name, start_ns)) AS op_name,
-           coalesce(min(start_ns) FILTER (WHERE recorded), min(start_ns)) AS ts_ns
-    FROM (SELECT s.step, e.name, e.start_ns,
+), forward AS (  -- a Forward span (Paddle), else the first op autograd recorded (it carries a Sequence number)
+    SELECT step, coalesce(arg_min(name, start_ns) FILTER (WHERE marked), arg_min(name, start_ns) FILTER (WHERE recorded),
+                          arg_min(name, start_ns)) AS op_name,
+           coalesce(min(start_ns) FILTER (WHERE marked), min(start_ns) FILTER (WHERE recorded), min(start_ns)) AS ts_ns
+    FROM (SELECT s.step, e.name, e.start_ns, e.phase = 'forward' AS marked,
                  e.has_sequence AND e.name NOT LIKE 'autograd::%' AS recorded
           FROM steps s LEFT JOIN loading l USING (step)
           JOIN events e ON e.start_ns >= greatest(s.start_ns, coalesce(l.loaded_ns, s.start_ns)) AND e.start_ns < s.end_ns
-          WHERE e.cat IN ('cpu_op', 'Operator') AND e.name NOT LIKE 'ProfilerStep#%')
+          WHERE (e.cat = 'cpu_op' OR e.phase = 'forward') AND e.name NOT LIKE 'ProfilerStep#%')
     GROUP BY step
 ), backward AS (
     SELECT s.step, arg_max(e.name, e.start_ns + e.dur_ns) AS op_name, max(e.start_ns + e.dur_ns) AS ts_ns
     FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
-    WHERE e.cat IN {HOST_OP_CATS} AND e.name LIKE 'autograd::engine::evaluate_function:%'
+    WHERE e.cat IN {HOST_OP_CATS} AND e.phase = 'backward'
     GROUP BY s.step
 )
 SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
@@ -175,7 +197,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                      "are left out")
                 con.execute("DELETE FROM events WHERE dur_ns IS NULL OR dur_ns < 0")
             con.execute(_HOST_OPS_SQL)
-            con.register("parents", _nest(con))
+            _nest(con)
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, has_device > 0)
             for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
@@ -186,32 +208,59 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                             "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
 
 
-def _nest(con: duckdb.DuckDBPyConnection) -> pa.Table:
-    """(op_index, parent_index) of every host op: PyTorch's rule (torch.autograd.profiler_util), one stack per
-    thread in nesting order: an op is the child of the innermost open op that holds all of it; an op that
-    ends before a later one starts, or before it ends, is closed for good. parent_index -1: top level."""
-    columns = con.sql("SELECT thread, start_ns, start_ns + dur_ns AS end_ns FROM host_ops ORDER BY op_index").fetchnumpy()
-    threads, starts, ends = (columns[name].tolist() for name in ("thread", "start_ns", "end_ns"))
-    parents = [-1] * len(starts)
-    stack: list[int] = []
+#: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start).
+_NESTING_SQL = f"""
+SELECT is_call, id, thread, start_ns, end_ns FROM (
+    SELECT false AS is_call, op_index AS id, thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie FROM host_ops
+    UNION ALL
+    SELECT true, correlation, tid, start_ns, start_ns + dur_ns, NULL FROM events
+    WHERE cat IN {HOST_API_CATS} AND correlation IS NOT NULL)
+ORDER BY thread, start_ns, end_ns DESC, is_call, tie
+"""
+
+
+def _nest(con: duckdb.DuckDBPyConnection) -> None:
+    """Tables `parents` (op_index, parent_index) and `call_ops` (correlation, op_index): where each host op
+    and each runtime call is nested, one stack per thread in nesting order.
+
+    Ops follow PyTorch's rule (torch.autograd.profiler_util): an op is the child of the innermost open op
+    that holds all of it; an op that ends before a later one starts, or before it ends, is closed for
+    good; parent_index -1 is the top level. A runtime call belongs to the innermost op open when it
+    starts (it closes nothing): this links the kernels of traces without External ids (Paddle) to ops.
+    """
+    columns = con.sql(_NESTING_SQL).fetchnumpy()
+    calls, ids, threads, starts, ends = (columns[name].tolist() for name in ("is_call", "id", "thread", "start_ns", "end_ns"))
+    parents = [-1] * sum(1 for is_call in calls if not is_call)
+    call_ids, call_ops = [], []
+    stack: list[int] = []  # positions in the lists above
     thread = None
-    for index, (owner, start, end) in enumerate(zip(threads, starts, ends)):
-        if owner != thread:
-            stack, thread = [], owner
-        while stack and (start >= ends[stack[-1]] or end > ends[stack[-1]]):
+    for position, (is_call, start, end) in enumerate(zip(calls, starts, ends)):
+        if threads[position] != thread:
+            stack, thread = [], threads[position]
+        while stack and (start >= ends[stack[-1]] or (not is_call and end > ends[stack[-1]])):
             stack.pop()
+        if is_call:
+            if stack:
+                call_ids.append(ids[position])
+                call_ops.append(ids[stack[-1]])
+            continue
         if stack:
-            parents[index] = stack[-1]
-        stack.append(index)
-    return pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
-                     "parent_index": pa.array(parents, pa.int64())})
+            parents[ids[position]] = ids[stack[-1]]
+        stack.append(position)
+    con.register("parents", pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
+                                      "parent_index": pa.array(parents, pa.int64())}))
+    con.register("call_ops", pa.table({"correlation": pa.array(call_ids, pa.int64()),
+                                       "op_index": pa.array(call_ops, pa.int64())}))
 
 
 def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:
+    """Paddle's exporter says so by its string schemaVersion ("1.0.1") and its span_indx / ExtraInfo members."""
+    paddle = isinstance(metadata.get("schemaVersion"), str) or "span_indx" in metadata or "ExtraInfo" in metadata
     kept = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
     return pa.table({
         "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": ["gpu" if has_device else "cpu"], "framework": ["pytorch"], "layout": ["kineto"],
+        "device_type": ["gpu" if has_device else "cpu"], "framework": ["paddle" if paddle else "pytorch"],
+        "layout": ["kineto"],
         "source_dir": [str(source.directory)], "clock": ["unix_epoch"],
         "metadata_json": [json.dumps(kept)],
     })

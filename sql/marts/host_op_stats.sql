@@ -5,15 +5,16 @@
 --   host_total_ns: their summed durations (an op that calls itself counts twice, as in PyTorch's view).
 --   host_self_ns: host_total_ns minus the time of the ops nested directly in them (host_op.parent_index:
 --     PyTorch's nesting rule, applied by the reader); ops of sources without nesting are their own self.
---   device_self_ns: device time (kernels, memcpy, memset) the op launched itself (the source links it:
---     Kineto's External id); device_total_ns: the same with what the ops nested in it launched.
+--   device_self_ns: device time (kernels, memcpy, memset) the op launched itself (device_exec.op_index:
+--     Kineto's External id, else the op the launch was made in); device_total_ns: the same with what the
+--     ops nested in it launched.
 --   host_self_share: host_self_ns / the rank's summed host_self_ns (self times do not double count nesting).
 WITH RECURSIVE own AS (
     SELECT h.rank, h.op_name, h.category, h.op_index, h.parent_index, h.dur_ns,
            coalesce(l.device_ns, 0) AS device_self_ns
     FROM host_op h
-    LEFT JOIN (SELECT rank, external_id, sum(dur_ns) AS device_ns FROM device_exec
-               WHERE external_id IS NOT NULL GROUP BY rank, external_id) l USING (rank, external_id)
+    LEFT JOIN (SELECT rank, op_index, sum(dur_ns) AS device_ns FROM device_exec
+               WHERE op_index IS NOT NULL GROUP BY rank, op_index) l USING (rank, op_index)
 ), children AS (
     SELECT rank, parent_index AS op_index, sum(dur_ns) AS child_ns
     FROM own WHERE parent_index >= 0

@@ -9,9 +9,10 @@
 --   overlapped_communication_ns: communication hidden by computation (step_overlap).
 --   kernels, launch_delay_avg_ns, launch_delay_max_ns: device activities launched in the step and their
 --     delay from the start of the launching runtime call to their own start (correlation id).
---   dataloader_ns: the step's `enumerate(DataLoader)` annotations; forward_ns: FP point to the first
---     autograd engine event; backward_ns: that event to the BP point; optimizer_ns: the step's
---     `Optimizer.step` annotations. NULL where the trace has no such marker.
+--   From the host ops' categories (host_op.category): dataloader_ns: the step's data loading spans;
+--     forward_ns: its forward spans (Paddle), else FP point to the first backward event (Kineto's autograd
+--     engine); backward_ns: first backward event to the BP point; optimizer_ns: its optimizer spans.
+--     NULL where the trace has no such marker.
 WITH steps AS (
     SELECT p.rank, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
     FROM step_phases p WHERE p.rank IN (SELECT rank FROM run_info WHERE device_type = 'gpu')
@@ -20,9 +21,10 @@ WITH steps AS (
            coalesce(a.start_ns, d.start_ns) AS placed_ns
     FROM device_exec d LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
     WHERE d.kind IN ('kernel', 'memcpy', 'memset')
-), placed AS (
-    SELECT s.rank, s.step, w.*
-    FROM work w JOIN steps s ON s.rank = w.rank AND w.placed_ns >= s.start_ns AND w.placed_ns < s.end_ns
+), placed AS (  -- the step whose window holds the launch (an ASOF join: one step per activity)
+    SELECT s.step, w.*
+    FROM work w ASOF JOIN steps s ON s.rank = w.rank AND w.placed_ns >= s.start_ns
+    WHERE w.placed_ns < s.end_ns
 ), device AS (
     SELECT rank, step,
            coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel' AND NOT regexp_matches(name, '(?i)nccl')), 0) AS compute_ns,
@@ -34,10 +36,12 @@ WITH steps AS (
     FROM placed GROUP BY rank, step
 ), annotations AS (
     SELECT s.rank, s.step,
-           sum(h.dur_ns) FILTER (WHERE h.op_name LIKE 'enumerate(DataLoader)%') AS dataloader_ns,
-           sum(h.dur_ns) FILTER (WHERE h.op_name LIKE 'Optimizer.step%') AS optimizer_ns,
-           min(h.start_ns) FILTER (WHERE h.op_name LIKE 'autograd::engine::evaluate_function:%') AS backward_start_ns
-    FROM steps s JOIN host_op h ON h.rank = s.rank AND h.start_ns >= s.start_ns AND h.start_ns < s.end_ns
+           sum(h.dur_ns) FILTER (WHERE h.category = 'dataloader') AS dataloader_ns,
+           sum(h.dur_ns) FILTER (WHERE h.category = 'forward') AS forward_spans_ns,
+           sum(h.dur_ns) FILTER (WHERE h.category = 'optimizer') AS optimizer_ns,
+           min(h.start_ns) FILTER (WHERE h.category = 'backward') AS backward_start_ns
+    FROM host_op h ASOF JOIN steps s ON s.rank = h.rank AND h.start_ns >= s.start_ns
+    WHERE h.start_ns < s.end_ns
     GROUP BY s.rank, s.step
 )
 SELECT s.rank, s.step, s.total_ns AS step_ns,
@@ -46,7 +50,8 @@ SELECT s.rank, s.step, s.total_ns AS step_ns,
        coalesce(busy.busy_ns, 0) AS busy_ns, s.total_ns - coalesce(busy.busy_ns, 0) AS idle_ns,
        o.overlapped_communication_ns,
        coalesce(d.kernels, 0) AS kernels, d.launch_delay_avg_ns, d.launch_delay_max_ns,
-       a.dataloader_ns, a.backward_start_ns - s.fp_ns AS forward_ns, s.bp_ns - a.backward_start_ns AS backward_ns,
+       a.dataloader_ns, coalesce(a.forward_spans_ns, a.backward_start_ns - s.fp_ns) AS forward_ns,
+       s.bp_ns - a.backward_start_ns AS backward_ns,
        a.optimizer_ns
 FROM steps s
 LEFT JOIN device d USING (rank, step)
