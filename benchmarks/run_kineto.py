@@ -59,24 +59,42 @@ print(con.execute("SELECT count(*) FROM events").fetchall()[0][0])
 
 
 def scale(target: Path, size_mb: float) -> None:
-    """A trace of about `size_mb` MiB: the real source's events repeated, each copy shifted past the last."""
+    """A trace of about `size_mb` MiB: the real source's events repeated, each copy shifted past the last and
+    its ids renumbered."""
     with gzip.open(REALDATA / SCALE_SOURCE) as handle:
         trace = json.load(handle)
     events = trace.pop("traceEvents")
     stamps = [e["ts"] + e.get("dur", 0) for e in events if "ts" in e]
     span = max(stamps) - min(e["ts"] for e in events if "ts" in e) + 1000
+    ids = ("correlation", "External id")
+    id_step = 1 + max([e.get("id", 0) for e in events if isinstance(e.get("id"), int)] +
+                      [e["args"][k] for e in events for k in ids if isinstance((e.get("args") or {}).get(k), int)])
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w") as out:
         out.write(json.dumps(trace)[:-1] + ', "traceEvents": [\n')
         copy, written = 0, 0
         while written < size_mb * 2**20:
             for index, event in enumerate(events):
-                shifted = dict(event, ts=event["ts"] + copy * span) if "ts" in event else event
+                shifted = _shifted(event, copy * span, copy * id_step)
                 line = ("" if copy == 0 and index == 0 else ",\n") + json.dumps(shifted)
                 out.write(line)
                 written += len(line)
             copy += 1
         out.write("\n]}\n")
+
+
+def _shifted(event: dict, by_us: float, by_id: int) -> dict:
+    """A copy of `event` later by `by_us`, its correlation / External / flow ids renumbered (unique, as a real trace's)."""
+    copy = dict(event)
+    if "ts" in copy:
+        copy["ts"] = copy["ts"] + by_us
+    if isinstance(copy.get("id"), int):
+        copy["id"] += by_id
+    args = copy.get("args")
+    if isinstance(args, dict) and any(isinstance(args.get(k), int) for k in ("correlation", "External id")):
+        copy["args"] = {k: v + by_id if k in ("correlation", "External id") and isinstance(v, int) else v
+                        for k, v in args.items()}
+    return copy
 
 
 def event_array(trace: Path, target: Path) -> None:

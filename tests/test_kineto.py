@@ -312,3 +312,16 @@ def test_paddle_trace(tmp_path: Path):
                       "FROM step_gpu_time ORDER BY step") == \
         [(step, 990_000, 1_400_000, 2_000_000, 1_000_000, 750_000) for step in (1, 2)]
     assert query(out, "SELECT count(*) FROM host_api WHERE tid = 4242 AND correlation IS NOT NULL") == [(10,)]
+
+
+def test_repeated_ids_do_not_multiply_activities(tmp_path: Path):
+    """Traces stitched from copies repeat correlation and External ids: each activity still appears once and
+    belongs to the op of its own copy (the last one with its id started before it)."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    second = [dict(e, ts=round(e["ts"] + 1_000_000, 3)) if "ts" in e else e for e in trace["traceEvents"]]
+    trace["traceEvents"] += second
+    out = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out").output
+    devices = sum(1 for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert query(out, "SELECT count(*) FROM device_exec") == [(devices,)]
+    assert query(out, "SELECT count(*) FROM device_exec d JOIN host_op h ON h.rank = d.rank AND h.op_index = d.op_index "
+                      "WHERE d.start_ns < h.start_ns OR d.start_ns > h.start_ns + 10_000_000") == [(0,)]

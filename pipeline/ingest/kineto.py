@@ -107,15 +107,18 @@ ORDER BY start_ns
 _DEVICE_EXEC_SQL = f"""
 WITH kinds AS (
     SELECT * FROM (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind)
-), ops AS (  -- the host op of each External id (the innermost where several carry it)
-    SELECT external_id, arg_min(op_index, dur_ns) AS op_index
-    FROM host_ops WHERE external_id IS NOT NULL
-    GROUP BY external_id
+), device AS (
+    SELECT row_number() OVER () AS row_id, e.*, k.kind FROM events e JOIN kinds k USING (cat)
+), by_external_id AS (  -- the host op with its External id that started last before it (ids are unique in a
+                        -- sane trace; a stitched one repeats them): at most one per activity
+    SELECT d.row_id, o.op_index
+    FROM device d ASOF JOIN host_ops o ON o.external_id = d.external_id AND d.start_ns >= o.start_ns
+), by_launch AS (  -- else the op its runtime call (same correlation id, last before it) was made in
+    SELECT d.row_id, c.op_index
+    FROM device d ASOF JOIN call_ops c ON c.correlation = d.correlation AND d.start_ns >= c.start_ns
 ), launched AS (
-    SELECT e.*, k.kind, coalesce(o.op_index, c.op_index) AS op_index  -- else the op its runtime call was made in
-    FROM events e JOIN kinds k USING (cat)
-    LEFT JOIN ops o USING (external_id)
-    LEFT JOIN call_ops c USING (correlation)
+    SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index
+    FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
 )
 SELECT coalesce(l.stream, try_cast(l.tid AS BIGINT),
                 try_cast(regexp_extract(l.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
@@ -220,8 +223,8 @@ ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 
 
 def _nest(con: duckdb.DuckDBPyConnection) -> None:
-    """Tables `parents` (op_index, parent_index) and `call_ops` (correlation, op_index): where each host op
-    and each runtime call is nested, one stack per thread in nesting order.
+    """Tables `parents` (op_index, parent_index) and `call_ops` (correlation, start_ns, op_index): where each
+    host op and each runtime call is nested, one stack per thread in nesting order.
 
     Ops follow PyTorch's rule (torch.autograd.profiler_util): an op is the child of the innermost open op
     that holds all of it; an op that ends before a later one starts, or before it ends, is closed for
@@ -231,7 +234,7 @@ def _nest(con: duckdb.DuckDBPyConnection) -> None:
     columns = con.sql(_NESTING_SQL).fetchnumpy()
     calls, ids, threads, starts, ends = (columns[name].tolist() for name in ("is_call", "id", "thread", "start_ns", "end_ns"))
     parents = [-1] * sum(1 for is_call in calls if not is_call)
-    call_ids, call_ops = [], []
+    call_ids, call_starts, call_ops = [], [], []
     stack: list[int] = []  # positions in the lists above
     thread = None
     for position, (is_call, start, end) in enumerate(zip(calls, starts, ends)):
@@ -242,6 +245,7 @@ def _nest(con: duckdb.DuckDBPyConnection) -> None:
         if is_call:
             if stack:
                 call_ids.append(ids[position])
+                call_starts.append(start)
                 call_ops.append(ids[stack[-1]])
             continue
         if stack:
@@ -250,6 +254,7 @@ def _nest(con: duckdb.DuckDBPyConnection) -> None:
     con.register("parents", pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
                                       "parent_index": pa.array(parents, pa.int64())}))
     con.register("call_ops", pa.table({"correlation": pa.array(call_ids, pa.int64()),
+                                       "start_ns": pa.array(call_starts, pa.int64()),
                                        "op_index": pa.array(call_ops, pa.int64())}))
 
 

@@ -19,8 +19,8 @@ WITH steps AS (
 ), work AS (
     SELECT d.rank, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
            coalesce(a.start_ns, d.start_ns) AS placed_ns
-    FROM device_exec d LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
-    WHERE d.kind IN ('kernel', 'memcpy', 'memset')
+    FROM (SELECT * FROM device_exec WHERE kind IN ('kernel', 'memcpy', 'memset')) d
+    ASOF LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
 ), placed AS (  -- the step whose window holds the launch (an ASOF join: one step per activity)
     SELECT s.step, w.*
     FROM work w ASOF JOIN steps s ON s.rank = w.rank AND w.placed_ns >= s.start_ns
