@@ -69,10 +69,16 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, pid, tid, start_ns, dur_ns,
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
             WHEN raw_cat = 'Optimization' OR name LIKE 'Optimizer.step%' THEN 'optimizer' END AS phase
-FROM (SELECT regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''), '^ProfileStep#', 'ProfilerStep#') AS name,
-             cat AS raw_cat, pid, coalesce(nullif(regexp_extract(tid, '^(\\d+)\\(', 1), ''), tid) AS tid,
-             round(ts::DECIMAL(24, 6) * 1000)::BIGINT + $base_ns AS start_ns,
-             round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns,
+FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''),
+                                                               '^ProfileStep#', 'ProfilerStep#')
+                  ELSE name END AS name,
+             cat AS raw_cat, pid,
+             CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
+             -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals
+             CASE WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
+                  ELSE ts::BIGINT * 1000 END + $base_ns AS start_ns,
+             CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
+                  ELSE dur::BIGINT * 1000 END AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"']) AS a
       FROM read_json($path, format = 'array', columns = __COLUMNS__)
@@ -211,13 +217,15 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                             "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
 
 
-#: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start).
+#: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start). The
+#: calls are only needed where device activities lack an External id (Paddle).
 _NESTING_SQL = f"""
 SELECT is_call, id, thread, start_ns, end_ns FROM (
     SELECT false AS is_call, op_index AS id, thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie FROM host_ops
     UNION ALL
     SELECT true, correlation, tid, start_ns, start_ns + dur_ns, NULL FROM events
-    WHERE cat IN {HOST_API_CATS} AND correlation IS NOT NULL)
+    WHERE cat IN {HOST_API_CATS} AND correlation IS NOT NULL
+      AND EXISTS (SELECT 1 FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND external_id IS NULL))
 ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 """
 

@@ -98,6 +98,14 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
     stream.metadata = _members(stream.source, head[:match.start()], 0, before_array=True)
     offset = match.end() - 1  # of the '[' in the inflated stream
     pending = head[offset:]
+    while len(pending) < _CHUNK:  # enough events to tell how the trace writes its times
+        block = handle.read(_CHUNK)
+        if not block:
+            break
+        pending += block
+    # Kineto writes whole µs (before 2024) or ns fractions (since) throughout a trace: when the first events
+    # have no fraction, the (costly) quoting of times is skipped
+    exact_times = _exact_times if _FRACTIONAL_TIME.search(pending[:_CHUNK]) else (lambda text: text)
     while True:
         block = handle.read(_CHUNK)
         if not block:
@@ -105,7 +113,7 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         pending += block
         if len(pending) > 2 * _TAIL:
             cut = pending.rfind(b",", 0, len(pending) - _TAIL) + 1  # never inside a number
-            out.write(_exact_times(pending[:cut]))
+            out.write(exact_times(pending[:cut]))
             offset += cut
             pending = pending[cut:]
     end, trailer = _array_end(pending)
@@ -116,10 +124,10 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         if boundary is None:
             raise InputError(stream.source, "ends before its first complete event (truncated?)",
                              offset=offset + len(pending))
-        out.write(_exact_times(pending[:boundary.start() + 1]) + b"]")
+        out.write(exact_times(pending[:boundary.start() + 1]) + b"]")
         stream.truncated_at = offset + boundary.start() + 1
         return
-    out.write(_exact_times(pending[:end + 1]))
+    out.write(exact_times(pending[:end + 1]))
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
 
 
