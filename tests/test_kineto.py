@@ -325,3 +325,17 @@ def test_repeated_ids_do_not_multiply_activities(tmp_path: Path):
     assert query(out, "SELECT count(*) FROM device_exec") == [(devices,)]
     assert query(out, "SELECT count(*) FROM device_exec d JOIN host_op h ON h.rank = d.rank AND h.op_index = d.op_index "
                       "WHERE d.start_ns < h.start_ns OR d.start_ns > h.start_ns + 10_000_000") == [(0,)]
+
+
+@pytest.mark.parametrize("mangle, warning", [
+    (lambda t: t[:t.rindex(b"]")].rstrip() + b",\n" + t[t.rindex(b"]"):], "a comma follows its last event"),
+    (lambda t: t[:t.rindex(b"]")] + t[t.rindex(b"]") + 1:], "its event array is not closed"),
+])
+def test_trailing_comma_and_missing_bracket_keep_every_event(mangle, warning: str, tmp_path: Path):
+    text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()
+    text = text.replace(b',\n "INFO"', b"\n}\n").split(b"\n}\n")[0] + b"\n}\n"  # the array is the last member
+    result = run(_bad(tmp_path, mangle(text)), tmp_path / "out")
+    kernels = sum(1 for e in json.loads(text)["traceEvents"] if e.get("cat") == "kernel")
+    assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(kernels,)]
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any(warning in w for w in warnings), warnings

@@ -196,6 +196,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 except duckdb.Error as exc:
                     raise InputError(path, "not a Kineto trace: its events cannot be parsed "
                                            f"({str(exc).strip().splitlines()[0]})") from None
+            for repair in array.repairs:
+                warn(f"{path}: {repair}")
             if array.truncated_at is not None:
                 warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
                      "are read, the incomplete last one is lost")

@@ -33,7 +33,7 @@ _HEAD_LIMIT = 64 << 20
 _TAIL = 8 << 20
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_ARRAY_CLOSE = re.compile(rb"[}\[]\s*\]")
+_ARRAY_CLOSE = re.compile(rb"[}\[]\s*,?\s*\]")  # a trailing comma is tolerated (and reported)
 _FRACTIONAL_TIME = re.compile(rb'("(?:ts|dur)"\s*:\s*)(-?\d+\.\d+(?:[eE][-+]?\d+)?)')
 
 
@@ -45,6 +45,8 @@ class TraceArray:
     source: Path
     metadata: dict[str, Any] = field(default_factory=dict)
     truncated_at: int | None = None
+    #: What was wrong with the array and was mended on the copy (a trailing comma, a missing ']').
+    repairs: list[str] = field(default_factory=list)
 
 
 def open_trace(path: Path) -> BinaryIO:
@@ -118,6 +120,11 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
             pending = pending[cut:]
     end, trailer = _array_end(pending)
     if end is None:
+        closing = pending.rstrip()
+        if closing.endswith(b"}") and closing[:-1].rstrip().endswith(b"}"):  # the object closes, the array not
+            out.write(exact_times(_without_trailing_comma(closing[:-1])) + b"]")
+            stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
+            return
         boundary = None
         for boundary in _EVENT_BOUNDARY.finditer(pending):
             pass
@@ -127,8 +134,16 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         out.write(exact_times(pending[:boundary.start() + 1]) + b"]")
         stream.truncated_at = offset + boundary.start() + 1
         return
-    out.write(exact_times(pending[:end + 1]))
+    events = _without_trailing_comma(pending[:end])
+    if len(events) < len(pending[:end].rstrip()):
+        stream.repairs.append("a comma follows its last event (not JSON); it is ignored")
+    out.write(exact_times(events) + b"]")
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
+
+
+def _without_trailing_comma(text: bytes) -> bytes:
+    text = text.rstrip()
+    return text[:-1] if text.endswith(b",") else text
 
 
 def _exact_times(text: bytes) -> bytes:
