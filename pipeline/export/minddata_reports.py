@@ -67,7 +67,7 @@ def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path, root_us
             if row["pipeline_parent_id"] is None and row["queue_capacity"] is None:
                 usage = root_usage  # the root without queue metrics
             writer.writerow([row["op_id"], row["op_type"], row["num_workers"],
-                             row["queue_sizes"] if row["queue_sizes"] is not None else None,
+                             row["queue_sizes"],
                              row["queue_average_size"], row["queue_capacity"], usage,
                              _number(row["sampling_interval_ms"]), row["pipeline_parent_id"],
                              row["pipeline_children"]])

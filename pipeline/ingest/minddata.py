@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +69,15 @@ def read_logs(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                ("get_next_ascend", _get_next), ("get_next_gpu", _get_next)]
     for role, reader in readers:
         if role in source.files:
-            yield from _guarded(role, source.files[role], lambda r=reader, ro=role: r(source, ro, warn), warn)
+            yield from _guarded(role, reader(source, role, warn), warn)
     for path in source.slices.get("get_next_raw", []):
-        yield from _guarded("get_next_raw", path, lambda p=path: _get_next_raw(source, p), warn)
+        yield from _guarded("get_next_raw", _get_next_raw(source, path), warn)
 
 
-def _guarded(role: str, path: Path, tables: Callable[[], Iterator[tuple[str, pa.Table]]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    """The tables of one log, all or nothing: on bad input, a warning instead."""
+def _guarded(role: str, tables: Iterator[tuple[str, pa.Table]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """The tables of one log (a reader's generator, run here), all or nothing: on bad input, a warning instead."""
     try:
-        produced = list(tables())
+        produced = list(tables)
     except InputError as exc:
         warn(f"{exc}; MindData analysis without it: {_LEFT_OUT[role]} left out")
         return
