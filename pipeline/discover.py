@@ -91,7 +91,10 @@ KINETO_SUFFIXES = (".json", ".json.gz")
 KINETO_NAMED = (".pt.trace.json", ".pt.trace.json.gz")  # a trace by its name, whatever is in it
 _KINETO_HEAD = re.compile(rb'^\s*\{.*"traceEvents"', re.DOTALL)
 _KINETO_HEAD_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)', re.DOTALL)
-_KINETO_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+_TRACE_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+#: Nsight Systems SQLite exports (`nsys export --type sqlite`, default name `report<n>.sqlite`): every
+#: `.sqlite` file is taken for one (its reader says when it is not); the rank comes from the name.
+NSYS_SUFFIXES = (".sqlite", ".sqlite3")
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -113,6 +116,8 @@ class Source:
     slices: dict[str, list[Path]] = field(default_factory=dict)
     #: msprof exports: the model ids the user asked for (None: any; the reader picks one).
     models: tuple[int, ...] | None = None
+    #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N).
+    step_range: str | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -127,10 +132,12 @@ class Source:
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
 
 
-def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None) -> list[Source]:
+def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None,
+             step_range: str | None = None) -> list[Source]:
     """List the sources under `path`, optionally only the given ranks, ordered by rank.
 
-    `models` narrows msprof exports to those model ids (the reader says when a rank has none).
+    `models` narrows msprof exports to those model ids (the reader says when a rank has none);
+    `step_range` names the ranges that mark steps in Kineto traces and Nsight Systems exports.
     """
     root = Path(path)
     if not root.exists():
@@ -141,7 +148,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     ascend: dict[tuple[Path, int], Source] = {}
     reports: dict[tuple[Path, int], Source] = {}
     minddata: dict[tuple[Path, int], Source] = {}
-    kineto: list[Source] = []
+    traces: list[Source] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         directory = Path(dirpath)
@@ -157,14 +164,14 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                 if not (_add_report_file(reports, directory, filename)
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
-                        or _add_kineto_file(kineto, directory, filename)):
+                        or _add_trace_file(traces, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
     _attach_parent_profiler_info(found)
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
-    found += _number_kineto(kineto)
+    found += _number_traces(traces, step_range)
     found += _attach_minddata(minddata, found)
     for source in found:
         for paths in source.slices.values():
@@ -286,27 +293,34 @@ def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Sourc
     return alone
 
 
-def _add_kineto_file(kineto: list[Source], directory: Path, filename: str) -> bool:
-    """List a Chrome trace object (Kineto) as its own source; its rank is settled by _number_kineto."""
+def _add_trace_file(traces: list[Source], directory: Path, filename: str) -> bool:
+    """List a Chrome trace object (Kineto, Paddle) or an Nsight Systems SQLite export as its own source;
+    its rank is settled by _number_traces."""
     from .ingest.trace_object import read_head  # the one reader helper discover needs: a trace's first bytes
 
-    if not filename.endswith(KINETO_SUFFIXES):
+    if filename.endswith(NSYS_SUFFIXES):
+        family, role, rank_match = "nsys", "sqlite", _TRACE_NAME_RANK.search(filename)
+    elif filename.endswith(KINETO_SUFFIXES):
+        head = read_head(directory / filename)
+        if not (filename.endswith(KINETO_NAMED) or _KINETO_HEAD.match(head)):
+            return False
+        family, role, rank_match = "kineto", "trace", _KINETO_HEAD_RANK.search(head) or _TRACE_NAME_RANK.search(filename)
+    else:
         return False
-    head = read_head(directory / filename)
-    if not (filename.endswith(KINETO_NAMED) or _KINETO_HEAD.match(head)):
-        return False
-    match = _KINETO_HEAD_RANK.search(head) or _KINETO_NAME_RANK.search(filename)
-    rank = int(match.group(1)) if match else -1
-    kineto.append(Source(family="kineto", layout="kineto", rank=rank, device_id=max(rank, 0),
-                         directory=directory, files={"trace": directory / filename}))
+    rank = int(rank_match.group(1)) if rank_match else -1
+    traces.append(Source(family=family, layout=family, rank=rank, device_id=max(rank, 0),
+                         directory=directory, files={role: directory / filename}))
     return True
 
 
-def _number_kineto(kineto: list[Source]) -> list[Source]:
-    """A lone trace without a rank is rank 0; among several, one without a rank keeps -1 (its reader says so)."""
-    if len(kineto) == 1 and kineto[0].rank < 0:
-        kineto[0].rank = 0
-    return kineto
+def _number_traces(traces: list[Source], step_range: str | None) -> list[Source]:
+    """A lone trace without a rank is rank 0; among several, one without a rank keeps -1 (its reader says so).
+    Every trace gets the user's step range name."""
+    if len(traces) == 1 and traces[0].rank < 0:
+        traces[0].rank = 0
+    for trace in traces:
+        trace.step_range = step_range
+    return traces
 
 
 def _hccl_trace_order(path: Path) -> tuple[str, int]:

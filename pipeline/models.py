@@ -77,6 +77,11 @@ MACROS: dict[str, tuple[str, str, str]] = {
         "x rounded as Python's round(x, digits) does: half to even on the exact binary value, so reports "
         "that copy MindSpore's Python (which rounds 1.385 up: its double is 1.38500000000000000888) "
         "print the same digits; for |x| < 1e17."),
+    "duration_stats": (
+        "d", "{'instances': count(d), 'total_ns': sum(d)::BIGINT, 'avg_ns': avg(d), 'median_ns': median(d), "
+             "'min_ns': min(d), 'max_ns': max(d), 'stddev_ns': coalesce(stddev_samp(d), 0)}",
+        "Aggregate: Nsight Systems' summary of the durations d of a group (instances, total, average, median, "
+        "min, max, sample standard deviation; 0 for one instance), as a struct: SELECT unnest(duration_stats(d))."),
 }
 
 

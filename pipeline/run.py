@@ -81,7 +81,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             step_list: list[int] | None = None, pretty: bool = True,
             reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
             report_options: ReportOptions | None = None, timeline_summary: bool = False,
-            models: list[int] | None = None) -> RunResult:
+            models: list[int] | None = None, step_range: str | None = None) -> RunResult:
     """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
 
     `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
@@ -91,6 +91,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     choices (MindSpore's Profiler filters and which MindSpore version to imitate).
     `timeline_summary` writes only steps, phases and the overlap analysis to the timeline.
     `models` reads only those msprof model ids (default: per rank, the model with the most files).
+    `step_range` names the annotation or NVTX range that marks a step in PyTorch traces and Nsight
+    Systems exports (default: ProfilerStep#N).
     """
     report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
@@ -101,13 +103,14 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     warnings: list[str] = []
 
     started = time.perf_counter()
-    sources = discover(path, ranks, models)
+    sources = discover(path, ranks, models, step_range)
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
-                            "exports, MindData logs and PyTorch profiler traces)")
+                            "exports, MindData logs, PyTorch and Paddle profiler traces and Nsight Systems "
+                            "SQLite exports)")
     timings["discover"] = time.perf_counter() - started
 
     with staged_output(output) as tmp:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from ..discover import MINDDATA_ROLE, Source
-from . import ascend_raw, kineto, mindspore_ascend_reports, mindspore_framework, minddata, msprof_export
+from . import ascend_raw, kineto, mindspore_ascend_reports, mindspore_framework, minddata, msprof_export, nsys
 from .binary_records import Warn
 
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
@@ -20,6 +20,7 @@ READERS: dict[str, Reader] = {
     "msprof_export": msprof_export.read,
     "minddata": minddata.read,
     "kineto": kineto.read,
+    "nsys": nsys.read,
 }
 
 

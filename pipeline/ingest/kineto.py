@@ -36,6 +36,8 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
+from .nesting import nest
+from .step_ranges import is_step_sql, steps_sql
 from .trace_object import event_array
 
 #: DuckDB's memory for one trace; beyond it the events spill to the scratch database on disk.
@@ -65,6 +67,8 @@ _EVENTS_SQL = f"""
 SELECT name, coalesce(c.alias, raw_cat) AS cat, pid, tid, start_ns, dur_ns,
        coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
+       replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
+       try_cast(a[10] AS BIGINT) AS bytes,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
@@ -80,7 +84,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
                   ELSE dur::BIGINT * 1000 END AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
-                                        '$.device', '$."Sequence number"', '$."correlation id"']) AS a
+                                        '$.device', '$."Sequence number"', '$."correlation id"',
+                                        '$.grid', '$.block', '$.bytes']) AS a
       FROM read_json($path, format = 'array', columns = __COLUMNS__)
       WHERE ph = 'X')
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
@@ -121,7 +126,7 @@ WITH kinds AS (
     FROM device d ASOF JOIN host_ops o ON o.external_id = d.external_id AND d.start_ns >= o.start_ns
 ), by_launch AS (  -- else the op its runtime call (same correlation id, last before it) was made in
     SELECT d.row_id, c.op_index
-    FROM device d ASOF JOIN call_ops c ON c.correlation = d.correlation AND d.start_ns >= c.start_ns
+    FROM device d ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
 ), launched AS (
     SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index
     FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
@@ -129,19 +134,18 @@ WITH kinds AS (
 SELECT coalesce(l.stream, try_cast(l.tid AS BIGINT),
                 try_cast(regexp_extract(l.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
        l.kind, l.name, l.correlation, NULL::BIGINT AS task_id, h.op_name, l.start_ns, l.dur_ns, l.external_id,
-       coalesce(l.device, try_cast(l.pid AS BIGINT)) AS device_id, l.op_index
+       coalesce(l.device, try_cast(l.pid AS BIGINT)) AS device_id, l.op_index, l.bytes, l.grid, l.block
 FROM launched l LEFT JOIN host_ops h USING (op_index)
 ORDER BY l.start_ns
 """
 
-#: Steps from ProfilerStep#N. FP point: after the step's DataLoader spans, the first Forward span
-#: (Paddle), else the first op autograd recorded (it has a Sequence number), else the first cpu_op;
-#: BP point: where the step's last backward event ends (Paddle's Backward spans, Kineto's autograd
+#: Steps from ProfilerStep#N (or the ranges the user names: step_ranges). FP point: after the step's
+#: DataLoader spans, the first Forward span (Paddle), else the first op autograd recorded (it has a
+#: Sequence number), else the first cpu_op;#: BP point: where the step's last backward event ends (Paddle's Backward spans, Kineto's autograd
 #: engine events); no BP point without one (inference, or 2021 traces that lack those events).
-_STEP_POINT_SQL = f"""
-WITH steps AS (
-    SELECT DISTINCT regexp_extract(name, '#(\\d+)', 1)::BIGINT AS step, start_ns, start_ns + dur_ns AS end_ns
-    FROM events WHERE name LIKE 'ProfilerStep#%'
+def _step_point_sql(step_range: str | None) -> str:
+    return f"""
+WITH steps AS ({steps_sql("events", step_range)}
 ), loading AS (
     SELECT s.step, max(e.start_ns + e.dur_ns) AS loaded_ns
     FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
@@ -155,7 +159,7 @@ WITH steps AS (
                  e.has_sequence AND e.name NOT LIKE 'autograd::%' AS recorded
           FROM steps s LEFT JOIN loading l USING (step)
           JOIN events e ON e.start_ns >= greatest(s.start_ns, coalesce(l.loaded_ns, s.start_ns)) AND e.start_ns < s.end_ns
-          WHERE (e.cat = 'cpu_op' OR e.phase = 'forward') AND e.name NOT LIKE 'ProfilerStep#%')
+          WHERE (e.cat = 'cpu_op' OR e.phase = 'forward') AND NOT {is_step_sql('e.name', step_range)})
     GROUP BY step
 ), backward AS (
     SELECT s.step, arg_max(e.name, e.start_ns + e.dur_ns) AS op_name, max(e.start_ns + e.dur_ns) AS ts_ns
@@ -208,19 +212,19 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                      "are left out")
                 con.execute("DELETE FROM events WHERE dur_ns IS NULL OR dur_ns < 0")
             con.execute(_HOST_OPS_SQL)
-            _nest(con)
+            nest(con, _NESTING_SQL)
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, has_device > 0)
             for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
-                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _STEP_POINT_SQL)):
+                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _step_point_sql(source.step_range))):
                 for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
                     if batch.num_rows:
                         yield name, pa.Table.from_batches([batch]).append_column(
                             "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
 
 
-#: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start). The
-#: calls are only needed where device activities lack an External id (Paddle).
+#: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start), for
+#: nesting.nest. The calls are only needed where device activities lack an External id (Paddle).
 _NESTING_SQL = f"""
 SELECT is_call, id, thread, start_ns, end_ns FROM (
     SELECT false AS is_call, op_index AS id, thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie FROM host_ops
@@ -230,42 +234,6 @@ SELECT is_call, id, thread, start_ns, end_ns FROM (
       AND EXISTS (SELECT 1 FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND external_id IS NULL))
 ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 """
-
-
-def _nest(con: duckdb.DuckDBPyConnection) -> None:
-    """Tables `parents` (op_index, parent_index) and `call_ops` (correlation, start_ns, op_index): where each
-    host op and each runtime call is nested, one stack per thread in nesting order.
-
-    Ops follow PyTorch's rule (torch.autograd.profiler_util): an op is the child of the innermost open op
-    that holds all of it; an op that ends before a later one starts, or before it ends, is closed for
-    good; parent_index -1 is the top level. A runtime call belongs to the innermost op open when it
-    starts (it closes nothing): this links the kernels of traces without External ids (Paddle) to ops.
-    """
-    columns = con.sql(_NESTING_SQL).fetchnumpy()
-    calls, ids, threads, starts, ends = (columns[name].tolist() for name in ("is_call", "id", "thread", "start_ns", "end_ns"))
-    parents = [-1] * sum(1 for is_call in calls if not is_call)
-    call_ids, call_starts, call_ops = [], [], []
-    stack: list[int] = []  # positions in the lists above
-    thread = None
-    for position, (is_call, start, end) in enumerate(zip(calls, starts, ends)):
-        if threads[position] != thread:
-            stack, thread = [], threads[position]
-        while stack and (start >= ends[stack[-1]] or (not is_call and end > ends[stack[-1]])):
-            stack.pop()
-        if is_call:
-            if stack:
-                call_ids.append(ids[position])
-                call_starts.append(start)
-                call_ops.append(ids[stack[-1]])
-            continue
-        if stack:
-            parents[ids[position]] = ids[stack[-1]]
-        stack.append(position)
-    con.register("parents", pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
-                                      "parent_index": pa.array(parents, pa.int64())}))
-    con.register("call_ops", pa.table({"correlation": pa.array(call_ids, pa.int64()),
-                                       "start_ns": pa.array(call_starts, pa.int64()),
-                                       "op_index": pa.array(call_ops, pa.int64())}))
 
 
 def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:

@@ -8,13 +8,7 @@ SELECT
     rank,
     name,
     stream_id,
-    count(*) AS instances,
-    sum(dur_ns)::BIGINT AS total_ns,
-    avg(dur_ns) AS avg_ns,
-    median(dur_ns) AS median_ns,
-    min(dur_ns) AS min_ns,
-    max(dur_ns) AS max_ns,
-    coalesce(stddev_samp(dur_ns), 0) AS stddev_ns,
+    unnest(duration_stats(dur_ns)),
     sum(dur_ns) / nullif(sum(sum(dur_ns)) OVER (PARTITION BY rank), 0) AS share,
     mode(op_name) AS op_name
 FROM stg_device_exec

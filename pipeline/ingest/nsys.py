@@ -1,0 +1,294 @@
+"""Stage 2, ingest: Nsight Systems SQLite export -> host_op (NVTX ranges), host_api, device_exec, step_point.
+
+One source is one `nsys export --type sqlite` file (shared/reference/formats-gpu.md, family C). nsys
+creates its tables lazily, so any of them may be missing: that is no error, the ones present are
+read. SQLite is opened read-only and immutable (nothing is written beside the input) and the tables
+are copied in batches into a scratch DuckDB database:
+
+* CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / SYNCHRONIZATION -> device_exec (kernel names: the
+  demangled signature; memcpy "[CUDA memcpy Host-to-Device]" and the like by copy kind, memset
+  "[CUDA memset]", as Nsight Systems names them; grid, block, bytes);
+* CUPTI_ACTIVITY_KIND_RUNTIME / DRIVER -> host_api (names without their "_v7000" version suffix;
+  thread id unpacked from globalTid);
+* NVTX_EVENTS push/pop and start/end ranges -> host_op (category nvtx, or the step phase a range's
+  name says: dataloader, forward, backward, optimizer; text inline or registered;
+  the ", seq = ..., sizes = ..." details of PyTorch's emit_nvtx cut from the name), nested per
+  thread by nesting.nest;
+* a device activity's op: the innermost NVTX range open on the launching thread when its runtime
+  call (same correlation id, same process) started;
+* steps: NVTX ranges named ProfilerStep#N, or as the user names them (step_ranges); FP point: the
+  first range that starts in the step after its data-loading ranges (names with "DataLoader");
+  BP point: where its last range whose name says "backward" ends.
+
+Times are the export's ns on the capture session's clock (run_info.clock "nsys_session"; the
+session's UTC start is kept in run_info.metadata_json).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.request import pathname2url
+
+import duckdb
+import pyarrow as pa
+
+from ..discover import Source
+from ..errors import InputError
+from .binary_records import Warn
+from .nesting import nest
+from .step_ranges import is_step_sql, steps_sql
+
+_BATCH_ROWS = 1 << 16
+_ACTIVITY = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
+_API = ("start", "end", "globalTid", "correlationId", "nameId")
+#: Tables read: scratch name -> (SQLite table, columns). A column the export lacks reads as null.
+_LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL",
+               _ACTIVITY + ("demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")),
+    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", _ACTIVITY + ("bytes", "copyKind")),
+    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", _ACTIVITY + ("bytes",)),
+    "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _ACTIVITY + ("syncType",)),
+    "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", _API),
+    "driver": ("CUPTI_ACTIVITY_KIND_DRIVER", _API),
+    "nvtx": ("NVTX_EVENTS", ("start", "end", "eventType", "text", "textId", "globalTid")),
+    "strings": ("StringIds", ("id", "value")),
+}
+_TEXT_COLUMNS = {"text", "value"}
+#: The tables that make a file an Nsight Systems export (events, or the string table every export has).
+_NSYS_TABLES = {table for table, _ in _LOADS.values()}
+#: ENUM_CUDA_MEMCPY_OPER and ENUM_CUPTI_SYNC_TYPE labels, as Nsight Systems prints them.
+_COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+               5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
+               9: "Host-to-Host", 10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+               13: "Unified Device-to-Device"}
+_SYNC_TYPES = {0: "Unknown sync", 1: "Event sync", 2: "Stream wait sync", 3: "Stream sync", 4: "Context sync"}
+#: NVTX_EVENTS.eventType of ranges (push/pop, start/end, and their NVTXT twins); marks and the rest are not.
+_RANGE_EVENT_TYPES = (59, 60, 70, 71)
+
+
+def _labels(values: dict[int, str]) -> str:
+    return ", ".join(f"({key}, '{label}')" for key, label in values.items())
+
+
+_SPANS_SQL = f"""
+CREATE TABLE spans AS
+SELECT row_number() OVER (ORDER BY globalTid, start_ns, dur_ns DESC, name) - 1 AS op_index, *
+FROM (SELECT regexp_replace(coalesce(n.text, s.value, '[unnamed range]'), ', (?:seq|op_id|sizes) = .*$', '') AS name,
+             n.globalTid, n.globalTid & 16777215 AS tid, n.start AS start_ns, n."end" - n.start AS dur_ns
+      FROM nvtx n LEFT JOIN strings s ON s.id = n.textId
+      WHERE n.eventType IN {_RANGE_EVENT_TYPES} AND n."end" >= n.start)
+"""
+
+_CALLS_SQL = """
+CREATE TABLE calls AS
+SELECT row_number() OVER (ORDER BY start_ns) - 1 AS call_index, *
+FROM (SELECT (globalTid >> 24) & 16777215 AS pid, globalTid, globalTid & 16777215 AS tid,
+             regexp_replace(coalesce(s.value, concat('nameId ', c.nameId)), '_v\\d+$', '') AS name, category,
+             correlationId AS correlation, start AS start_ns, "end" - start AS dur_ns
+      FROM (SELECT *, 'cuda_runtime' AS category FROM runtime
+            UNION ALL SELECT *, 'cuda_driver' FROM driver) c
+      LEFT JOIN strings s ON s.id = c.nameId)
+"""
+
+#: NVTX ranges and runtime calls of every thread in nesting order, for nesting.nest.
+_NESTING_SQL = """
+SELECT is_call, id, thread, start_ns, end_ns FROM (
+    SELECT false AS is_call, op_index AS id, globalTid AS thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie
+    FROM spans
+    UNION ALL
+    SELECT true, call_index, globalTid, start_ns, start_ns + dur_ns, NULL FROM calls WHERE correlation IS NOT NULL)
+ORDER BY thread, start_ns, end_ns DESC, is_call, tie
+"""
+
+#: A range named for a step phase takes it as category (dataloader: any name with "DataLoader"; forward,
+#: backward, optimizer: the whole name, e.g. "forward", "Backward pass", "optimizer.step"); others are nvtx.
+_HOST_OP_SQL = """
+SELECT 'Host' AS side, s.tid, s.name AS op_name, s.start_ns, s.dur_ns,
+       CASE WHEN s.name ILIKE '%dataloader%' THEN 'dataloader'
+            WHEN regexp_matches(s.name, '(?i)^(forward|fwd)([ _-]?(pass|step))?$') THEN 'forward'
+            WHEN regexp_matches(s.name, '(?i)^(backward|bwd)([ _-]?(pass|step))?$') THEN 'backward'
+            WHEN regexp_matches(s.name, '(?i)^(optimizer|optim|opt)([ ._-]?step)?$') THEN 'optimizer'
+            ELSE 'nvtx' END AS category,
+       NULL::BIGINT AS external_id, s.op_index, p.parent_index
+FROM spans s JOIN parents p USING (op_index)
+ORDER BY s.start_ns
+"""
+
+_HOST_API_SQL = """
+SELECT tid, name, category, correlation, NULL::BIGINT AS external_id, start_ns, dur_ns FROM calls ORDER BY start_ns
+"""
+
+_DEVICE_EXEC_SQL = f"""
+WITH device AS (
+    SELECT 'kernel' AS kind, coalesce(dn.value, sn.value, concat('kernel ', k.demangledName)) AS name, k.start, k."end",
+           k.deviceId, k.streamId, k.correlationId, k.globalPid, NULL::BIGINT AS bytes,
+           concat_ws(',', k.gridX, k.gridY, k.gridZ) AS grid, concat_ws(',', k.blockX, k.blockY, k.blockZ) AS block
+    FROM kernel k LEFT JOIN strings dn ON dn.id = k.demangledName LEFT JOIN strings sn ON sn.id = k.shortName
+    UNION ALL
+    SELECT 'memcpy', concat('[CUDA memcpy ', coalesce(l.label, concat('kind ', m.copyKind)), ']'), m.start, m."end",
+           m.deviceId, m.streamId, m.correlationId, m.globalPid, m.bytes, NULL, NULL
+    FROM memcpy m LEFT JOIN (VALUES {_labels(_COPY_KINDS)}) AS l(id, label) ON l.id = m.copyKind
+    UNION ALL
+    SELECT 'memset', '[CUDA memset]', start, "end", deviceId, streamId, correlationId, globalPid, bytes, NULL, NULL
+    FROM memset
+    UNION ALL
+    SELECT 'sync', concat('[CUDA ', coalesce(l.label, concat('sync type ', y.syncType)), ']'), y.start, y."end",
+           y.deviceId, y.streamId, y.correlationId, y.globalPid, NULL, NULL, NULL
+    FROM sync y LEFT JOIN (VALUES {_labels(_SYNC_TYPES)}) AS l(id, label) ON l.id = y.syncType
+), launches AS (  -- correlation ids are unique per process; one call per id even in a stitched export
+    SELECT pid, correlation, min(call_index) AS call_index FROM calls WHERE correlation IS NOT NULL GROUP BY ALL
+)
+SELECT d.streamId AS stream_id, d.kind, d.name, d.correlationId AS correlation, NULL::BIGINT AS task_id,
+       s.name AS op_name, d.start AS start_ns, d."end" - d.start AS dur_ns, NULL::BIGINT AS external_id,
+       d.deviceId AS device_id, c.op_index, d.bytes, d.grid, d.block
+FROM device d
+LEFT JOIN launches a ON a.pid = (d.globalPid >> 24) & 16777215 AND a.correlation = d.correlationId
+LEFT JOIN call_ops c ON c.call_id = a.call_index
+LEFT JOIN spans s ON s.op_index = c.op_index
+ORDER BY d.start
+"""
+
+
+def _step_point_sql(step_range: str | None) -> str:
+    """Step start and end, FP point (the first range after the step's data loading) and BP point (the end
+    of its last backward range); ranges on any thread of the step's time span count."""
+    return f"""
+WITH steps AS ({steps_sql("spans", step_range)}
+), inside AS (
+    SELECT st.step, sp.name, sp.start_ns, sp.start_ns + sp.dur_ns AS end_ns
+    FROM steps st JOIN spans sp ON sp.start_ns >= st.start_ns AND sp.start_ns < st.end_ns
+    WHERE NOT {is_step_sql('sp.name', step_range)}
+), loading AS (
+    SELECT step, max(end_ns) AS loaded_ns FROM inside WHERE name ILIKE '%dataloader%' GROUP BY step
+), forward AS (
+    SELECT i.step, arg_min(i.name, i.start_ns) AS op_name, min(i.start_ns) AS ts_ns
+    FROM inside i LEFT JOIN loading l USING (step)
+    WHERE i.start_ns >= coalesce(l.loaded_ns, i.start_ns) AND i.name NOT ILIKE '%dataloader%'
+    GROUP BY i.step
+), backward AS (
+    SELECT step, arg_max(name, end_ns) AS op_name, max(end_ns) AS ts_ns
+    FROM inside WHERE name ILIKE '%backward%' GROUP BY step
+)
+SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
+      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM forward
+      UNION ALL SELECT step, 'bp_end', op_name, 2, ts_ns FROM backward
+      UNION ALL SELECT step, 'step_end', NULL, 3, end_ns FROM steps)
+ORDER BY step, seq
+"""
+
+
+def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """Yield the normalized tables of one Nsight Systems SQLite export."""
+    path = source.files["sqlite"]
+    if source.rank < 0:
+        raise InputError(path, "cannot tell its rank: no rank in the file name (rank-<n>, worker<n>); "
+                               "name the exports by rank")
+    if path.stat().st_size == 0:
+        raise InputError(path, "empty file, expected an Nsight Systems SQLite export (nsys export --type sqlite)")
+    undecodable = [0]
+
+    def decode(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable[0] += 1
+            return raw.decode("utf-8", errors="replace")
+
+    db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    db.text_factory = decode
+    try:
+        columns = _columns_by_table(db)
+        if not _NSYS_TABLES & columns.keys():
+            if "StringTable" in columns or "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in columns:
+                raise InputError(path, "an nvprof export (StringTable, CONCURRENT_KERNEL): not read; open the run "
+                                       "in Nsight Systems and export it with nsys export --type sqlite")
+            raise InputError(path, "not an Nsight Systems export: it has none of the tables "
+                                   + ", ".join(sorted(_NSYS_TABLES)))
+        with tempfile.TemporaryDirectory(prefix="profpipe-nsys-") as scratch, \
+                duckdb.connect(str(Path(scratch) / "events.duckdb")) as con:
+            for name, (table, wanted) in _LOADS.items():
+                _copy_table(db, con, path, name, table, wanted, columns.get(table, set()))
+            metadata = _metadata(db, columns)
+            if undecodable[0]:
+                warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD")
+            yield from _tables(con, source, path, metadata, warn)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
+    finally:
+        db.close()
+
+
+def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata: dict,
+            warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    reversed_ranges = con.execute(f'SELECT count(*) FROM nvtx WHERE eventType IN {_RANGE_EVENT_TYPES} '
+                                  'AND "end" < start').fetchall()[0][0]
+    if reversed_ranges:
+        warn(f"{path}: {reversed_ranges} NVTX ranges end before they start; left out")
+    con.execute(_SPANS_SQL)
+    con.execute(_CALLS_SQL)
+    nest(con, _NESTING_SQL)
+    activities = con.execute("SELECT (SELECT count(*) FROM kernel) + (SELECT count(*) FROM memcpy) "
+                             "+ (SELECT count(*) FROM memset)").fetchall()[0][0]
+    if not activities and not con.execute("SELECT count(*) FROM spans").fetchall()[0][0]:
+        warn(f"{path}: the export holds no CUDA activities and no NVTX ranges")
+    yield "run_info", pa.table({
+        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
+        "device_type": ["gpu" if activities else "cpu"], "framework": ["nsight_systems"], "layout": ["nsys"],
+        "source_dir": [str(source.directory)], "clock": ["nsys_session"], "metadata_json": [json.dumps(metadata)],
+    })
+    for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
+                      ("step_point", _step_point_sql(source.step_range))):
+        for batch in con.sql(sql).to_arrow_reader(1 << 20):
+            if batch.num_rows:
+                yield name, pa.Table.from_batches([batch]).append_column(
+                    "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
+
+
+def _columns_by_table(db: sqlite3.Connection) -> dict[str, set[str]]:
+    """Column names of every table of the export."""
+    tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {table: {row[1] for row in db.execute(f'PRAGMA table_info("{table}")')} for table in tables}
+
+
+def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str,
+                wanted: tuple[str, ...], present: set[str]) -> None:
+    """Copy `wanted` columns of SQLite `table` into DuckDB table `name`, in batches; an absent table
+    or column reads as empty or null. A value of the wrong type names the table and its rows."""
+    schema = pa.schema([(c, pa.string() if c in _TEXT_COLUMNS else pa.int64()) for c in wanted])
+    con.from_arrow(schema.empty_table()).create(name)
+    if not present:
+        return
+    selected = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in wanted)
+    cursor = db.execute(f'SELECT {selected} FROM "{table}"')
+    first_row = 0
+    while rows := cursor.fetchmany(_BATCH_ROWS):
+        try:
+            batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)], schema=schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise InputError(path, f"table {table}, rows {first_row + 1}-{first_row + len(rows)}: a value of the "
+                                   f"wrong type ({exc})") from None
+        con.execute(f"INSERT INTO {name} SELECT * FROM batch")
+        first_row += len(rows)
+
+
+def _metadata(db: sqlite3.Connection, columns: dict[str, set[str]]) -> dict:
+    """Export version, session start and GPUs, where the export records them."""
+    metadata: dict = {}
+    if {"name", "value"} <= columns.get("META_DATA_EXPORT", set()):
+        export = dict(db.execute("SELECT name, value FROM META_DATA_EXPORT"))
+        metadata.update({key: export[name] for key, name in (("schema_version", "EXPORT_SCHEMA_VERSION"),
+                                                             ("product_version", "EXPORT_PRODUCT_VERSION"),
+                                                             ("time_normalized", "EXPORT_PARAM_TIME_NORMALIZE"))
+                         if name in export})
+    if "utcEpochNs" in columns.get("TARGET_INFO_SESSION_START_TIME", set()):
+        row = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        if row:
+            metadata["session_start_utc_ns"] = row[0]
+    if {"id", "name"} <= columns.get("TARGET_INFO_GPU", set()):
+        metadata["gpus"] = [{"id": gpu_id, "name": name} for gpu_id, name in
+                            db.execute("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id")]
+    return metadata

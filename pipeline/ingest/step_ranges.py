@@ -1,0 +1,37 @@
+"""Stage 2, ingest helper: which host ranges are training steps (Kineto annotations, NVTX ranges).
+
+A trace marks its steps with named ranges: PyTorch's profiler writes `ProfilerStep#N`, Paddle's
+`ProfileStep#N` (renamed on load), and code traced by Nsight Systems whatever NVTX range its author
+pushed around a step. The user names that range with --step-range-name NAME: a range is a step when
+its name is NAME, optionally followed by separators (space, #, :, _, =, -) and the step number.
+Steps without a number in the name are numbered 1, 2, ... in start order.
+"""
+from __future__ import annotations
+
+import re
+
+def step_pattern(step_range: str | None) -> str:
+    """The regular expression of a step range's name; group 1 is its step number, when it has one."""
+    if step_range is None:
+        return r"^ProfilerStep#(\d+)$"
+    return "^" + re.escape(step_range) + r"(?:[\s#:_=-]*(\d+))?$"
+
+
+def steps_sql(spans: str, step_range: str | None) -> str:
+    """SQL of the steps (step, start_ns, end_ns) among the spans of table `spans` (name, start_ns, dur_ns)."""
+    pattern = _sql_literal(step_pattern(step_range))
+    return f"""
+        SELECT coalesce(number, row_number() OVER (ORDER BY start_ns)) AS step, start_ns, end_ns
+        FROM (SELECT DISTINCT try_cast(nullif(regexp_extract(name, {pattern}, 1), '') AS BIGINT) AS number,
+                              start_ns, start_ns + dur_ns AS end_ns
+              FROM {spans} WHERE regexp_matches(name, {pattern}))
+    """
+
+
+def is_step_sql(name_column: str, step_range: str | None) -> str:
+    """SQL condition: the span named `name_column` is a step range."""
+    return f"regexp_matches({name_column}, {_sql_literal(step_pattern(step_range))})"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

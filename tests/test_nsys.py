@@ -1,0 +1,225 @@
+"""Nsight Systems SQLite exports: tables, NVTX nesting and kernel links, steps, missing tables, bad input.
+
+Oracle: the SQLite file itself, queried here directly with Python's sqlite3 (fixtures/nsys from
+fixtures/generators/nsys.py, whose numbers are also worked out by hand; the real NVIDIA/Fuser and
+WeatherBench2 exports in ../shared/realdata).
+"""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
+from pipeline.errors import InputError
+
+NSYS = FIXTURES / "nsys"
+MS = 1_000_000
+STEP_1 = 1_000 * MS
+
+
+def _direct(path: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        return db.execute(sql).fetchall()
+
+
+def _kernel_totals(path: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Per demangled name: instances, total, min and max duration, straight from the export."""
+    rows = _direct(path, "SELECT s.value, count(*), sum(k.end - k.start), min(k.end - k.start), max(k.end - k.start) "
+                         "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName GROUP BY 1")
+    return {name: tuple(values) for name, *values in rows}
+
+
+def test_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("nsys.py", NSYS, tmp_path)
+
+
+def test_fixture_tables(tmp_path: Path):
+    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    device = query(out, "SELECT kind, name, op_name, start_ns - 1000000000, dur_ns, stream_id, device_id, grid, block, "
+                        "bytes FROM device_exec WHERE start_ns < 1010000000 ORDER BY start_ns")
+    gemm = "void gemm_kernel<float, 128>(float const*, float*)"
+    assert device == [
+        ("memcpy", "[CUDA memcpy Host-to-Device]", "DataLoader", 300_000, 200_000, 7, 0, None, None, 1_048_576),
+        ("kernel", gemm, "aten::linear", 2_500_000, MS, 7, 0, "4,1,1", "128,1,1", None),
+        ("kernel", gemm, "LinearBackward0", 5 * MS, 1_500_000, 7, 0, "8,2,1", "128,1,1", None),
+        ("memset", "[CUDA memset]", "optimizer", 7_700_000, 10_000, 7, 0, None, None, 4096),
+        ("sync", "[CUDA Stream sync]", "train_step 1", 9 * MS, 500_000, 7, 0, None, None, None)]
+    # runtime names lose their version suffix; the other process's call (correlation 2) is read but launches nothing
+    calls = query(out, "SELECT name, count(*) FROM host_api GROUP BY name ORDER BY name")
+    assert calls == [("cudaGetDevice", 1), ("cudaLaunchKernel", 4), ("cudaMemcpyAsync", 2), ("cudaMemsetAsync", 2),
+                     ("cudaStreamSynchronize", 2)]
+    # NVTX ranges nest per thread; emit_nvtx details are cut from the names; the mark is no range
+    ops = query(out, "SELECT o.op_name, o.category, p.op_name FROM host_op o LEFT JOIN host_op p "
+                     "ON p.op_index = o.parent_index WHERE o.start_ns >= 1010000000 ORDER BY o.op_index")
+    assert ops == [("train_step 2", "nvtx", None), ("registered range", "nvtx", "train_step 2"),
+                   ("DataLoader", "dataloader", "train_step 2"), ("forward", "forward", "train_step 2"),
+                   ("aten::linear", "nvtx", "forward"), ("backward", "backward", "train_step 2"),
+                   ("LinearBackward0", "nvtx", "backward"), ("optimizer", "optimizer", "train_step 2")]
+    info = query(out, "SELECT framework, layout, clock, device_type, metadata_json->>'session_start_utc_ns', "
+                      "metadata_json->>'schema_version' FROM run_info")
+    assert info == [("nsight_systems", "nsys", "nsys_session", "gpu", "1767225600000000000", "3.17.1")]
+
+
+def test_steps_from_the_named_nvtx_ranges(tmp_path: Path):
+    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    phases = query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns, fp_op, bp_op FROM step_phases ORDER BY step")
+    assert phases == [(n, STEP_1 + (n - 1) * 10 * MS, STEP_1 + (n - 1) * 10 * MS + 2 * MS,
+                       STEP_1 + (n - 1) * 10 * MS + 7 * MS, STEP_1 + n * 10 * MS, "forward", "backward") for n in (1, 2)]
+    gpu = query(out, "SELECT compute_ns, memcpy_ns, memset_ns, busy_ns, idle_ns, kernels, launch_delay_avg_ns, "
+                     "launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns FROM step_gpu_time")
+    # kernels 1.0 + 1.5 ms; copy 0.2; memset 0.01; delays 0.1, 0.3, 0.3, 0.1 ms; forward span 2.0,
+    # backward 4.5 -> 7.0 (BP point), optimizer span 1.0, DataLoader span 0.9
+    assert gpu == [(2_500_000, 200_000, 10_000, 2_710_000, 7_290_000, 4, 200_000, 300_000, 900_000, 2 * MS,
+                    2_500_000, MS)] * 2
+
+
+def test_without_a_step_range_name_there_are_no_steps(tmp_path: Path):
+    out = run(NSYS, tmp_path / "out").output
+    assert query(out, "SELECT count(*) FROM step_point") == [(0,)]
+    assert query(out, "SELECT count(*) FROM device_exec") == [(10,)]
+
+
+def test_kernel_stats_equal_a_direct_query(tmp_path: Path):
+    out = run(NSYS, tmp_path / "out").output
+    stats = query(out, "SELECT name, instances, total_ns, min_ns, max_ns, median_ns FROM kernel_stats")
+    assert {n: (i, t, lo, hi) for n, i, t, lo, hi, _ in stats} == _kernel_totals(NSYS / "report1.sqlite")
+    assert stats[0][5] == 1_250_000
+    shapes = query(out, "SELECT grid, block, instances, total_ns FROM kernel_shape_stats ORDER BY grid")
+    assert shapes == [("4,1,1", "128,1,1", 2, 2 * MS), ("8,2,1", "128,1,1", 2, 3 * MS)]
+
+
+def test_real_export_kernels_calls_and_ranges(tmp_path: Path):
+    export = realdata("Fuser/report1.sqlite")
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(export, source / "report1.sqlite")
+    out = run(source, tmp_path / "out").output
+    stats = query(out, "SELECT name, sum(instances), sum(total_ns), min(min_ns), max(max_ns) FROM kernel_stats GROUP BY name")
+    assert {n: (int(i), int(t), lo, hi) for n, i, t, lo, hi in stats} == _kernel_totals(export)
+    assert sum(int(i) for _, i, *_ in stats) == 18
+    calls = _direct(export, "SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                            "ON s.id = r.nameId GROUP BY 1")
+    expected: dict[str, int] = {}
+    for name, count in calls:
+        base = name.rsplit("_v", 1)[0] if name.rsplit("_v", 1)[-1].isdigit() else name
+        expected[base] = expected.get(base, 0) + count
+    assert dict(query(out, "SELECT name, count(*) FROM host_api GROUP BY name")) == expected
+    ranges = _direct(export, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND end IS NOT NULL")
+    assert query(out, "SELECT count(*) FROM host_op") == ranges
+    for kind, table in (("memcpy", "MEMCPY"), ("memset", "MEMSET"), ("sync", "SYNCHRONIZATION")):
+        direct = _direct(export, f"SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_{table}")
+        assert query(out, f"SELECT count(*), sum(dur_ns)::BIGINT FROM device_exec WHERE kind = '{kind}'") == direct
+
+
+def test_real_export_kernels_link_to_the_innermost_range_around_their_launch(tmp_path: Path):
+    """Independently of the reader's stack walk: per kernel, the shortest NVTX range of the launching
+    thread that holds the start of the runtime call with its correlation id (same process)."""
+    export = realdata("Fuser/report1.sqlite")
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(export, source / "report1.sqlite")
+    out = run(source, tmp_path / "out").output
+    direct = _direct(export, """
+        SELECT k.start, (SELECT coalesce(n.text, s.value) FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
+                         WHERE n.globalTid = r.globalTid AND n.eventType IN (59, 60) AND n.start <= r.start
+                           AND n.end > r.start ORDER BY n.end - n.start, n.start DESC LIMIT 1)
+        FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+          ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)
+        ORDER BY k.start""")
+    ours = query(out, "SELECT start_ns, op_name FROM device_exec WHERE kind = 'kernel' ORDER BY start_ns")
+    assert ours == direct
+    assert sum(1 for _, op in ours if op) == 8  # the nvFuser kernels; PyTorch's own ran outside any range
+
+
+def test_export_without_kernel_or_nvtx_tables(tmp_path: Path):
+    export = realdata("WeatherBench2/report1.sqlite")
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(export, source / "rank-3.sqlite")
+    result = run(source, tmp_path / "out", strict=True)
+    assert result.ranks == [3]
+    assert query(result.output, "SELECT kind, dur_ns, bytes FROM device_exec") == [("memset", 1472, 4608)]
+    assert query(result.output, "SELECT count(*) FROM host_api") == [(23,)]
+    assert query(result.output, "SELECT count(*) FROM host_op") == [(0,)]
+
+
+def _export_with(tmp_path: Path, sql: str, name: str = "report1.sqlite") -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(NSYS / "report1.sqlite", folder / name)
+    with sqlite3.connect(folder / name) as db:
+        db.execute(sql)
+    return folder
+
+
+def test_a_value_of_the_wrong_type_names_the_table_and_rows(tmp_path: Path):
+    folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 3")
+    with pytest.raises(InputError, match=r"report1\.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL, rows 1-4: a value of "
+                                         r"the wrong type"):
+        run(folder, tmp_path / "out", strict=True)
+
+
+def test_huge_integers_are_refused_not_wrapped(tmp_path: Path):
+    folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 1e30 WHERE rowid = 1")
+    with pytest.raises(InputError, match="CUPTI_ACTIVITY_KIND_KERNEL, rows 1-4"):
+        run(folder, tmp_path / "out", strict=True)
+
+
+def test_non_utf8_names_are_read_and_counted(tmp_path: Path):
+    folder = _export_with(tmp_path, "UPDATE StringIds SET value = CAST(X'6B65726E656CFF' AS TEXT) "
+                                    "WHERE value LIKE 'void gemm%'")
+    result = run(folder, tmp_path / "out", strict=True)
+    assert query(result.output, "SELECT DISTINCT name FROM device_exec WHERE kind = 'kernel'") == [("kernel\ufffd",)]
+    warnings = (result.output / "manifest.json").read_text()
+    assert "1 strings are not UTF-8" in warnings
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty file"),
+    (b"hello, not a database" * 100, "cannot be read as an SQLite database"),
+])
+def test_not_an_export(content: bytes, message: str, tmp_path: Path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "report1.sqlite").write_bytes(content)
+    with pytest.raises(InputError, match=f"report1.sqlite: {message}"):
+        run(folder, tmp_path / "out", strict=True)
+
+
+def test_other_sqlite_databases_are_named(tmp_path: Path):
+    other, nvprof = tmp_path / "other", tmp_path / "nvprof"
+    other.mkdir()
+    nvprof.mkdir()
+    with sqlite3.connect(other / "cache.sqlite") as db:
+        db.execute("CREATE TABLE items (id INTEGER)")
+    with sqlite3.connect(nvprof / "rank-1.sqlite") as db:
+        db.execute("CREATE TABLE StringTable (_id_ INTEGER, value TEXT)")
+        db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (start INTEGER)")
+    with pytest.raises(InputError, match="cache.sqlite: not an Nsight Systems export"):
+        run(other, tmp_path / "out", strict=True)
+    with pytest.raises(InputError, match="rank-1.sqlite: an nvprof export"):
+        run(nvprof, tmp_path / "out", strict=True)
+
+
+def test_truncated_export_is_named(tmp_path: Path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    data = (NSYS / "report1.sqlite").read_bytes()
+    (folder / "report1.sqlite").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="report1.sqlite: cannot be read as an SQLite database"):
+        run(folder, tmp_path / "out", strict=True)
+
+
+def test_the_input_folder_is_left_as_it_was(tmp_path: Path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(NSYS / "report1.sqlite", folder / "report1.sqlite")
+    folder.chmod(0o555)
+    try:
+        run(folder, tmp_path / "out", strict=True)
+        assert [p.name for p in folder.iterdir()] == ["report1.sqlite"]
+    finally:
+        folder.chmod(0o755)
