@@ -119,6 +119,53 @@ def test_rank_from_the_file_name_and_a_missing_rank_named(tmp_path: Path):
         "file name (rank-<n>, worker<n>); name the files by rank"]
 
 
+def _memory_in_use(trace: dict) -> dict[tuple[int, int], tuple[int, int, int, int, int]]:
+    """Per (Device Type, Device Id): allocations, frees, bytes allocated, the most in use and the end, from the
+    trace's "[memory]" instants in file order (Total Allocated where present, else the running sum)."""
+    result: dict[tuple[int, int], list[int]] = {}
+    for event in trace["traceEvents"]:
+        if event.get("ph") != "i" or event.get("name") != "[memory]":
+            continue
+        args = event["args"]
+        key = (args["Device Type"], args["Device Id"])
+        allocations, frees, allocated, peak, in_use = result.get(key, [0, 0, 0, None, 0])
+        size = int(args["Bytes"])
+        in_use = args.get("Total Allocated", in_use + size)
+        result[key] = [allocations + (size > 0), frees + (size < 0), allocated + max(size, 0),
+                       in_use if peak is None else max(peak, in_use), in_use]
+    return {key: tuple(values) for key, values in result.items()}
+
+
+@pytest.mark.parametrize("folder, relative", [("current", False), ("v2021", True)])
+def test_memory_events(folder: str, relative: bool, tmp_path: Path):
+    out = run(KINETO / folder, tmp_path / "out").output
+    trace = _load(next((KINETO / folder).glob("*0.pt.trace.json")))
+    got = query(out, "SELECT device_type, device_id, allocations, frees, allocated_bytes, peak_in_use_bytes, "
+                     "end_in_use_bytes, in_use_from_trace_start FROM memory_stats WHERE rank = 0")
+    types = {"cpu": 0, "cuda": 1}
+    assert {(types[t], d): tuple(v) for t, d, *v, _ in got} == _memory_in_use(trace)
+    assert {row[-1] for row in got} == {relative}
+    # by hand: per step +1 MiB, +4 KiB, +8 KiB, -4 KiB, -1 MiB on CUDA; the peak is step 2's +8 KiB at 4.05 ms,
+    # on top of the 10 MiB in use before the trace where the trace says so
+    cuda = query(out, "SELECT peak_in_use_bytes, peak_ts_ns - (SELECT min(start_ns) FROM step_phases WHERE rank = 0), "
+                      "peak_reserved_bytes FROM memory_stats WHERE rank = 0 AND device_type = 'cuda'")
+    before = 0 if relative else 10 << 20
+    assert cuda == [(before + 8192 + (1 << 20) + 4096 + 8192, 10_000_000 + 4_050_000, None if relative else 32 << 20)]
+
+
+def test_memory_events_of_a_real_2021_trace(tmp_path: Path):
+    folder = realdata("kineto/tb_plugin/samples/resnet50_num_workers_0")
+    work = tmp_path / "in"
+    work.mkdir()
+    path = sorted(folder.iterdir())[0]
+    shutil.copy(path, work / path.name)
+    out = run(work, tmp_path / "out").output
+    got = query(out, "SELECT device_type, device_id, allocations, frees, allocated_bytes, peak_in_use_bytes, "
+                     "end_in_use_bytes FROM memory_stats")
+    types = {"cpu": 0, "cuda": 1}
+    assert {(types[t], d): tuple(v) for t, d, *v in got} == _memory_in_use(_load(work / path.name))
+
+
 # --- bad input -------------------------------------------------------------------------------------
 
 def _bad(tmp_path: Path, text: bytes, name: str = "rank-0.pt.trace.json") -> Path:
@@ -339,3 +386,16 @@ def test_trailing_comma_and_missing_bracket_keep_every_event(mangle, warning: st
     assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(kernels,)]
     warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
     assert any(warning in w for w in warnings), warnings
+
+
+def test_timeline_has_the_runtime_calls_and_the_memory_in_use(tmp_path: Path):
+    out = run(KINETO / "current", tmp_path / "out").output
+    events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    calls = [e for e in events if names.get(e["pid"]) == "CUDA API rank0" and e["ph"] == "X"]
+    assert len(calls) == query(out, "SELECT count(*) FROM host_api WHERE rank = 0")[0][0] == 10
+    counters = [e for e in events if names.get(e["pid"]) == "Memory rank0" and e["ph"] == "C"]
+    assert {e["name"] for e in counters} == {"Memory in use cuda:0", "Memory in use cpu"}
+    # the last CUDA counter is what is in use at the end: 10 MiB before the trace and 8 KiB kept per step
+    last = max((e for e in counters if e["name"].endswith("cuda:0")), key=lambda e: e["ts"])
+    assert last["args"]["bytes"] == (10 << 20) + 2 * 8192

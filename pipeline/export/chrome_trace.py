@@ -15,7 +15,9 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
   and "Free" with the stretches of stg_overlap_segment;
 * lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
   (timed by the CPU monitor's samples, taken together), the device or iterator queue and the
-  device's get_next queue. They are on the host clock of the MindData logs.
+  device's get_next queue. They are on the host clock of the MindData logs;
+* lane 7 "CUDA API": runtime and driver calls (host_api), one thread per host thread id;
+* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use).
 
 Ranks on different hosts are put on one clock when every rank knows its offset to the Unix
 epoch (msprof's start_info); otherwise each keeps its own clock (`otherData.clock` says which).
@@ -98,6 +100,13 @@ WITH offsets AS (
     LEFT JOIN data_op_stats o ON o.rank = q.rank AND o.op_id = q.op_id
     LEFT JOIN data_cpu_sample c ON q.queue = 'op_output' AND c.rank = q.rank AND c.scope = 'device' AND c.sample = q.sample
     WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
+    UNION ALL
+    SELECT rank, 7, coalesce(tid, 0), name, category, start_ns, dur_ns, {{'correlation': correlation}}::JSON, 1
+    FROM host_api
+    UNION ALL
+    SELECT rank, 8, 0, 'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
+           'counter', ts_ns, NULL, {{'bytes': in_use_bytes}}::JSON, 1
+    FROM stg_memory_in_use
 )
 SELECT spans.* REPLACE (start_ns + shift_ns AS start_ns)
 FROM spans JOIN clocks USING (rank)
@@ -110,7 +119,7 @@ WITH spans AS (
 ), lanes AS (
     SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
         (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
-        (5, 'Overlap Analysis'), (6, 'MindData')) AS l(lane, label)
+        (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory')) AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
 ), meta AS (
@@ -124,11 +133,13 @@ WITH spans AS (
     SELECT 10 * (rank + 1) + lane, tid, 'thread_name',
            {{'name': CASE lane WHEN 0 THEN 'iterations'
                               WHEN 1 THEN 'Thread ' || tid
+                              WHEN 7 THEN 'Thread ' || tid
                               WHEN 2 THEN 'Ops'
                               WHEN 3 THEN 'Stream ' || tid
                               WHEN 4 THEN CASE tid WHEN {_COMMUNICATION_KERNEL_TID} THEN 'Communication Kernel'
                                                    ELSE 'Plane ' || tid END
                               WHEN 6 THEN 'Queues'
+                              WHEN 8 THEN 'Allocator'
                               ELSE [{", ".join(repr(name) for _, name in _OVERLAP_THREADS.values())}][tid + 1]
                               END}}::JSON
     FROM threads

@@ -13,6 +13,8 @@ suffixes and "123(C++)" thread ids are cleaned):
   device_exec (stream, correlation, External id, device), with the op the trace itself links:
   the host op carrying the same External id (Kineto's external correlation), else the op its
   runtime call was made in (Paddle, which has no External id);
+* `[memory]` instants (profile_memory=True) -> memory_event (device, address, bytes allocated or
+  freed, the allocator's totals where the trace has them);
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -59,12 +61,13 @@ _CATEGORY_ALIASES = {
     "Forward": "user_annotation", "Backward": "user_annotation", "Optimization": "user_annotation",
     "Communication": "user_annotation"}
 
-#: Complete events with the args the tables need, parsed once per event; the args JSON is not kept.
+#: Complete events with the args the tables need, parsed once per event (the args JSON is not kept), and
+#: the allocator's "[memory]" instants (ph "i") with theirs.
 #: Names lose Paddle's "[1.234 ms]" suffix and its ProfileStep#N becomes ProfilerStep#N; `phase` is
 #: what the event marks of a training step: dataloader, forward, backward or optimizer (Paddle says so
 #: by category; Kineto by name: enumerate(DataLoader)..., autograd engine events, Optimizer.step...).
 _EVENTS_SQL = f"""
-SELECT name, coalesce(c.alias, raw_cat) AS cat, pid, tid, start_ns, dur_ns,
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory,
        coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
@@ -76,7 +79,7 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, pid, tid, start_ns, dur_ns,
 FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''),
                                                                '^ProfileStep#', 'ProfilerStep#')
                   ELSE name END AS name,
-             cat AS raw_cat, pid,
+             cat AS raw_cat, ph, pid,
              CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
              -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals
              CASE WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
@@ -85,9 +88,11 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                   ELSE dur::BIGINT * 1000 END AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
-                                        '$.grid', '$.block', '$.bytes']) AS a
+                                        '$.grid', '$.block', '$.bytes']) AS a,
+             CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
+                                                                '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__)
-      WHERE ph = 'X')
+      WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
     ON c.original = raw_cat
 """.replace("__COLUMNS__", _COLUMNS)
@@ -137,6 +142,20 @@ SELECT coalesce(l.stream, try_cast(l.tid AS BIGINT),
        coalesce(l.device, try_cast(l.pid AS BIGINT)) AS device_id, l.op_index, l.bytes, l.grid, l.block
 FROM launched l LEFT JOIN host_ops h USING (op_index)
 ORDER BY l.start_ns
+"""
+
+#: c10::DeviceType numbers of the "[memory]" instants' "Device Type".
+_DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuse1"}
+
+_MEMORY_EVENT_SQL = f"""
+SELECT start_ns AS ts_ns, rowid AS seq, try_cast(tid AS BIGINT) AS tid,
+       coalesce(t.label, 'device type ' || memory[1]) AS device_type, try_cast(memory[2] AS BIGINT) AS device_id,
+       try_cast(memory[3] AS BIGINT) AS addr, memory[4]::BIGINT AS bytes,
+       try_cast(memory[5] AS BIGINT) AS total_allocated, try_cast(memory[6] AS BIGINT) AS total_reserved
+FROM events LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _DEVICE_TYPES.items())}) AS t(id, label)
+    ON t.id = memory[1]
+WHERE ph = 'i' AND memory[4] IS NOT NULL
+ORDER BY start_ns, seq
 """
 
 #: Steps from ProfilerStep#N (or the ranges the user names: step_ranges). FP point: after the step's
@@ -205,18 +224,19 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             if array.truncated_at is not None:
                 warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
                      "are read, the incomplete last one is lost")
-            missing, negative = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), "
-                                            "count(*) FILTER (WHERE dur_ns < 0) FROM events").fetchall()[0]
+            missing, negative = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), count(*) FILTER "
+                                            "(WHERE dur_ns < 0) FROM events WHERE ph = 'X'").fetchall()[0]
             if missing or negative:
                 warn(f"{path}: {missing} complete events without a duration and {negative} with a negative one "
                      "are left out")
-                con.execute("DELETE FROM events WHERE dur_ns IS NULL OR dur_ns < 0")
+                con.execute("DELETE FROM events WHERE ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)")
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, has_device > 0)
             for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
-                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _step_point_sql(source.step_range))):
+                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _step_point_sql(source.step_range)),
+                              ("memory_event", _MEMORY_EVENT_SQL)):
                 for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
                     if batch.num_rows:
                         yield name, pa.Table.from_batches([batch]).append_column(

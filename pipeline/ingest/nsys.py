@@ -267,11 +267,12 @@ def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Pa
     first_row = 0
     while rows := cursor.fetchmany(_BATCH_ROWS):
         try:
-            batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)], schema=schema)
+            batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)],
+                             schema=schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise InputError(path, f"table {table}, rows {first_row + 1}-{first_row + len(rows)}: a value of the "
                                    f"wrong type ({exc})") from None
-        con.execute(f"INSERT INTO {name} SELECT * FROM batch")
+        con.from_arrow(batch).insert_into(name)
         first_row += len(rows)
 
 
