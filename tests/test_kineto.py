@@ -399,3 +399,32 @@ def test_timeline_has_the_runtime_calls_and_the_memory_in_use(tmp_path: Path):
     # the last CUDA counter is what is in use at the end: 10 MiB before the trace and 8 KiB kept per step
     last = max((e for e in counters if e["name"].endswith("cuda:0")), key=lambda e: e["ts"])
     assert last["args"]["bytes"] == (10 << 20) + 2 * 8192
+
+
+def test_array_end_found_past_look_alikes_inside_events_and_after_the_array(tmp_path: Path):
+    """Events whose args end in `}]` or `[]` followed by more members, and members after the array that
+    hold arrays of objects: the array ends at the first bracket followed by nothing but members."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 1000 * i, "dur": 10,
+               "args": {"Input Dims": [[], [2]], "shapes": [{"n": i}], "External id": i}} for i in range(3)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events, "extra": [{"list": [[]]}], "traceName": "t"})
+    folder = _bad(tmp_path, text.encode())
+    result = run(folder, tmp_path / "out", strict=True)
+    assert query(result.output, "SELECT count(*) FROM host_op") == [(3,)]
+    assert query(result.output, "SELECT metadata_json->>'traceName' FROM run_info") == [("t",)]
+
+
+def test_a_large_plain_trace_is_read_whole(tmp_path: Path):
+    """Over 32 MiB in whole µs: the middle of the array is copied by the kernel, its head and tail in Python."""
+    events = [{"ph": "X", "cat": "kernel", "name": f"kernel_{i % 7}", "pid": 0, "tid": 7, "ts": 1_000 + 10 * i,
+               "dur": 5 + i % 3, "args": {"correlation": i, "stream": 7, "device": 0, "padding": "x" * 120}}
+              for i in range(240_000)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events, "traceName": "big"}).encode()
+    assert len(text) > 40 << 20  # the head and tail Python reads are 16 MiB each
+    result = run(_bad(tmp_path, text), tmp_path / "out", strict=True)
+    expected: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for event in events:
+        expected[event["name"]][0] += 1
+        expected[event["name"]][1] += event["dur"] * 1000
+    got = query(result.output, "SELECT name, count(*), sum(dur_ns) FROM device_exec GROUP BY name")
+    assert {n: [c, int(t)] for n, c, t in got} == dict(expected)
+    assert query(result.output, "SELECT metadata_json->>'traceName' FROM run_info") == [("big",)]

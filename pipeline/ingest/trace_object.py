@@ -6,7 +6,8 @@ but an object only whole (several times the file in memory). So the bytes of the
 copied (gzip inflated on the way) into a temporary file that DuckDB reads as an array: memory
 stays at DuckDB's read buffers whatever the trace size, at the cost of temporary disk space the
 size of the array (under $TMPDIR). A pipe would save the copy, but DuckDB holds a whole pipe in
-memory. The members before the array (schemaVersion, deviceProperties, distributedInfo, ...) and
+memory. Where nothing needs rewriting (a plain file in whole µs), the middle of the array is
+copied by the kernel. The members before the array (schemaVersion, deviceProperties, distributedInfo, ...) and
 after it (traceName, baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut
 short (a crashed job) is closed after its last complete event, and `truncated_at` says where the
 rest was lost.
@@ -14,7 +15,9 @@ rest was lost.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -34,6 +37,8 @@ _TAIL = 8 << 20
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_CLOSE = re.compile(rb"[}\[]\s*,?\s*\]")  # a trailing comma is tolerated (and reported)
+_SPACE = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
 _FRACTIONAL_TIME = re.compile(rb'("(?:ts|dur)"\s*:\s*)(-?\d+\.\d+(?:[eE][-+]?\d+)?)')
 
 
@@ -108,6 +113,10 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
     # Kineto writes whole µs (before 2024) or ns fractions (since) throughout a trace: when the first events
     # have no fraction, the (costly) quoting of times is skipped
     exact_times = _exact_times if _FRACTIONAL_TIME.search(pending[:_CHUNK]) else (lambda text: text)
+    if exact_times is not _exact_times and isinstance(handle, io.BufferedReader) \
+            and os.fstat(handle.fileno()).st_size - 2 * _TAIL > handle.tell():
+        offset += _copy_middle(handle, out, pending)
+        pending = b""
     while True:
         block = handle.read(_CHUNK)
         if not block:
@@ -141,6 +150,25 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
 
 
+def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes) -> int:
+    """Write `pending` and the plain file's bytes after it up to its last 2 * _TAIL bytes, copied by the
+    kernel (os.sendfile: no pass through Python, where nothing needs rewriting); return how many bytes
+    were written. The handle is left at the start of the part not copied."""
+    out.write(pending)
+    out.flush()
+    start = handle.tell()
+    end = os.fstat(handle.fileno()).st_size - 2 * _TAIL
+    copied = 0
+    while start + copied < end:
+        sent = os.sendfile(out.fileno(), handle.fileno(), start + copied, end - start - copied)
+        if sent == 0:
+            break
+        copied += sent
+    out.seek(0, io.SEEK_END)
+    handle.seek(start + copied)
+    return len(pending) + copied
+
+
 def _without_trailing_comma(text: bytes) -> bytes:
     text = text.rstrip()
     return text[:-1] if text.endswith(b",") else text
@@ -158,20 +186,35 @@ def _array_end(tail: bytes) -> tuple[int | None, bytes]:
 
     The array ends in `}` (its last event) or `[` (no events) then `]`, and what follows is the rest
     of the top-level object. Members after the array may hold arrays of their own (libkineto's INFO
-    log lines; objects in some producers), so the earliest candidate whose rest parses wins.
+    log lines; objects in some producers), so the earliest candidate followed by nothing but members
+    and the closing brace wins. The check walks the text in place (no copies), so a candidate inside
+    an event fails as soon as the text stops looking like the object's last members.
     """
+    text = tail.decode("latin-1")  # one character per byte: positions stay byte offsets
     for candidate in _ARRAY_CLOSE.finditer(tail):
         position = candidate.end() - 1
-        rest = tail[position + 1:].strip()
-        if rest == b"}":
-            return position, b""
-        if rest.startswith(b",") and rest.endswith(b"}"):
-            try:
-                if isinstance(json.loads(b"{" + rest[1:]), dict):
-                    return position, rest[1:-1]
-            except ValueError:
-                pass
+        if _only_members_follow(text, position + 1):
+            rest = tail[position + 1:].strip()
+            return position, (rest[1:-1] if rest.startswith(b",") else b"")
     return None, b""
+
+
+def _only_members_follow(text: str, index: int) -> bool:
+    """Whether text[index:] is `(, "key": value)*` then `}` and white space, in JSON."""
+    while True:
+        index = _SPACE.match(text, index).end()
+        if text.startswith("}", index):
+            return _SPACE.match(text, index + 1).end() == len(text)
+        if not text.startswith(",", index):
+            return False
+        try:
+            key, index = _DECODER.raw_decode(text, _SPACE.match(text, index + 1).end())
+            index = _SPACE.match(text, index).end()
+            if not isinstance(key, str) or not text.startswith(":", index):
+                return False
+            _, index = _DECODER.raw_decode(text, _SPACE.match(text, index + 1).end())
+        except ValueError:
+            return False
 
 
 def _members(path: Path, text: bytes, offset: int, before_array: bool) -> dict[str, Any]:
