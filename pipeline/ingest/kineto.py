@@ -19,15 +19,16 @@ suffixes and "123(C++)" thread ids are cleaned):
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
 Times: `ts` and `dur` are µs, with ns fractions in newer traces, read as exact decimals; with
-`baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database under
-$TMPDIR (with the copied event array: about the trace's uncompressed size on disk), held to
-MEMORY_LIMIT in memory, and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
+`baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
+in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
+trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
 times to the host clock). Events without a duration, or with a negative one, are counted in a
 warning and left out.
 """
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,11 +40,10 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .nesting import nest
+from .scratch import scratch_database
 from .step_ranges import is_step_sql, steps_sql
-from .trace_object import event_array
+from .trace_object import TraceArray, event_array
 
-#: DuckDB's memory for one trace; beyond it the events spill to the scratch database on disk.
-MEMORY_LIMIT = "2GB"
 _BATCH_ROWS = 1 << 20
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
@@ -82,16 +82,17 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              cat AS raw_cat, ph, pid,
              CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
              -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals
-             CASE WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
-                  ELSE ts::BIGINT * 1000 END + $base_ns AS start_ns,
-             CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
-                  ELSE dur::BIGINT * 1000 END AS dur_ns,
+             -- a time that does not fit (a corrupt or huge number) is NULL: counted and left out
+             try(CASE WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
+                      ELSE ts::BIGINT * 1000 END + $base_ns) AS start_ns,
+             try(CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
+                      ELSE dur::BIGINT * 1000 END) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
                                         '$.grid', '$.block', '$.bytes']) AS a,
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
-      FROM read_json($path, format = 'array', columns = __COLUMNS__)
+      FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
       WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
     ON c.original = raw_cat
@@ -209,27 +210,20 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     if path.stat().st_size == 0:
         raise InputError(path, "empty file, expected a PyTorch profiler (Kineto) trace JSON object")
     with tempfile.TemporaryDirectory(prefix="profpipe-kineto-") as scratch:
-        # a database file, so that DuckDB can spill the events of a trace larger than its memory limit
-        with duckdb.connect(str(Path(scratch) / "events.duckdb")) as con:
-            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-            with event_array(path, Path(scratch)) as array:
-                try:
-                    con.execute("CREATE TABLE events AS " + _EVENTS_SQL,
-                                {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0)})
-                except duckdb.Error as exc:
-                    raise InputError(path, "not a Kineto trace: its events cannot be parsed "
-                                           f"({str(exc).strip().splitlines()[0]})") from None
+        with scratch_database(Path(scratch)) as con:
+            array = _load_events(con, path, Path(scratch), warn)
             for repair in array.repairs:
                 warn(f"{path}: {repair}")
             if array.truncated_at is not None:
                 warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
                      "are read, the incomplete last one is lost")
-            missing, negative = con.execute("SELECT count(*) FILTER (WHERE dur_ns IS NULL), count(*) FILTER "
-                                            "(WHERE dur_ns < 0) FROM events WHERE ph = 'X'").fetchall()[0]
-            if missing or negative:
-                warn(f"{path}: {missing} complete events without a duration and {negative} with a negative one "
-                     "are left out")
-                con.execute("DELETE FROM events WHERE ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)")
+            missing, negative, unreadable = con.execute(
+                "SELECT count(*) FILTER (WHERE dur_ns IS NULL AND ph = 'X'), count(*) FILTER (WHERE dur_ns < 0), "
+                "count(*) FILTER (WHERE start_ns IS NULL) FROM events").fetchall()[0]
+            if missing or negative or unreadable:
+                warn(f"{path}: {missing} complete events without a duration, {negative} with a negative one and "
+                     f"{unreadable} with a time that is not a number of µs within ±292 years are left out")
+                con.execute("DELETE FROM events WHERE (ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)) OR start_ns IS NULL")
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
@@ -254,6 +248,35 @@ SELECT is_call, id, thread, start_ns, end_ns FROM (
       AND EXISTS (SELECT 1 FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND external_id IS NULL))
 ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 """
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn: Warn) -> TraceArray:
+    """Table `events` from the trace's event array; the TraceArray says what the copy learnt.
+
+    Two faults DuckDB's reader refuses are recovered, each with a warning: invalid UTF-8 (the array
+    is copied again with those bytes read as U+FFFD) and an event that repeats a key (the first
+    value is read, as DuckDB's reader does when told to go on). Anything else is an InputError.
+    """
+    sanitize = tolerant = False
+    while True:
+        with event_array(path, scratch, sanitize=sanitize) as array:
+            try:
+                con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
+                            {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0),
+                             "tolerant": tolerant})
+                if array.replaced:
+                    warn(f"{path}: {array.replaced} byte sequences that are not UTF-8 are read as U+FFFD")
+                return array
+            except duckdb.Error as exc:
+                message = re.sub(r' in file "[^"]*"', "", str(exc).strip().splitlines()[0])
+        if not sanitize and "invalid UTF-8" in message:
+            sanitize = True
+        elif not tolerant and "duplicate key" in message:
+            tolerant = True
+            warn(f"{path}: an event repeats a key ({message.split(': ', 1)[-1]}); the first value of a repeated key "
+                 "is read")
+        else:
+            raise InputError(path, f"not a Kineto trace: its events cannot be parsed ({message})")
 
 
 def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:

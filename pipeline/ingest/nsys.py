@@ -3,7 +3,7 @@
 One source is one `nsys export --type sqlite` file (shared/reference/formats-gpu.md, family C). nsys
 creates its tables lazily, so any of them may be missing: that is no error, the ones present are
 read. SQLite is opened read-only and immutable (nothing is written beside the input) and the tables
-are copied in batches into a scratch DuckDB database:
+are copied in batches into a scratch DuckDB database (scratch.py):
 
 * CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / SYNCHRONIZATION -> device_exec (kernel names: the
   demangled signature; memcpy "[CUDA memcpy Host-to-Device]" and the like by copy kind, memset
@@ -39,6 +39,7 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .nesting import nest
+from .scratch import scratch_database
 from .step_ranges import is_step_sql, steps_sql
 
 _BATCH_ROWS = 1 << 16
@@ -209,7 +210,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             raise InputError(path, "not an Nsight Systems export: it has none of the tables "
                                    + ", ".join(sorted(_NSYS_TABLES)))
         with tempfile.TemporaryDirectory(prefix="profpipe-nsys-") as scratch, \
-                duckdb.connect(str(Path(scratch) / "events.duckdb")) as con:
+                scratch_database(Path(scratch)) as con:
             for name, (table, wanted) in _LOADS.items():
                 _copy_table(db, con, path, name, table, wanted, columns.get(table, set()))
             metadata = _metadata(db, columns)

@@ -52,6 +52,8 @@ class TraceArray:
     truncated_at: int | None = None
     #: What was wrong with the array and was mended on the copy (a trailing comma, a missing ']').
     repairs: list[str] = field(default_factory=list)
+    #: Byte sequences that are not UTF-8, written as U+FFFD on a sanitized copy.
+    replaced: int = 0
 
 
 def open_trace(path: Path) -> BinaryIO:
@@ -69,16 +71,17 @@ def read_head(path: Path, size: int = 65536) -> bytes:
 
 
 @contextmanager
-def event_array(path: Path, folder: Path) -> Iterator[TraceArray]:
+def event_array(path: Path, folder: Path, sanitize: bool = False) -> Iterator[TraceArray]:
     """Yield a TraceArray whose `path` (in `folder`) holds the `traceEvents` array of `path`.
 
+    `sanitize` writes byte sequences that are not UTF-8 as U+FFFD (and counts them).
     Raises InputError, naming the trace, when it is not a Chrome trace object or cannot be read
     to the end (corrupt gzip). The copy is removed on leaving.
     """
     array = TraceArray(folder / "events.json", path)
     try:
         with open_trace(path) as handle, open(array.path, "wb") as out:
-            _copy_array(array, handle, out)
+            _copy_array(array, handle, out, sanitize)
     except (OSError, EOFError, zlib.error) as exc:
         array.path.unlink(missing_ok=True)
         raise InputError(path, f"cannot be read to the end ({exc})") from None
@@ -91,7 +94,7 @@ def event_array(path: Path, folder: Path) -> Iterator[TraceArray]:
         array.path.unlink(missing_ok=True)
 
 
-def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
+def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO, sanitize: bool) -> None:
     head = b""
     while True:
         match = _ARRAY_START.search(head)
@@ -112,8 +115,16 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         pending += block
     # Kineto writes whole µs (before 2024) or ns fractions (since) throughout a trace: when the first events
     # have no fraction, the (costly) quoting of times is skipped
-    exact_times = _exact_times if _FRACTIONAL_TIME.search(pending[:_CHUNK]) else (lambda text: text)
-    if exact_times is not _exact_times and isinstance(handle, io.BufferedReader) \
+    quote = _FRACTIONAL_TIME.search(pending[:_CHUNK]) is not None
+
+    def rewrite(text: bytes) -> bytes:  # a piece cut at a comma or brace: never inside a character
+        if sanitize:
+            decoded = text.decode("utf-8", errors="replace")
+            stream.replaced += decoded.count("\ufffd") - text.count("\ufffd".encode())
+            text = decoded.encode("utf-8")
+        return _exact_times(text) if quote else text
+
+    if not (quote or sanitize) and isinstance(handle, io.BufferedReader) \
             and os.fstat(handle.fileno()).st_size - 2 * _TAIL > handle.tell():
         offset += _copy_middle(handle, out, pending)
         pending = b""
@@ -124,14 +135,14 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         pending += block
         if len(pending) > 2 * _TAIL:
             cut = pending.rfind(b",", 0, len(pending) - _TAIL) + 1  # never inside a number
-            out.write(exact_times(pending[:cut]))
+            out.write(rewrite(pending[:cut]))
             offset += cut
             pending = pending[cut:]
     end, trailer = _array_end(pending)
     if end is None:
         closing = pending.rstrip()
         if closing.endswith(b"}") and closing[:-1].rstrip().endswith(b"}"):  # the object closes, the array not
-            out.write(exact_times(_without_trailing_comma(closing[:-1])) + b"]")
+            out.write(rewrite(_without_trailing_comma(closing[:-1])) + b"]")
             stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
             return
         boundary = None
@@ -140,13 +151,13 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO) -> None:
         if boundary is None:
             raise InputError(stream.source, "ends before its first complete event (truncated?)",
                              offset=offset + len(pending))
-        out.write(exact_times(pending[:boundary.start() + 1]) + b"]")
+        out.write(rewrite(pending[:boundary.start() + 1]) + b"]")
         stream.truncated_at = offset + boundary.start() + 1
         return
     events = _without_trailing_comma(pending[:end])
     if len(events) < len(pending[:end].rstrip()):
         stream.repairs.append("a comma follows its last event (not JSON); it is ignored")
-    out.write(exact_times(events) + b"]")
+    out.write(rewrite(events) + b"]")
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
 
 
