@@ -40,11 +40,10 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .nesting import nest
-from .scratch import scratch_database
-from .step_ranges import is_step_sql, steps_sql
+from .scratch import check_trace_file, rank_tables, scratch_database
+from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 from .trace_object import TraceArray, event_array
 
-_BATCH_ROWS = 1 << 20
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
            "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON'}"
@@ -187,13 +186,7 @@ WITH steps AS ({steps_sql("events", step_range)}
     WHERE e.cat IN {HOST_OP_CATS} AND e.phase = 'backward'
     GROUP BY s.step
 )
-SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
-FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
-      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM forward
-      UNION ALL SELECT step, 'bp_end', op_name, 2, ts_ns FROM backward
-      UNION ALL SELECT step, 'step_end', NULL, 3, end_ns FROM steps)
-ORDER BY step, seq
-"""
+{STEP_POINTS_SQL}"""
 
 
 #: Top-level members kept in run_info.metadata_json (libkineto's INFO/WARNING logs are left out).
@@ -204,11 +197,8 @@ _METADATA_KEYS = ("schemaVersion", "distributedInfo", "deviceProperties", "baseT
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one Kineto trace file."""
     path = source.files["trace"]
-    if source.rank < 0:
-        raise InputError(path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank in the file "
-                               "name (rank-<n>, worker<n>); name the files by rank")
-    if path.stat().st_size == 0:
-        raise InputError(path, "empty file, expected a PyTorch profiler (Kineto) trace JSON object")
+    check_trace_file(path, source.rank, "no distributedInfo.rank in the trace and no rank in the file name "
+                                        "(rank-<n>, worker<n>)", "a PyTorch profiler (Kineto) trace JSON object")
     with tempfile.TemporaryDirectory(prefix="profpipe-kineto-") as scratch:
         with scratch_database(Path(scratch)) as con:
             array = _load_events(con, path, Path(scratch), warn)
@@ -228,13 +218,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             nest(con, _NESTING_SQL)
             has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, has_device > 0)
-            for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
-                              ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _step_point_sql(source.step_range)),
-                              ("memory_event", _MEMORY_EVENT_SQL)):
-                for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
-                    if batch.num_rows:
-                        yield name, pa.Table.from_batches([batch]).append_column(
-                            "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
+            yield from rank_tables(con, source.rank, [
+                ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
+                ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
 
 
 #: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start), for

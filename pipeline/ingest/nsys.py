@@ -39,10 +39,10 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .nesting import nest
-from .scratch import scratch_database
-from .step_ranges import is_step_sql, steps_sql
+from .scratch import check_trace_file, rank_tables, scratch_database
+from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
-_BATCH_ROWS = 1 << 16
+_FETCH_ROWS = 1 << 16
 _ACTIVITY = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
 _API = ("start", "end", "globalTid", "correlationId", "nameId")
 #: Tables read: scratch name -> (SQLite table, columns). A column the export lacks reads as null.
@@ -173,23 +173,14 @@ WITH steps AS ({steps_sql("spans", step_range)}
     SELECT step, arg_max(name, end_ns) AS op_name, max(end_ns) AS ts_ns
     FROM inside WHERE name ILIKE '%backward%' GROUP BY step
 )
-SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
-FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
-      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM forward
-      UNION ALL SELECT step, 'bp_end', op_name, 2, ts_ns FROM backward
-      UNION ALL SELECT step, 'step_end', NULL, 3, end_ns FROM steps)
-ORDER BY step, seq
-"""
+{STEP_POINTS_SQL}"""
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one Nsight Systems SQLite export."""
     path = source.files["sqlite"]
-    if source.rank < 0:
-        raise InputError(path, "cannot tell its rank: no rank in the file name (rank-<n>, worker<n>); "
-                               "name the exports by rank")
-    if path.stat().st_size == 0:
-        raise InputError(path, "empty file, expected an Nsight Systems SQLite export (nsys export --type sqlite)")
+    check_trace_file(path, source.rank, "no rank in the file name (rank-<n>, worker<n>)",
+                     "an Nsight Systems SQLite export (nsys export --type sqlite)")
     undecodable = [0]
 
     def decode(raw: bytes) -> str:
@@ -241,12 +232,9 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
         "device_type": ["gpu" if activities else "cpu"], "framework": ["nsight_systems"], "layout": ["nsys"],
         "source_dir": [str(source.directory)], "clock": ["nsys_session"], "metadata_json": [json.dumps(metadata)],
     })
-    for name, sql in (("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
-                      ("step_point", _step_point_sql(source.step_range))):
-        for batch in con.sql(sql).to_arrow_reader(1 << 20):
-            if batch.num_rows:
-                yield name, pa.Table.from_batches([batch]).append_column(
-                    "rank", pa.array([source.rank] * batch.num_rows, pa.int32()))
+    yield from rank_tables(con, source.rank, [
+        ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
+        ("step_point", _step_point_sql(source.step_range))])
 
 
 def _columns_by_table(db: sqlite3.Connection) -> dict[str, set[str]]:
@@ -266,7 +254,7 @@ def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Pa
     selected = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in wanted)
     cursor = db.execute(f'SELECT {selected} FROM "{table}"')
     first_row = 0
-    while rows := cursor.fetchmany(_BATCH_ROWS):
+    while rows := cursor.fetchmany(_FETCH_ROWS):
         try:
             batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)],
                              schema=schema)

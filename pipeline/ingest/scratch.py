@@ -1,4 +1,5 @@
-"""Stage 2, ingest helper: the scratch DuckDB database a reader parses one trace into.
+"""Stage 2, ingest helper for one-file trace sources (Kineto, Nsight Systems): the checks before a trace is
+opened, the scratch DuckDB database it is parsed into, and the tables out of it.
 
 In memory up to MEMORY_LIMIT, spilled to a scratch folder beyond it: a trace larger than memory is
 read with bounded memory, and one that fits pays no disk writes (a database file would write and
@@ -6,14 +7,38 @@ checkpoint every table).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+
+from ..errors import InputError
 
 #: DuckDB's memory for one trace; beyond it the data spill to the scratch folder.
 MEMORY_LIMIT = "640MB"
+_BATCH_ROWS = 1 << 20
+
+
+def check_trace_file(path: Path, rank: int, no_rank: str, expected: str) -> None:
+    """Refuse, naming the file, a trace whose rank discover could not tell (`no_rank` says where it
+    looked) or that is empty (`expected` says what it should hold)."""
+    if rank < 0:
+        raise InputError(path, f"cannot tell its rank: {no_rank}; name the files by rank")
+    if path.stat().st_size == 0:
+        raise InputError(path, f"empty file, expected {expected}")
 
 
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database that spills to `folder` (which the caller removes)."""
     return duckdb.connect(config={"temp_directory": str(folder), "memory_limit": MEMORY_LIMIT})
+
+
+def rank_tables(con: duckdb.DuckDBPyConnection, rank: int,
+                queries: list[tuple[str, str]]) -> Iterator[tuple[str, pa.Table]]:
+    """Yield (table name, rows) in batches for each (table name, SQL) of `queries`, with the rank column added."""
+    for name, sql in queries:
+        for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
+            if batch.num_rows:
+                yield name, pa.Table.from_batches([batch]).append_column(
+                    "rank", pa.array([rank] * batch.num_rows, pa.int32()))

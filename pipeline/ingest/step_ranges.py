@@ -10,6 +10,18 @@ from __future__ import annotations
 
 import re
 
+#: The step_point rows (step start, FP point, BP point, step end) of a query whose CTEs `steps` (step,
+#: start_ns, end_ns), `forward` and `backward` (step, op_name, ts_ns) found them.
+STEP_POINTS_SQL = """
+SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
+      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM forward
+      UNION ALL SELECT step, 'bp_end', op_name, 2, ts_ns FROM backward
+      UNION ALL SELECT step, 'step_end', NULL, 3, end_ns FROM steps)
+ORDER BY step, seq
+"""
+
+
 def step_pattern(step_range: str | None) -> str:
     """The regular expression of a step range's name; group 1 is its step number, when it has one."""
     if step_range is None:
