@@ -449,3 +449,26 @@ def test_duplicate_keys_huge_integers_and_bad_utf8(first_ts: str, extra: str, na
     assert query(result.output, "SELECT op_name, dur_ns FROM host_op ORDER BY op_name") == ops
     warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
     assert any(warning in w for w in warnings), warnings
+
+
+def test_cpu_only_trace(tmp_path: Path):
+    """A trace of a CPU run (no device events): host ops, steps and op statistics, no GPU marts."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")]
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out", strict=True)
+    assert query(result.output, "SELECT device_type FROM run_info") == [("cpu",)]
+    assert query(result.output, "SELECT count(*) FROM step_phases") == [(2,)]
+    assert query(result.output, "SELECT count(*) FROM step_gpu_time") == [(0,)]
+    assert query(result.output, "SELECT sum(calls)::BIGINT FROM host_op_stats") == [(len(trace["traceEvents"]),)]
+
+
+def test_other_accelerators_runtime_calls(tmp_path: Path):
+    """Kineto's XPU / MTIA / PrivateUse1 runtime categories are runtime calls, linked to their kernels like CUDA's."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "cuda_runtime":
+            event["cat"] = "xpu_runtime"
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out", strict=True)
+    calls = sum(1 for e in trace["traceEvents"] if e.get("cat") == "xpu_runtime")
+    assert query(result.output, "SELECT category, count(*) FROM host_api GROUP BY ALL") == [("xpu_runtime", calls)]
+    assert query(result.output, "SELECT count(*) FROM step_gpu_time WHERE launch_delay_avg_ns IS NOT NULL") == [(2,)]

@@ -50,7 +50,7 @@ _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCH
 
 #: Categories by role (current Kineto names; 2021 Kineto and Paddle names are mapped to them on load).
 HOST_OP_CATS = ("cpu_op", "user_annotation")
-HOST_API_CATS = ("cuda_runtime", "cuda_driver")
+HOST_API_CATS = ("cuda_runtime", "cuda_driver", "xpu_runtime", "mtia_runtime", "privateuse1_runtime")
 DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync"}
 #: 2021 Kineto and Paddle (TracerEventType) categories -> current Kineto ones.
 _CATEGORY_ALIASES = {
