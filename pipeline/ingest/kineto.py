@@ -165,26 +165,26 @@ ORDER BY start_ns, seq
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
 WITH steps AS ({steps_sql("events", step_range)}
+), inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
+                -- do not overlap; a range join would pair every step with every event)
+    SELECT s.step, e.name, e.cat, e.phase, e.has_sequence, e.start_ns, e.start_ns + e.dur_ns AS end_ns
+    FROM (SELECT * FROM events WHERE (cat = 'cpu_op' OR phase IS NOT NULL) AND NOT {is_step_sql('name', step_range)}) e
+    ASOF JOIN steps s ON e.start_ns >= s.start_ns
+    WHERE e.start_ns < s.end_ns
 ), loading AS (
-    SELECT s.step, max(e.start_ns + e.dur_ns) AS loaded_ns
-    FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
-    WHERE e.phase = 'dataloader'
-    GROUP BY s.step
+    SELECT step, max(end_ns) AS loaded_ns FROM inside WHERE phase = 'dataloader' GROUP BY step
 ), forward AS (  -- a Forward span (Paddle), else the first op autograd recorded (it carries a Sequence number)
     SELECT step, coalesce(arg_min(name, start_ns) FILTER (WHERE marked), arg_min(name, start_ns) FILTER (WHERE recorded),
                           arg_min(name, start_ns)) AS op_name,
            coalesce(min(start_ns) FILTER (WHERE marked), min(start_ns) FILTER (WHERE recorded), min(start_ns)) AS ts_ns
-    FROM (SELECT s.step, e.name, e.start_ns, e.phase = 'forward' AS marked,
-                 e.has_sequence AND e.name NOT LIKE 'autograd::%' AS recorded
-          FROM steps s LEFT JOIN loading l USING (step)
-          JOIN events e ON e.start_ns >= greatest(s.start_ns, coalesce(l.loaded_ns, s.start_ns)) AND e.start_ns < s.end_ns
-          WHERE (e.cat = 'cpu_op' OR e.phase = 'forward') AND NOT {is_step_sql('e.name', step_range)})
+    FROM (SELECT i.step, i.name, i.start_ns, i.phase = 'forward' AS marked,
+                 i.has_sequence AND i.name NOT LIKE 'autograd::%' AS recorded
+          FROM inside i LEFT JOIN loading l USING (step)
+          WHERE i.start_ns >= coalesce(l.loaded_ns, i.start_ns) AND (i.cat = 'cpu_op' OR i.phase = 'forward'))
     GROUP BY step
 ), backward AS (
-    SELECT s.step, arg_max(e.name, e.start_ns + e.dur_ns) AS op_name, max(e.start_ns + e.dur_ns) AS ts_ns
-    FROM steps s JOIN events e ON e.start_ns >= s.start_ns AND e.start_ns < s.end_ns
-    WHERE e.cat IN {HOST_OP_CATS} AND e.phase = 'backward'
-    GROUP BY s.step
+    SELECT step, arg_max(name, end_ns) AS op_name, max(end_ns) AS ts_ns
+    FROM inside WHERE cat IN {HOST_OP_CATS} AND phase = 'backward' GROUP BY step
 )
 {STEP_POINTS_SQL}"""
 

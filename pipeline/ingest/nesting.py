@@ -2,12 +2,17 @@
 
 Used by the readers of traces that record spans without their parents (Kineto, Paddle, Nsight
 Systems): the reader selects the spans and calls of each thread in nesting order, this module walks
-them with one stack per thread and registers where each one belongs as DuckDB tables.
+them in batches with one stack per thread and registers where each one belongs as DuckDB tables
+(8 bytes per span and call held, not Python objects).
 """
 from __future__ import annotations
 
+from array import array
+
 import duckdb
 import pyarrow as pa
+
+_BATCH_ROWS = 1 << 18
 
 
 def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
@@ -21,27 +26,28 @@ def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
     for good; parent_index -1 is the top level. A call belongs to the innermost span open when it starts
     (it closes nothing): this links device activities to the span their launch was made in.
     """
-    columns = con.sql(spans_sql).fetchnumpy()
-    calls, ids, threads, starts, ends = (columns[name].tolist() for name in ("is_call", "id", "thread", "start_ns", "end_ns"))
-    parents = [-1] * sum(1 for is_call in calls if not is_call)
-    call_ids, call_starts, call_ops = [], [], []
-    stack: list[int] = []  # positions in the lists above
+    span_count = con.sql(f"SELECT count(*) FILTER (WHERE NOT is_call) FROM ({spans_sql})").fetchall()[0][0]
+    parents = array("q", [-1]) * span_count  # 8 bytes a span, not a Python object
+    call_ids, call_starts, call_ops = array("q"), array("q"), array("q")
+    stack: list[tuple[int, int]] = []  # (id, end) of the open spans of the current thread
     thread = None
-    for position, (is_call, start, end) in enumerate(zip(calls, starts, ends)):
-        if threads[position] != thread:
-            stack, thread = [], threads[position]
-        while stack and (start >= ends[stack[-1]] or (not is_call and end > ends[stack[-1]])):
-            stack.pop()
-        if is_call:
+    for batch in con.sql(spans_sql).to_arrow_reader(_BATCH_ROWS):
+        columns = [batch.column(name).to_pylist() for name in ("is_call", "id", "thread", "start_ns", "end_ns")]
+        for is_call, span_id, span_thread, start, end in zip(*columns):
+            if span_thread != thread:
+                stack, thread = [], span_thread
+            while stack and (start >= stack[-1][1] or (not is_call and end > stack[-1][1])):
+                stack.pop()
+            if is_call:
+                if stack:
+                    call_ids.append(span_id)
+                    call_starts.append(start)
+                    call_ops.append(stack[-1][0])
+                continue
             if stack:
-                call_ids.append(ids[position])
-                call_starts.append(start)
-                call_ops.append(ids[stack[-1]])
-            continue
-        if stack:
-            parents[ids[position]] = ids[stack[-1]]
-        stack.append(position)
-    con.register("parents", pa.table({"op_index": pa.array(range(len(parents)), pa.int64()),
+                parents[span_id] = stack[-1][0]
+            stack.append((span_id, end))
+    con.register("parents", pa.table({"op_index": pa.array(range(span_count), pa.int64()),
                                       "parent_index": pa.array(parents, pa.int64())}))
     con.register("call_ops", pa.table({"call_id": pa.array(call_ids, pa.int64()),
                                        "start_ns": pa.array(call_starts, pa.int64()),
