@@ -191,6 +191,12 @@ def _print_summary(result: RunResult) -> None:
                        f"fp+bp {steps['avg_fp_and_bp_ms']:.3f}, tail "
                        f"{steps['avg_tail_ms'] if steps['avg_tail_ms'] is None else round(steps['avg_tail_ms'], 3)})",
                        markup=False)
+        for device in rank["memory"]:
+            where = device["device_type"] + ("" if device["device_id"] is None or device["device_id"] < 0
+                                             else f":{device['device_id']}")
+            since = " since the trace began" if device["in_use_from_trace_start"] else ""
+            _out.print(f"rank {rank['rank']}: memory {where}: peak {device['peak_in_use_bytes'] / 2**20:.1f} MiB "
+                       f"in use{since}, {device['allocations']} allocations, {device['frees']} frees", markup=False)
         if rank["input_pipeline"]:
             _print_input_pipeline(rank["rank"], rank["input_pipeline"])
     timeline = result.summary["timeline"]

@@ -151,6 +151,9 @@ def test_memory_events(folder: str, relative: bool, tmp_path: Path):
                       "peak_reserved_bytes FROM memory_stats WHERE rank = 0 AND device_type = 'cuda'")
     before = 0 if relative else 10 << 20
     assert cuda == [(before + 8192 + (1 << 20) + 4096 + 8192, 10_000_000 + 4_050_000, None if relative else 32 << 20)]
+    summary = json.loads((out / "reports" / "summary.json").read_text())["ranks"][0]["memory"]
+    assert [(m["device_type"], m["peak_in_use_bytes"], m["in_use_from_trace_start"]) for m in summary] == [
+        ("cpu", 64, relative), ("cuda", cuda[0][0], relative)]
 
 
 def test_memory_events_of_a_real_2021_trace(tmp_path: Path):

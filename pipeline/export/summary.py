@@ -1,4 +1,5 @@
-"""The run summary (reports/summary.json): per rank, the top op types and kernels and the average step.
+"""The run summary (reports/summary.json): per rank, the top op types and kernels, the average step, the
+memory peaks and the input pipeline.
 
 The same numbers feed the human summary the CLI prints. The file is checked against
 schemas/summary.schema.json before it is written.
@@ -36,6 +37,10 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
                 SELECT name, stream_id, instances, total_ns / 1e6 AS total_ms, share, op_name
                 FROM kernel_stats WHERE rank = ? ORDER BY total_ns DESC, name LIMIT {TOP_N}""", rank),
             "steps": _steps(con, rank),
+            "memory": _rows(con, """
+                SELECT device_type, device_id, allocations, frees, peak_in_use_bytes, peak_reserved_bytes,
+                       in_use_from_trace_start
+                FROM memory_stats WHERE rank = ? ORDER BY device_type, device_id""", rank),
             "input_pipeline": _input_pipeline(con, rank),
         })
     return {"profpipe_version": version, "input": input_path, "ranks": ranks,
