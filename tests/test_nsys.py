@@ -6,6 +6,7 @@ WeatherBench2 exports in ../shared/realdata).
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -223,3 +224,18 @@ def test_the_input_folder_is_left_as_it_was(tmp_path: Path):
         assert [p.name for p in folder.iterdir()] == ["report1.sqlite"]
     finally:
         folder.chmod(0o755)
+
+
+def test_timeline_of_an_export(tmp_path: Path):
+    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    by_process: dict[str, int] = {}
+    for event in events:
+        if event["ph"] == "X":
+            by_process[names[event["pid"]]] = by_process.get(names[event["pid"]], 0) + 1
+    # 2 steps; their 3 phases each; 15 NVTX ranges; 10 device activities; 11 runtime calls
+    overlap = by_process.pop("Overlap Analysis rank0")
+    assert by_process == {"Step Trace rank0": 2 + 6, "CPU ops rank0": 15, "GPU kernels rank0": 10,
+                          "CUDA API rank0": 11}
+    assert overlap == query(out, "SELECT count(*) FROM stg_overlap_segment")[0][0] > 0
