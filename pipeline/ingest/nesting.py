@@ -3,7 +3,7 @@
 Used by the readers of traces that record spans without their parents (Kineto, Paddle, Nsight
 Systems): the reader selects the spans and calls of each thread in nesting order, this module walks
 them in batches with one stack per thread and registers where each one belongs as DuckDB tables
-(8 bytes per span and call held, not Python objects).
+(a few 8-byte values per span and call held, not Python objects).
 """
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
     for good; parent_index -1 is the top level. A call belongs to the innermost span open when it starts
     (it closes nothing): this links device activities to the span their launch was made in.
     """
-    span_count = con.sql(f"SELECT count(*) FILTER (WHERE NOT is_call) FROM ({spans_sql})").fetchall()[0][0]
-    parents = array("q", [-1]) * span_count  # 8 bytes a span, not a Python object
+    span_ids, parents = array("q"), array("q")  # 8 bytes a value, not Python objects
     call_ids, call_starts, call_ops = array("q"), array("q"), array("q")
     stack: list[tuple[int, int]] = []  # (id, end) of the open spans of the current thread
     thread = None
@@ -44,10 +43,10 @@ def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
                     call_starts.append(start)
                     call_ops.append(stack[-1][0])
                 continue
-            if stack:
-                parents[span_id] = stack[-1][0]
+            span_ids.append(span_id)
+            parents.append(stack[-1][0] if stack else -1)
             stack.append((span_id, end))
-    con.register("parents", pa.table({"op_index": pa.array(range(span_count), pa.int64()),
+    con.register("parents", pa.table({"op_index": pa.array(span_ids, pa.int64()),
                                       "parent_index": pa.array(parents, pa.int64())}))
     con.register("call_ops", pa.table({"call_id": pa.array(call_ids, pa.int64()),
                                        "start_ns": pa.array(call_starts, pa.int64()),

@@ -7,8 +7,8 @@ copied (gzip inflated on the way) into a temporary file that DuckDB reads as an 
 stays at DuckDB's read buffers whatever the trace size, at the cost of temporary disk space the
 size of the array (under $TMPDIR). A pipe would save the copy, but DuckDB holds a whole pipe in
 memory. Where nothing needs rewriting (a plain file in whole µs), the middle of the array is
-copied by the kernel. The members before the array (schemaVersion, deviceProperties, distributedInfo, ...) and
-after it (traceName, baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut
+copied by the kernel. The members before the array (schemaVersion, deviceProperties,
+distributedInfo, ...) and after it (traceName, baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut
 short (a crashed job) is closed after its last complete event, and `truncated_at` says where the
 rest was lost.
 """
@@ -124,10 +124,11 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO, sanitize: b
             text = decoded.encode("utf-8")
         return _exact_times(text) if quote else text
 
-    if not (quote or sanitize) and isinstance(handle, io.BufferedReader) \
-            and os.fstat(handle.fileno()).st_size - 2 * _TAIL > handle.tell():
-        offset += _copy_middle(handle, out, pending)
-        pending = b""
+    if not (quote or sanitize) and isinstance(handle, io.BufferedReader):
+        middle_end = os.fstat(handle.fileno()).st_size - 2 * _TAIL
+        if middle_end > handle.tell():
+            offset += _copy_middle(handle, out, pending, middle_end)
+            pending = b""
     while True:
         block = handle.read(_CHUNK)
         if not block:
@@ -161,14 +162,13 @@ def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO, sanitize: b
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
 
 
-def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes) -> int:
-    """Write `pending` and the plain file's bytes after it up to its last 2 * _TAIL bytes, copied by the
-    kernel (os.sendfile: no pass through Python, where nothing needs rewriting); return how many bytes
-    were written. The handle is left at the start of the part not copied."""
+def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes, end: int) -> int:
+    """Write `pending` and the plain file's bytes after it up to offset `end`, copied by the kernel
+    (os.sendfile: no pass through Python, where nothing needs rewriting); return how many bytes were
+    written. The handle is left at the start of the part not copied."""
     out.write(pending)
     out.flush()
     start = handle.tell()
-    end = os.fstat(handle.fileno()).st_size - 2 * _TAIL
     copied = 0
     while start + copied < end:
         sent = os.sendfile(out.fileno(), handle.fileno(), start + copied, end - start - copied)
