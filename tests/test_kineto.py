@@ -475,3 +475,45 @@ def test_other_accelerators_runtime_calls(tmp_path: Path):
     calls = sum(1 for e in trace["traceEvents"] if e.get("cat") == "xpu_runtime")
     assert query(result.output, "SELECT category, count(*) FROM host_api GROUP BY ALL") == [("xpu_runtime", calls)]
     assert query(result.output, "SELECT count(*) FROM step_gpu_time WHERE launch_delay_avg_ns IS NOT NULL") == [(2,)]
+
+
+def test_mtia_device_events(tmp_path: Path):
+    """MTIA's device events (`mtia_ccp_events`): launched functions are kernels linked to their op through the
+    runtime call's correlation id, `dma_request` transfers are memcpys with their size."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("gpu_memcpy", "gpu_memset")]
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    for event in trace["traceEvents"]:
+        if event.get("cat") in ("kernel", "cuda_runtime"):
+            event["cat"] = "mtia_ccp_events" if event["cat"] == "kernel" else "mtia_runtime"
+            event["args"].pop("External id", None)
+    dma = {"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 9, "tid": 801,
+           "ts": kernels[0]["ts"], "dur": 3, "args": {"direction": "DEVICE_TO_HOST", "size": 4096, "sqid": 1}}
+    trace["traceEvents"].append(dma)
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out", strict=True)
+    assert query(result.output, "SELECT kind, count(*), count(op_name), sum(bytes)::BIGINT FROM device_exec "
+                                "GROUP BY ALL ORDER BY 1") == [("kernel", len(kernels), len(kernels), None),
+                                                                ("memcpy", 1, 0, 4096)]
+    launched = {e["args"]["correlation"] for e in kernels}
+    assert query(result.output, "SELECT count(*) FROM host_api WHERE category = 'mtia_runtime' "
+                                f"AND correlation IN {tuple(launched)}") == [(len(launched),)]
+
+
+def test_real_mtia_trace_device_totals(tmp_path: Path):
+    """HTA's MTIA sample (the largest real trace: 87 MB of JSON): per name, the count and total of its device
+    events equal the trace's, and every launched function knows the op it was launched in."""
+    folder = realdata(f"{HTA}/mtia_trace_single_rank")
+    trace = _load(next(folder.iterdir()))
+    expected: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "mtia_ccp_events":
+            totals = expected[event["name"]]
+            totals[0] += 1
+            totals[1] += _ns(event["dur"])
+            totals[2] += event["args"].get("size", 0) if event["name"] == "dma_request" else 0
+    result = run(folder, tmp_path / "out", strict=True)
+    got = query(result.output, "SELECT name, count(*), sum(dur_ns)::BIGINT, coalesce(sum(bytes), 0)::BIGINT "
+                               "FROM device_exec GROUP BY name")
+    assert {n: [c, t, b] for n, c, t, b in got} == dict(expected)
+    assert query(result.output, "SELECT count(*) FILTER (WHERE op_name IS NULL) FROM device_exec "
+                                "WHERE kind = 'kernel'") == [(0,)]

@@ -9,7 +9,8 @@ suffixes and "123(C++)" thread ids are cleaned):
 * `cpu_op` / `user_annotation` (2021: `Operator`) -> host_op (side Host, with category and
   External id);
 * `cuda_runtime` / `cuda_driver` (2021: `Runtime`) -> host_api (the launching call, correlation id);
-* `kernel`, `gpu_memcpy`, `gpu_memset`, `cuda_sync` (2021: `Kernel`, `Memcpy`, `Memset`) ->
+* `kernel`, `gpu_memcpy`, `gpu_memset`, `cuda_sync` (2021: `Kernel`, `Memcpy`, `Memset`) and MTIA's
+  `mtia_ccp_events` (its `dma_request` transfers are memcpys, with their size) ->
   device_exec (stream, correlation, External id, device), with the op the trace itself links:
   the host op carrying the same External id (Kineto's external correlation), else the op its
   runtime call was made in (Paddle, which has no External id);
@@ -51,7 +52,8 @@ _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCH
 #: Categories by role (current Kineto names; 2021 Kineto and Paddle names are mapped to them on load).
 HOST_OP_CATS = ("cpu_op", "user_annotation")
 HOST_API_CATS = ("cuda_runtime", "cuda_driver", "xpu_runtime", "mtia_runtime", "privateuse1_runtime")
-DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync"}
+DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync",
+                "mtia_ccp_events": "kernel"}
 #: 2021 Kineto and Paddle (TracerEventType) categories -> current Kineto ones.
 _CATEGORY_ALIASES = {
     "Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
@@ -70,7 +72,7 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
        coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
-       try_cast(a[10] AS BIGINT) AS bytes,
+       try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
@@ -88,7 +90,7 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                       ELSE dur::BIGINT * 1000 END) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
-                                        '$.grid', '$.block', '$.bytes']) AS a,
+                                        '$.grid', '$.block', '$.bytes', '$.size']) AS a,
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
@@ -124,7 +126,9 @@ _DEVICE_EXEC_SQL = f"""
 WITH kinds AS (
     SELECT * FROM (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind)
 ), device AS (
-    SELECT row_number() OVER () AS row_id, e.*, k.kind FROM events e JOIN kinds k USING (cat)
+    SELECT row_number() OVER () AS row_id, e.*,
+           CASE WHEN e.cat = 'mtia_ccp_events' AND e.name = 'dma_request' THEN 'memcpy' ELSE k.kind END AS kind
+    FROM events e JOIN kinds k USING (cat)
 ), by_external_id AS (  -- the host op with its External id that started last before it (ids are unique in a
                         -- sane trace; a stitched one repeats them): at most one per activity
     SELECT d.row_id, o.op_index
