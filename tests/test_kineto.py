@@ -12,10 +12,12 @@ from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.errors import InputError
+from pipeline.ingest import kineto
 
 KINETO = FIXTURES / "kineto"
 BASE_NS = 1_727_740_800_000_000_000
@@ -517,3 +519,26 @@ def test_real_mtia_trace_device_totals(tmp_path: Path):
     assert {n: [c, t, b] for n, c, t, b in got} == dict(expected)
     assert query(result.output, "SELECT count(*) FILTER (WHERE op_name IS NULL) FROM device_exec "
                                 "WHERE kind = 'kernel'") == [(0,)]
+
+
+@pytest.mark.parametrize("first_chunk", [None, 160], ids=["epoch times seen first", "epoch times further on"])
+def test_ns_fractions_are_exact_small_or_epoch(first_chunk: int | None, monkeypatch, tmp_path: Path):
+    """Small times with ns fractions are read as doubles (exact below 2^42 µs); epoch µs are quoted first, also
+    when the first events (`first_chunk` bytes) showed only small ones: the array is then read again.
+    (A reader-level test: no real trace mixes both clocks, and its steps would span 54 years.)"""
+    if first_chunk:
+        monkeypatch.setattr("pipeline.ingest.trace_object._CHUNK", first_chunk)
+    ops = [("a", "4398046511103.999", "5.5"), ("b", "1712195495534377.850", "12.125"),
+           ("c", "1712195495534390.001", "0.001")]
+    events = ", ".join(f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}'
+                       for n, ts, dur in ops)
+    trace = _bad(tmp_path, f'{{"traceEvents": [{events}]}}'.encode()) / "rank-0.pt.trace.json"
+    with duckdb.connect() as con:
+        array = kineto._load_events(con, trace, tmp_path, print)
+        assert array.quoted
+        assert con.execute("SELECT name, start_ns, dur_ns FROM events ORDER BY name").fetchall() == [
+            (n, _ns(Decimal(ts)), _ns(Decimal(dur))) for n, ts, dur in ops]
+    small = _bad(tmp_path, f'{{"traceEvents": [{events.split(", {")[0]}]}}'.encode(), "small.json") / "small.json"
+    with duckdb.connect() as con:
+        assert not kineto._load_events(con, small, tmp_path, print).quoted
+        assert con.execute("SELECT start_ns, dur_ns FROM events").fetchall() == [(4398046511103999, 5500)]

@@ -19,7 +19,8 @@ suffixes and "123(C++)" thread ids are cleaned):
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
-Times: `ts` and `dur` are µs, with ns fractions in newer traces, read as exact decimals; with
+Times: `ts` and `dur` are µs, with ns fractions in newer traces, read exactly (epoch µs are quoted
+on the copy, smaller times survive DuckDB's double: trace_object.EXACT_DOUBLE_US); with
 `baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
 in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
 trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
@@ -43,7 +44,7 @@ from .binary_records import Warn
 from .nesting import nest
 from .scratch import check_trace_file, rank_tables, scratch_database
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
-from .trace_object import TraceArray, event_array
+from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array
 
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
@@ -246,14 +247,21 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
     Two faults DuckDB's reader refuses are recovered, each with a warning: invalid UTF-8 (the array
     is copied again with those bytes read as U+FFFD) and an event that repeats a key (the first
     value is read, as DuckDB's reader does when told to go on). Anything else is an InputError.
+    Start times with ns fractions that the first events showed small but that grow past what a double
+    holds exactly are read again, quoted (trace_object.EXACT_DOUBLE_US).
     """
-    sanitize = tolerant = False
+    sanitize = tolerant = quote = False
     while True:
-        with event_array(path, scratch, sanitize=sanitize) as array:
+        with event_array(path, scratch, sanitize=sanitize, quote=quote) as array:
+            base_ns = int(array.metadata.get("baseTimeNanoseconds") or 0)
             try:
                 con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
-                            {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0),
-                             "tolerant": tolerant})
+                            {"path": str(array.path), "base_ns": base_ns, "tolerant": tolerant})
+                if array.fractional and not array.quoted and con.execute(
+                        "SELECT max(abs(start_ns - $base_ns)) >= $limit FROM events",
+                        {"base_ns": base_ns, "limit": EXACT_DOUBLE_US * 1000}).fetchall()[0][0]:
+                    quote = True
+                    continue
                 if array.replaced:
                     warn(f"{path}: {array.replaced} byte sequences that are not UTF-8 are read as U+FFFD")
                 return array
