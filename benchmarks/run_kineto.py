@@ -1,6 +1,6 @@
 """profpipe against HolisticTraceAnalysis (HTA) and against DuckDB's plain parse, on the same Kineto traces, in one run.
 
-For each input (a folder of real traces from ../shared/realdata, or a trace generated to a size by
+For each input (one of the largest real traces of ../shared/realdata, or a trace generated to a size by
 repeating a real one), three commands run as subprocesses, each measured for wall time and peak RSS
 of its process tree:
 
@@ -12,7 +12,7 @@ of its process tree:
 
 It also checks that profpipe's kernel totals per name equal HTA's, on the kernels HTA keeps: those
 launched (runtime call, by correlation id) before the last ProfilerStep ends (HTA is asked to keep
-the last step). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its "MEMORY
+the last step), and those without a runtime call (MTIA's DMA transfers). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its "MEMORY
 kernels" are profpipe's memcpy and memset. One JSON line per input.
 
 Usage: python benchmarks/run_kineto.py --hta-python /tmp/hta/bin/python [--mb 2048] [--real]
@@ -33,10 +33,12 @@ from run_ascend_raw import fastest  # noqa: E402
 from run_mindspore_cpu import WORK  # noqa: E402
 
 REALDATA = HERE.parent.parent / "shared" / "realdata"
-#: The largest real Kineto traces (formats-gpu.md §G), one folder each.
-REAL = ["HolisticTraceAnalysis/tests/data/negative_queue_length_values_check",
-        "HolisticTraceAnalysis/tests/data/ns_resolution_trace",
-        "HolisticTraceAnalysis/tests/data/nccl_parser_config"]
+#: The largest real Kineto traces (formats-gpu.md §G), each read alone from a folder of its own (a link to it).
+REAL = ["HolisticTraceAnalysis/tests/data/mtia_trace_single_rank/mtia_rank_0.json.gz",  # 87 MB, MTIA
+        "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",  # 35 MB, 2021
+        "param/train/compute/python/test/data/resnet_kineto.json.gz",  # 26 MB, 2023
+        "HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz",  # 26 MB
+        "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"]  # ns
 SCALE_SOURCE = "HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz"
 
 _HTA = """
@@ -97,6 +99,16 @@ def _shifted(event: dict, by_us: float, by_id: int) -> dict:
     return copy
 
 
+def real_folder(trace: Path) -> Path:
+    """A folder under WORK holding only a link to the real `trace` (its own folder may hold other runs)."""
+    folder = WORK / "kineto_real" / trace.parent.name
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / trace.name
+    if not link.exists():
+        link.symlink_to(trace.resolve())
+    return folder
+
+
 def event_array(trace: Path, target: Path) -> None:
     """The trace's event array alone, as the plain parse reads it."""
     from pipeline.ingest.trace_object import event_array as copy_array
@@ -112,10 +124,10 @@ def compare(totals_path: Path, out: Path) -> dict:
         con.execute("SET file_search_path = ?", [str(out)])
         ours = {f"{r}|{n}": t / 1000 for r, n, t in con.execute("""
             SELECT d.rank, d.name, sum(d.dur_ns) FROM device_exec d
-            JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
-            WHERE d.kind IN ('kernel', 'memcpy', 'memset') AND a.start_ns <= coalesce(
+            LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
+            WHERE d.kind IN ('kernel', 'memcpy', 'memset') AND (a.start_ns IS NULL OR a.start_ns <= coalesce(
                 (SELECT max(start_ns + dur_ns) FROM host_op h WHERE h.rank = d.rank AND h.op_name LIKE 'ProfilerStep#%'),
-                a.start_ns)
+                a.start_ns))
             GROUP BY ALL""").fetchall()}
     names = set(hta) | set(ours)
     differences = [abs(hta.get(k, 0) - ours.get(k, 0)) for k in names]
@@ -143,7 +155,7 @@ def run_input(folder: Path, args: argparse.Namespace) -> dict:
                  "peak_rss_mib": max(parse["peak_rss_mib"], one.get("peak_rss_mib", 0))}
     ours = fastest([sys.executable, "-c", "from pipeline.cli import app; app()", "analyse", str(folder), "-o", str(out)],
                    args)
-    row = {"input": str(folder.relative_to(REALDATA)) if folder.is_relative_to(REALDATA) else folder.name,
+    row = {"input": str(traces[0].resolve().relative_to(REALDATA.resolve())) if traces[0].is_symlink() else folder.name,
            "input_mib": round(bytes_in / 2**20, 1), "hta": hta, "duckdb_parse": parse, "profpipe": ours}
     if ours["ok"] and hta["ok"]:
         row["speedup_vs_hta"] = round(hta["wall_s"] / ours["wall_s"], 2)
@@ -164,7 +176,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--repeat", type=int, default=1, help="runs per command; the fastest counts")
     args = parser.parse_args()
-    inputs = [REALDATA / r for r in REAL] if args.real else []
+    inputs = [real_folder(REALDATA / r) for r in REAL] if args.real else []
     for size_mb in args.mb:
         folder = WORK / f"kineto_{int(size_mb)}mb"
         if not (folder / "rank-0.pt.trace.json").exists():
