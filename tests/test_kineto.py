@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import zlib
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -193,12 +194,46 @@ def test_truncated_trace_keeps_its_complete_events(tmp_path: Path):
     assert any("the trace is cut short at byte" in w and "incomplete last one is lost" in w for w in warnings), warnings
 
 
+def test_truncated_gzip_trace_keeps_its_complete_events(tmp_path: Path):
+    """A gzip trace whose writer crashed: the blocks it holds are inflated and read as a truncated trace."""
+    text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()
+    packed = gzip.compress(text)
+    inflater = zlib.decompressobj(wbits=31)
+    held = inflater.decompress(packed[:len(packed) // 2])  # what the first half of the file holds
+    result = run(_bad(tmp_path, packed[:len(packed) // 2], "rank-0.pt.trace.json.gz"), tmp_path / "out")
+    complete = json.loads(held[:held.rindex(b"}", 0, held.rindex(b"{")) + 1].decode()
+                          .split('"traceEvents": ', 1)[1] + "]")
+    assert query(result.output, "SELECT count(*) FROM host_op") == [
+        (sum(1 for e in complete if e.get("cat") in ("cpu_op", "user_annotation")),)]
+    warnings = json.loads((result.output / "manifest.json").read_text())["warnings"]
+    assert any("the gzip file stops before its end" in w for w in warnings), warnings
+    assert any("the trace is cut short at byte" in w for w in warnings), warnings
+
+
+def test_gzip_of_several_members_is_read_whole(tmp_path: Path):
+    """gzip allows members back to back (`cat a.gz b.gz`); each is inflated in turn."""
+    text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()
+    cut = len(text) // 3
+    packed = gzip.compress(text[:cut]) + gzip.compress(text[cut:])
+    result = run(_bad(tmp_path, packed, "rank-0.pt.trace.json.gz"), tmp_path / "out", strict=True)
+    events = json.loads(text)["traceEvents"]
+    assert query(result.output, "SELECT count(*) FROM host_op") == [
+        (sum(1 for e in events if e.get("cat") in ("cpu_op", "user_annotation")),)]
+    assert json.loads((result.output / "manifest.json").read_text())["warnings"] == []
+
+
+def _corrupt(data: bytes) -> bytes:
+    """The gzip file with a run of its compressed bytes overwritten (a corrupt block or checksum)."""
+    middle = len(data) // 2
+    return data[:middle] + bytes(64) + data[middle + 64:]
+
+
 @pytest.mark.parametrize("mangle, message", [
     (lambda t: b"", "empty file"),
     (lambda t: b"{\"schemaVersion\": 1}\n", "no \"traceEvents\" array"),
     (lambda t: t.replace(b'"traceEvents": [', b'"traceEvents": [\n  {"ph": "X", "cat": "cpu_op"},,', 1),
      "its events cannot be parsed"),
-    (lambda t: gzip.compress(t)[:400], "cannot be read to the end"),
+    (lambda t: _corrupt(gzip.compress(t)), "cannot be read to the end"),
 ])
 def test_broken_traces_are_named(mangle, message: str, tmp_path: Path):
     text = (KINETO / "current" / "rank-0.pt.trace.json").read_bytes()

@@ -209,6 +209,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             array = _load_events(con, path, Path(scratch), warn)
             for repair in array.repairs:
                 warn(f"{path}: {repair}")
+            if array.gzip_cut_short:
+                warn(f"{path}: the gzip file stops before its end (no end-of-stream marker): what it holds is read")
             if array.truncated_at is not None:
                 warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
                      "are read, the incomplete last one is lost")

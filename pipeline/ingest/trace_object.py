@@ -15,7 +15,6 @@ rest was lost.
 """
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -59,14 +58,58 @@ class TraceArray:
     repairs: list[str] = field(default_factory=list)
     #: Byte sequences that are not UTF-8, written as U+FFFD on a sanitized copy.
     replaced: int = 0
+    #: A gzip trace whose compressed stream stops before its end (Inflated.cut_short).
+    gzip_cut_short: bool = False
     #: The first events' times have ns fractions; `quoted`: they were written as strings, to be read exactly.
     fractional: bool = False
     quoted: bool = False
 
 
-def open_trace(path: Path) -> BinaryIO:
+class Inflated:
+    """A gzip file's inflated bytes (one member or several), read to where its data stop: a file cut short
+    (a job that crashed while writing it) gives what its complete blocks hold and sets `cut_short`, where
+    gzip.open would raise at the end. A corrupt block or checksum raises zlib.error."""
+
+    def __init__(self, path: Path) -> None:
+        self._raw = open(path, "rb")
+        self._inflater = zlib.decompressobj(wbits=31)  # gzip framing, checksum verified at the member's end
+        self._input = b""
+        self.cut_short = False
+
+    def read(self, size: int) -> bytes:
+        pieces: list[bytes] = []
+        wanted = size
+        while wanted > 0:
+            if not self._input:
+                if self._inflater.eof:  # the next member, if any
+                    self._input = self._inflater.unused_data or self._raw.read(_CHUNK)
+                    if not self._input:
+                        break
+                    self._inflater = zlib.decompressobj(wbits=31)
+                else:
+                    self._input = self._raw.read(_CHUNK)
+                    if not self._input:
+                        self.cut_short = True
+                        break
+            piece = self._inflater.decompress(self._input, wanted)
+            self._input = self._inflater.unconsumed_tail
+            pieces.append(piece)
+            wanted -= len(piece)
+        return b"".join(pieces)
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> "Inflated":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def open_trace(path: Path) -> BinaryIO | Inflated:
     """The trace's bytes: gzip-inflated for `.gz` files."""
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return Inflated(path) if path.suffix == ".gz" else open(path, "rb")
 
 
 def read_head(path: Path, size: int = 65536) -> bytes:
@@ -92,6 +135,7 @@ def event_array(path: Path, folder: Path, sanitize: bool = False, quote: bool = 
     try:
         with open_trace(path) as handle, open(array.path, "wb") as out:
             _copy_array(array, handle, out, sanitize, quote)
+            array.gzip_cut_short = isinstance(handle, Inflated) and handle.cut_short
     except (OSError, EOFError, zlib.error) as exc:
         array.path.unlink(missing_ok=True)
         raise InputError(path, f"cannot be read to the end ({exc})") from None
@@ -104,7 +148,7 @@ def event_array(path: Path, folder: Path, sanitize: bool = False, quote: bool = 
         array.path.unlink(missing_ok=True)
 
 
-def _copy_array(stream: TraceArray, handle: BinaryIO, out: BinaryIO, sanitize: bool, quote: bool) -> None:
+def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, sanitize: bool, quote: bool) -> None:
     head = b""
     while True:
         match = _ARRAY_START.search(head)
