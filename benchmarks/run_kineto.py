@@ -12,7 +12,7 @@ of its process tree:
 
 It also checks that profpipe's kernel totals per name equal HTA's, on the kernels HTA keeps: those
 launched (runtime call, by correlation id) before the last ProfilerStep ends (HTA is asked to keep
-the last step), and those without a runtime call (MTIA's DMA transfers). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its "MEMORY
+the last step), and those without a correlation id (MTIA's DMA transfers). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its "MEMORY
 kernels" are profpipe's memcpy and memset. One JSON line per input.
 
 Usage: python benchmarks/run_kineto.py --hta-python /tmp/hta/bin/python [--mb 2048] [--real]
@@ -125,7 +125,7 @@ def compare(totals_path: Path, out: Path) -> dict:
         ours = {f"{r}|{n}": t / 1000 for r, n, t in con.execute("""
             SELECT d.rank, d.name, sum(d.dur_ns) FROM device_exec d
             LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation
-            WHERE d.kind IN ('kernel', 'memcpy', 'memset') AND (a.start_ns IS NULL OR a.start_ns <= coalesce(
+            WHERE d.kind IN ('kernel', 'memcpy', 'memset') AND (d.correlation IS NULL OR a.start_ns <= coalesce(
                 (SELECT max(start_ns + dur_ns) FROM host_op h WHERE h.rank = d.rank AND h.op_name LIKE 'ProfilerStep#%'),
                 a.start_ns))
             GROUP BY ALL""").fetchall()}
