@@ -83,6 +83,15 @@ def test_kernels_know_the_op_that_launched_them(tmp_path: Path):
                      "WHERE rank = 0 ORDER BY 1, 2, 3")
     assert got == expected
     assert query(out, "SELECT DISTINCT op_attribution FROM stg_device_exec") == [("source",)]
+    # kernel_stats names a kernel's main op: most executions, then most kernel time (a tie here: two each)
+    main: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "kernel":
+            totals = main[event["name"]][ops[event["args"]["External id"]]]
+            totals[0] += 1
+            totals[1] += _ns(event["dur"])
+    assert query(out, "SELECT name, op_name FROM kernel_stats WHERE rank = 0 ORDER BY name") == sorted(
+        (name, min(per_op, key=lambda op: (-per_op[op][0], -per_op[op][1], op))) for name, per_op in main.items())
 
 
 def test_steps_and_their_fp_bp_points(tmp_path: Path):

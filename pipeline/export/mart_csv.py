@@ -1,4 +1,5 @@
-"""Every mart as a plain CSV in reports/, for people and spreadsheets (all ranks in one file)."""
+"""Every mart as a plain CSV in reports/, for people and spreadsheets (all ranks in one file, rows sorted
+by every column from the first, so two runs on the same input write the same bytes)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +13,6 @@ def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, names: list[s
     paths = []
     for name in names:
         path = reports_dir / f"{name}.csv"
-        con.execute(f"COPY (SELECT * FROM {name}) TO '{path}' (FORMAT CSV, HEADER true)")
+        con.execute(f"COPY (SELECT * FROM {name} ORDER BY ALL) TO '{path}' (FORMAT CSV, HEADER true)")
         paths.append(path)
     return paths

@@ -9,6 +9,7 @@ writes hash-map order), `subgraph` holds the real first scope element (MindSpore
 """
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import duckdb
@@ -79,11 +80,15 @@ def write_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path) -> list[Pat
     ranks = [row[0] for row in con.execute("SELECT rank FROM run_info ORDER BY rank").fetchall()]
     for rank in ranks:
         for prefix, query in _REPORTS.items():
-            frame = con.sql(query, params={"rank": rank}).pl()
-            if frame.height == 0:
+            result = con.execute(query, {"rank": rank})
+            rows = result.fetchall()  # a report's rows: one per op or kernel name
+            if not rows:
                 continue
             path = reports_dir / f"{prefix}_{rank}.csv"
-            frame.write_csv(path, quote_style="necessary", null_value="")
+            with open(path, "w", newline="", encoding="utf-8") as handle:  # quoted only where needed, as MindSpore
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(column[0] for column in result.description)
+                writer.writerows(rows)
             written.append(path)
     return written
 

@@ -1,27 +1,29 @@
 """Stage 2, ingest: one reader module per format family, each turning a Source into normalized tables."""
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pyarrow as pa
 
 from ..discover import MINDDATA_ROLE, Source
-from . import ascend_raw, kineto, mindspore_ascend_reports, mindspore_framework, minddata, msprof_export, nsys
 from .binary_records import Warn
 
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
 Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]
 
-READERS: dict[str, Reader] = {
-    "mindspore_framework": mindspore_framework.read,
-    "ascend_raw": ascend_raw.read,
-    "mindspore_ascend_reports": mindspore_ascend_reports.read,
-    "msprof_export": msprof_export.read,
-    "minddata": minddata.read,
-    "kineto": kineto.read,
-    "nsys": nsys.read,
-}
+#: The source families, each read by the `read` of the module of the same name in this package. A module
+#: is imported when a source of its family is met, so a run loads only the libraries its formats need
+#: (polars, for the line readers, is not loaded for PyTorch traces or Nsight exports).
+FAMILIES = ("mindspore_framework", "ascend_raw", "mindspore_ascend_reports", "msprof_export", "minddata", "kineto",
+            "nsys")
+
+
+def _reader(family: str) -> Reader:
+    if family not in FAMILIES:
+        raise KeyError(f"no reader for source family {family!r}")
+    return importlib.import_module(f"{__name__}.{family}").read
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -32,9 +34,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """
     own = replace(source, files={r: p for r, p in source.files.items() if not r.startswith(MINDDATA_ROLE)},
                   slices={r: p for r, p in source.slices.items() if not r.startswith(MINDDATA_ROLE)})
-    yield from READERS[source.family](own, warn)
+    yield from _reader(source.family)(own, warn)
     if own.files != source.files or own.slices != source.slices:
         logs = replace(source, family="minddata",
                        files={r.removeprefix(MINDDATA_ROLE): p for r, p in source.files.items() if r not in own.files},
                        slices={r.removeprefix(MINDDATA_ROLE): p for r, p in source.slices.items() if r not in own.slices})
-        yield from minddata.read_logs(logs, warn)
+        yield from importlib.import_module(f"{__name__}.minddata").read_logs(logs, warn)
