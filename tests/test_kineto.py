@@ -586,3 +586,11 @@ def test_ns_fractions_are_exact_small_or_epoch(first_chunk: int | None, monkeypa
     with duckdb.connect() as con:
         assert not kineto._load_events(con, small, tmp_path, print).quoted
         assert con.execute("SELECT start_ns, dur_ns FROM events").fetchall() == [(4398046511103999, 5500)]
+
+
+def test_reports_are_the_same_bytes_on_every_run(tmp_path: Path):
+    """Two runs on the same trace write identical reports (mart CSVs sorted, ties broken by name), so runs diff cleanly."""
+    first, second = (run(KINETO / "current", tmp_path / name).output / "reports" for name in ("a", "b"))
+    names = sorted(p.name for p in first.iterdir())
+    assert names == sorted(p.name for p in second.iterdir()) and "kernel_stats.csv" in names
+    assert [n for n in names if (first / n).read_bytes() != (second / n).read_bytes()] == []
