@@ -565,27 +565,30 @@ def test_real_mtia_trace_device_totals(tmp_path: Path):
                                 "WHERE kind = 'kernel'") == [(0,)]
 
 
-@pytest.mark.parametrize("first_chunk", [None, 160], ids=["epoch times seen first", "epoch times further on"])
-def test_ns_fractions_are_exact_small_or_epoch(first_chunk: int | None, monkeypatch, tmp_path: Path):
-    """Small times with ns fractions are read as doubles (exact below 2^42 µs); epoch µs are quoted first, also
-    when the first events (`first_chunk` bytes) showed only small ones: the array is then read again.
-    (A reader-level test: no real trace mixes both clocks, and its steps would span 54 years.)"""
+@pytest.mark.parametrize("times, separator, first_chunk, how", [
+    (["4398046511103.999"], ": ", None, "as is"),
+    (["1712195495534377.850", "1712195495534390.001", "1712000000000012.345"], ": ", None, "split"),
+    (["1712195495534377.850", "1712000000000012.345"], ":", None, "split"),
+    (["4398046511103.999", "1712195495534377.850"], ": ", 160, "quoted"),
+    (["1712999999999999.999", "1713000000000000.001"], ": ", 160, "quoted"),
+    (["1712195495534377.850", "1712.5"], ": ", None, "quoted"),
+], ids=["small", "epoch", "epoch, compact JSON", "epoch after small ones", "epoch into the next 10^12 µs",
+        "a short time with the epoch's first digits"])
+def test_ns_fractions_are_read_exactly(times: list[str], separator: str, first_chunk: int | None, how: str,
+                                       monkeypatch, tmp_path: Path):
+    """Small times with ns fractions are read as doubles (exact below 2^42 µs); epoch µs are split in two
+    numbers on the copy (by the 4-digit prefixes of the first events); times the first events (`first_chunk`
+    bytes) did not announce, or that the split got wrong, are found and the array is read again, quoted.
+    (A reader-level test: no real trace mixes these clocks, and its steps would span years.)"""
     if first_chunk:
         monkeypatch.setattr("pipeline.ingest.trace_object._CHUNK", first_chunk)
-    ops = [("a", "4398046511103.999", "5.5"), ("b", "1712195495534377.850", "12.125"),
-           ("c", "1712195495534390.001", "0.001")]
-    events = ", ".join(f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}'
-                       for n, ts, dur in ops)
+    events = ", ".join(f'{{"ts"{separator}{ts}, "dur"{separator}{i}.125, "ph": "X", "cat": "cpu_op", "name": "op{i}", '
+                       f'"pid": 1, "tid": 1, "args": {{"padding": "{"x" * 150}"}}}}' for i, ts in enumerate(times))
     trace = _bad(tmp_path, f'{{"traceEvents": [{events}]}}'.encode()) / "rank-0.pt.trace.json"
     with duckdb.connect() as con:
-        array = kineto._load_events(con, trace, tmp_path, print)
-        assert array.quoted
+        assert kineto._load_events(con, trace, tmp_path, print).times == how
         assert con.execute("SELECT name, start_ns, dur_ns FROM events ORDER BY name").fetchall() == [
-            (n, _ns(Decimal(ts)), _ns(Decimal(dur))) for n, ts, dur in ops]
-    small = _bad(tmp_path, f'{{"traceEvents": [{events.split(", {")[0]}]}}'.encode(), "small.json") / "small.json"
-    with duckdb.connect() as con:
-        assert not kineto._load_events(con, small, tmp_path, print).quoted
-        assert con.execute("SELECT start_ns, dur_ns FROM events").fetchall() == [(4398046511103999, 5500)]
+            (f"op{i}", _ns(Decimal(ts)), i * 1000 + 125) for i, ts in enumerate(times)]
 
 
 def test_reports_are_the_same_bytes_on_every_run(tmp_path: Path):

@@ -19,8 +19,8 @@ suffixes and "123(C++)" thread ids are cleaned):
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
-Times: `ts` and `dur` are µs, with ns fractions in newer traces, read exactly (epoch µs are quoted
-on the copy, smaller times survive DuckDB's double: trace_object.EXACT_DOUBLE_US); with
+Times: `ts` and `dur` are µs, with ns fractions in newer traces, read exactly (epoch µs are split in
+two numbers on the copy, smaller times survive DuckDB's double: trace_object); with
 `baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
 in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
 trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
@@ -48,7 +48,7 @@ from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array
 
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
-           "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON'}"
+           "'ts': 'VARCHAR', 'dur': 'VARCHAR', 'args': 'JSON', 'ts_hi': 'BIGINT'}"
 
 #: Categories by role (current Kineto names; 2021 Kineto and Paddle names are mapped to them on load).
 HOST_OP_CATS = ("cpu_op", "user_annotation")
@@ -69,7 +69,7 @@ _CATEGORY_ALIASES = {
 #: what the event marks of a training step: dataloader, forward, backward or optimizer (Paddle says so
 #: by category; Kineto by name: enumerate(DataLoader)..., autograd engine events, Optimizer.step...).
 _EVENTS_SQL = f"""
-SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory,
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, inexact_time,
        coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
@@ -83,10 +83,18 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                   ELSE name END AS name,
              cat AS raw_cat, ph, pid,
              CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
-             -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals
+             -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals, epoch µs
+             -- split on the copy (trace_object) as the sum of their parts;
              -- a time that does not fit (a corrupt or huge number) is NULL: counted and left out
-             try(CASE WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
+             try(CASE WHEN ts_hi IS NOT NULL
+                      THEN ts_hi * 1000000000000000 + round((ts::DECIMAL(24, 6) - 1000000000000) * 1000)::BIGINT
+                      WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
                       ELSE ts::BIGINT * 1000 END + $base_ns) AS start_ns,
+             -- a fraction a double may have rounded: a split time that did not have 16 digits, or a large one
+             -- the split did not reach (trace_object chose from the first events); quoted ones are exact
+             CASE WHEN ts_hi IS NOT NULL THEN NOT coalesce(try_cast(ts AS DOUBLE) BETWEEN 1e12 AND 2e12 - 1, false)
+                  ELSE (contains(ts, '.') OR contains(ts, 'e')) AND abs(try_cast(ts AS DOUBLE)) >= $exact_us
+                  END AS inexact_time,
              try(CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
                       ELSE dur::BIGINT * 1000 END) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
@@ -249,19 +257,18 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
     Two faults DuckDB's reader refuses are recovered, each with a warning: invalid UTF-8 (the array
     is copied again with those bytes read as U+FFFD) and an event that repeats a key (the first
     value is read, as DuckDB's reader does when told to go on). Anything else is an InputError.
-    Start times with ns fractions that the first events showed small but that grow past what a double
-    holds exactly are read again, quoted (trace_object.EXACT_DOUBLE_US).
+    Start times with ns fractions that the first events did not announce (larger than a double holds
+    exactly, or epoch µs of other digits than the split expected) are read again, quoted
+    (trace_object.EXACT_DOUBLE_US).
     """
     sanitize = tolerant = quote = False
     while True:
         with event_array(path, scratch, sanitize=sanitize, quote=quote) as array:
-            base_ns = int(array.metadata.get("baseTimeNanoseconds") or 0)
             try:
                 con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
-                            {"path": str(array.path), "base_ns": base_ns, "tolerant": tolerant})
-                if array.fractional and not array.quoted and con.execute(
-                        "SELECT max(abs(start_ns - $base_ns)) >= $limit FROM events",
-                        {"base_ns": base_ns, "limit": EXACT_DOUBLE_US * 1000}).fetchall()[0][0]:
+                            {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0),
+                             "tolerant": tolerant, "exact_us": EXACT_DOUBLE_US})
+                if array.times != "quoted" and con.execute("SELECT bool_or(inexact_time) FROM events").fetchall()[0][0]:
                     quote = True
                     continue
                 if array.replaced:

@@ -6,12 +6,13 @@ but an object only whole (several times the file in memory). So the bytes of the
 copied (gzip inflated on the way) into a temporary file that DuckDB reads as an array: memory
 stays at DuckDB's read buffers whatever the trace size, at the cost of temporary disk space the
 size of the array (under $TMPDIR). A pipe would save the copy, but DuckDB holds a whole pipe in
-memory. Times with ns fractions are quoted on the way where a double could not hold them (epoch µs);
-where nothing needs rewriting (a plain file in whole µs, or in small µs), the middle of the array is
-copied by the kernel. The members before the array (schemaVersion, deviceProperties,
-distributedInfo, ...) and after it (traceName, baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut
-short (a crashed job) is closed after its last complete event, and `truncated_at` says where the
-rest was lost.
+memory. Start times with ns fractions that a double could not hold (epoch µs) are split on the way
+(`"ts": 1712195495534377.850` -> `"ts_hi": 1712, "ts": 1195495534377.850`: two numbers a double holds,
+by plain byte replacement), else quoted; where nothing needs rewriting (a plain file in whole µs, or
+in small µs), the middle of the array is copied by the kernel. The members before the array
+(schemaVersion, deviceProperties, distributedInfo, ...) and after it (traceName,
+baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut short (a crashed job) is
+closed after its last complete event, and `truncated_at` says where the rest was lost.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ _FRACTIONAL_TS = re.compile(rb'("ts"\s*:\s*)(-?\d+\.\d+(?:[eE][-+]?\d+)?)')
 #: Below this many µs (51 days), a time with a ns fraction read as a double (DuckDB's reader reads every
 #: number so) still rounds back to its exact ns: the double's spacing there is under 0.5 ns.
 EXACT_DOUBLE_US = 2 ** 42
+#: An epoch in µs (16 integer digits until the year 2286) with its fraction.
+_EPOCH_US = re.compile(rb"[1-9]\d{15}\.\d+")
 
 
 @dataclass
@@ -60,9 +63,9 @@ class TraceArray:
     replaced: int = 0
     #: A gzip trace whose compressed stream stops before its end (Inflated.cut_short).
     gzip_cut_short: bool = False
-    #: The first events' times have ns fractions; `quoted`: they were written as strings, to be read exactly.
-    fractional: bool = False
-    quoted: bool = False
+    #: How start times with ns fractions were written: "as is" (none, or small enough for a double),
+    #: "split" (epoch µs: `ts_hi` holds the first 4 digits, `ts` 1 and the other 12) or "quoted" (as strings).
+    times: str = "as is"
 
 
 class Inflated:
@@ -125,9 +128,10 @@ def read_head(path: Path, size: int = 65536) -> bytes:
 def event_array(path: Path, folder: Path, sanitize: bool = False, quote: bool = False) -> Iterator[TraceArray]:
     """Yield a TraceArray whose `path` (in `folder`) holds the `traceEvents` array of `path`.
 
-    `sanitize` writes byte sequences that are not UTF-8 as U+FFFD (and counts them). Times with ns
-    fractions are quoted when the first events' reach EXACT_DOUBLE_US, or always with `quote` (for
-    a reader that found larger times further on).
+    `sanitize` writes byte sequences that are not UTF-8 as U+FFFD (and counts them). Start times with
+    ns fractions are split when the first events' are epoch µs, quoted when they are other times past
+    EXACT_DOUBLE_US, and always quoted with `quote` (for a reader that found times further on that the
+    first events did not announce: `times` says what was done).
     Raises InputError, naming the trace, when it is not a Chrome trace object or cannot be read
     to the end (corrupt gzip). The copy is removed on leaving.
     """
@@ -168,20 +172,22 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
             break
         pending += block
     # Kineto writes whole µs (before 2024) or ns fractions (since) throughout a trace, and its times are
-    # epoch µs or small (relative to baseTimeNanoseconds, or a device clock): the (costly) quoting of times is
-    # needed only for fractions of large times
-    largest = max((abs(float(m.group(2))) for m in _FRACTIONAL_TS.finditer(pending, 0, _CHUNK)), default=None)
-    stream.fractional = largest is not None
-    quote = stream.quoted = quote or (largest is not None and largest >= EXACT_DOUBLE_US)
+    # epoch µs or small (relative to baseTimeNanoseconds, or a device clock): only fractions of large times
+    # need rewriting, epoch ones split by byte replacement, others quoted (costly: a regex pass)
+    large = [m for m in _FRACTIONAL_TS.finditer(pending, 0, _CHUNK) if abs(float(m[2])) >= EXACT_DOUBLE_US]
+    splits = None if quote or not large else _epoch_splits(large)
+    stream.times = "quoted" if quote or (large and splits is None) else "split" if splits else "as is"
 
-    def rewrite(text: bytes) -> bytes:  # a piece cut at a comma or brace: never inside a character
+    def rewrite(text: bytes) -> bytes:  # a piece cut at a comma or brace: never inside a character or a number
         if sanitize:
             decoded = text.decode("utf-8", errors="replace")
             stream.replaced += decoded.count("\ufffd") - text.count("\ufffd".encode())
             text = decoded.encode("utf-8")
-        return _exact_times(text) if quote else text
+        for key, replacement in splits or ():
+            text = text.replace(key, replacement)
+        return _exact_times(text) if stream.times == "quoted" else text
 
-    if not (quote or sanitize) and isinstance(handle, io.BufferedReader):
+    if stream.times == "as is" and not sanitize and isinstance(handle, io.BufferedReader):
         middle_end = os.fstat(handle.fileno()).st_size - 2 * _TAIL
         if middle_end > handle.tell():
             offset += _copy_middle(handle, out, pending, middle_end)
@@ -240,6 +246,20 @@ def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes, end: 
 def _without_trailing_comma(text: bytes) -> bytes:
     text = text.rstrip()
     return text[:-1] if text.endswith(b",") else text
+
+
+def _epoch_splits(large: list[re.Match[bytes]]) -> list[tuple[bytes, bytes]] | None:
+    """Byte replacements that split the epoch start times of the first events `large` in two numbers a
+    double holds: `"ts": 1712195495534377.850` -> `"ts_hi": 1712, "ts": 1195495534377.850` (the reader adds
+    them back: ts_hi * 10^12 + ts - 10^12 µs). By plain replacement, one per 4-digit prefix seen: no pass per
+    event through Python. The leading 1 keeps `ts` a JSON number (no leading zero) and lets the reader
+    check that a time had 16 digits (`ts` within [10^12, 2 * 10^12)); a time of another prefix (a trace
+    that runs into the next 10^12 µs, 11.6 days) is left whole, and the reader reads the trace again quoted.
+    None when a large time is not an epoch in µs with 16 integer digits (the times are quoted instead)."""
+    if not all(_EPOCH_US.fullmatch(match[2]) for match in large):
+        return None
+    keys = {(match[1], match[2][:4]) for match in large}  # (`"ts": ` as written, the first 4 digits)
+    return [(key + prefix, b'"ts_hi"' + key[4:] + prefix + b", " + key + b"1") for key, prefix in sorted(keys)]
 
 
 def _exact_times(text: bytes) -> bytes:
