@@ -140,21 +140,22 @@ WITH kinds AS (
     FROM events e JOIN kinds k USING (cat)
 ), by_external_id AS (  -- the host op with its External id that started last before it (ids are unique in a
                         -- sane trace; a stitched one repeats them): at most one per activity
-    SELECT d.row_id, o.op_index
+    SELECT d.row_id, o.op_index, o.op_name
     FROM device d ASOF JOIN host_ops o ON o.external_id = d.external_id AND d.start_ns >= o.start_ns
 ), by_launch AS (  -- else the op its runtime call (same correlation id, last before it) was made in
-    SELECT d.row_id, c.op_index
-    FROM device d ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
+    SELECT d.row_id, c.op_index, h.op_name
+    FROM (FROM device ANTI JOIN by_external_id USING (row_id)) d
+    ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
+    JOIN host_ops h ON h.op_index = c.op_index
 ), launched AS (
-    SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index
+    SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name
     FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
 )
-SELECT coalesce(l.stream, try_cast(l.tid AS BIGINT),
-                try_cast(regexp_extract(l.tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
-       l.kind, l.name, l.correlation, NULL::BIGINT AS task_id, h.op_name, l.start_ns, l.dur_ns, l.external_id,
-       coalesce(l.device, try_cast(l.pid AS BIGINT)) AS device_id, l.op_index, l.bytes, l.grid, l.block
-FROM launched l LEFT JOIN host_ops h USING (op_index)
-ORDER BY l.start_ns
+SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
+       kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
+       coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block
+FROM launched
+ORDER BY start_ns
 """
 
 #: c10::DeviceType numbers of the "[memory]" instants' "Device Type".
