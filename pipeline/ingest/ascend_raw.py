@@ -31,6 +31,7 @@ from ..discover import Source
 from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
 from .binary_records import Warn, is_blank, iter_record_chunks, locate_offset, read_columns
+from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000
 HWTS_DTYPE = np.dtype([("head", "u1"), ("core", "u1"), ("unused", "<u2"), ("block_id", "<u2"),
@@ -130,12 +131,8 @@ def _tick_hz(source: Source, warn: Warn) -> int:
 
 
 def _run_info(source: Source, era: str, tick_hz: int) -> pa.Table:
-    return pa.table({
-        "rank": [source.rank], "device_id": [source.device_id], "device_type": ["ascend"],
-        "framework": ["mindspore"], "layout": [f"ascend_era_{era}"], "source_dir": [str(source.directory)],
-        "clock": ["device_syscnt"], "host_to_clock_offset_ns": pa.nulls(1, pa.int64()),
-        "tick_hz": [tick_hz], "pid": pa.nulls(1, pa.int64()), "metadata_json": pa.nulls(1, pa.string()),
-    })
+    return run_info(source, device_type="ascend", framework="mindspore", layout=f"ascend_era_{era}",
+                    clock="device_syscnt", tick_hz=tick_hz)
 
 
 def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame, dict[int, str]]:

@@ -42,6 +42,7 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .nesting import nest
+from .run_info import run_info
 from .scratch import check_trace_file, rank_tables, scratch_database
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array
@@ -291,10 +292,5 @@ def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:
     """Paddle's exporter says so by its string schemaVersion ("1.0.1") and its span_indx / ExtraInfo members."""
     paddle = isinstance(metadata.get("schemaVersion"), str) or "span_indx" in metadata or "ExtraInfo" in metadata
     kept = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
-    return pa.table({
-        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": ["gpu" if has_device else "cpu"], "framework": ["paddle" if paddle else "pytorch"],
-        "layout": ["kineto"],
-        "source_dir": [str(source.directory)], "clock": ["unix_epoch"],
-        "metadata_json": [json.dumps(kept)],
-    })
+    return run_info(source, device_type="gpu" if has_device else "cpu", framework="paddle" if paddle else "pytorch",
+                    layout="kineto", clock="unix_epoch", metadata_json=json.dumps(kept))

@@ -34,6 +34,7 @@ from ..discover import Source
 from ..errors import InputError
 from .binary_records import Warn
 from .lines import read_lines, require
+from .run_info import run_info
 
 #: What is left out of the analysis when a log cannot be read, by role.
 _LEFT_OUT = {
@@ -51,14 +52,10 @@ _INT = r"-?\d+"
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """A folder with MindData logs only: its run_info row, then the logs."""
-    yield "run_info", pa.table({
-        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": ["gpu" if "get_next_gpu" in source.files else
-                        "ascend" if {"get_next_ascend", "get_next_raw"} & (source.files.keys() | source.slices.keys())
-                        else "cpu"],
-        "framework": ["mindspore"], "layout": ["minddata"], "source_dir": [str(source.directory)],
-        "clock": ["host"],
-    })
+    device_type = ("gpu" if "get_next_gpu" in source.files else
+                   "ascend" if {"get_next_ascend", "get_next_raw"} & (source.files.keys() | source.slices.keys())
+                   else "cpu")
+    yield "run_info", run_info(source, device_type=device_type, framework="mindspore", layout="minddata", clock="host")
     yield from read_logs(source, warn)
 
 

@@ -26,6 +26,7 @@ from ..discover import Source
 from ..errors import InputError
 from . import json_files
 from .binary_records import Warn
+from .run_info import run_info
 
 TICK_HZ = 100_000_000
 _NS_PER_TICK = 10
@@ -34,11 +35,8 @@ _COMM_COLUMN = re.compile(r"stream_(\d+)_(?:parallel_\d+|\d+_(.+))")
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one rank's MindSpore Ascend result folder."""
-    yield "run_info", pa.table({
-        "rank": [source.rank], "device_id": [source.device_id], "device_type": ["ascend"],
-        "framework": ["mindspore"], "layout": ["mindspore_profiler_dir"], "source_dir": [str(source.directory)],
-        "clock": ["device_syscnt"], "tick_hz": [TICK_HZ],
-    })
+    yield "run_info", run_info(source, device_type="ascend", framework="mindspore", layout="mindspore_profiler_dir",
+                               clock="device_syscnt", tick_hz=TICK_HZ)
     if "step_trace_csv" in source.files:
         yield "step_point", _step_points(source.files["step_trace_csv"]).with_columns(
             pl.lit(source.rank, pl.Int32).alias("rank")).to_arrow()

@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from .lines import iter_line_frames, read_lines, require
+from .run_info import run_info
 
 _INT = r"-?\d+"
 _NUM = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -77,18 +78,9 @@ def _run_info(source: Source, offset: int | None) -> pa.Table:
             raise InputError(info_path, f"not valid JSON ({exc.msg})", line=exc.lineno,
                              offset=exc.pos) from None
         metadata = text
-    return pa.table({
-        "rank": pa.array([source.rank], pa.int32()),
-        "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": [source.device_type],
-        "framework": ["mindspore"],
-        "layout": [source.layout],
-        "source_dir": [str(source.directory)],
-        "clock": ["cupti" if source.device_type == "gpu" else "host"],
-        "host_to_clock_offset_ns": pa.array([offset], pa.int64()),
-        "pid": pa.array([source.pid], pa.int64()),
-        "metadata_json": pa.array([metadata], pa.string()),
-    })
+    return run_info(source, device_type=source.device_type, framework="mindspore", layout=source.layout,
+                    clock="cupti" if source.device_type == "gpu" else "host", host_to_clock_offset_ns=offset,
+                    pid=source.pid, metadata_json=metadata)
 
 
 def _host_to_cupti_offset(path: Path | None) -> int | None:

@@ -42,6 +42,7 @@ from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv
 from .binary_records import Warn
+from .run_info import run_info
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
             "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
@@ -284,10 +285,6 @@ def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
             except (ValueError, KeyError, TypeError) as exc:
                 raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
         metadata_text = json.dumps(metadata) if metadata else None
-    return pa.table({
-        "rank": pa.array([source.rank], pa.int32()), "device_id": pa.array([source.device_id], pa.int32()),
-        "device_type": ["ascend"], "framework": ["mindspore"], "layout": [source.layout],
-        "source_dir": [str(source.directory)],
-        "clock": ["unix_epoch" if source.layout == "ascend_era_f" else "host_monotonic_raw"],
-        "metadata_json": pa.array([metadata_text], pa.string()),
-    })
+    return run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
+                    clock="unix_epoch" if source.layout == "ascend_era_f" else "host_monotonic_raw",
+                    metadata_json=metadata_text)

@@ -1,0 +1,17 @@
+"""Stage 2, ingest helper: the one run_info row every reader yields first for its source."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..discover import Source
+
+
+def run_info(source: Source, *, device_type: str, framework: str, layout: str, clock: str,
+             **columns: object) -> pa.Table:
+    """The run_info row of `source`; `columns` are its optional columns (metadata_json, tick_hz, pid, ...),
+    the ones left out are null (tables.conform types and checks the row)."""
+    return pa.table({
+        "rank": [source.rank], "device_id": [source.device_id], "device_type": [device_type], "framework": [framework],
+        "layout": [layout], "source_dir": [str(source.directory)], "clock": [clock],
+        **{name: [value] for name, value in columns.items()},
+    })
