@@ -523,26 +523,28 @@ def test_other_accelerators_runtime_calls(tmp_path: Path):
     assert query(result.output, "SELECT count(*) FROM step_gpu_time WHERE launch_delay_avg_ns IS NOT NULL") == [(2,)]
 
 
-def test_mtia_device_events(tmp_path: Path):
-    """MTIA's device events (`mtia_ccp_events`): launched functions are kernels linked to their op through the
-    runtime call's correlation id, `dma_request` transfers are memcpys with their size."""
-    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("gpu_memcpy", "gpu_memset")]
-    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
-    for event in trace["traceEvents"]:
-        if event.get("cat") in ("kernel", "cuda_runtime"):
-            event["cat"] = "mtia_ccp_events" if event["cat"] == "kernel" else "mtia_runtime"
-            event["args"].pop("External id", None)
-    dma = {"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 9, "tid": 801,
-           "ts": kernels[0]["ts"], "dur": 3, "args": {"direction": "DEVICE_TO_HOST", "size": 4096, "sqid": 1}}
-    trace["traceEvents"].append(dma)
-    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out", strict=True)
-    assert query(result.output, "SELECT kind, count(*), count(op_name), sum(bytes)::BIGINT FROM device_exec "
-                                "GROUP BY ALL ORDER BY 1") == [("kernel", len(kernels), len(kernels), None),
-                                                                ("memcpy", 1, 0, 4096)]
-    launched = {e["args"]["correlation"] for e in kernels}
-    assert query(result.output, "SELECT count(*) FROM host_api WHERE category = 'mtia_runtime' "
-                                f"AND correlation IN {tuple(launched)}") == [(len(launched),)]
+def test_mtia_trace(tmp_path: Path):
+    """fixtures/kineto/mtia: MTIA's device events (`mtia_ccp_events`, no External id) are kernels linked to the
+    op their `mtia_runtime` call (same correlation id) was made in, `dma_request` transfers memcpys with their
+    size; its epoch µs with ns fractions (more digits than a double holds) are read exactly."""
+    trace = _load(KINETO / "mtia" / "rank-0.pt.trace.json")
+    events = trace["traceEvents"]
+    calls = {e["args"]["correlation"]: e for e in events if e.get("cat") == "mtia_runtime"}
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+
+    def launching_op(call: dict) -> str:  # the innermost op open on the calling thread when the call starts
+        holding = [o for o in ops if o["tid"] == call["tid"] and o["ts"] <= call["ts"] < o["ts"] + o["dur"]]
+        return max(holding, key=lambda o: (o["ts"], -o["dur"]))["name"]
+
+    expected = sorted(
+        (_ns(e["ts"]), e["name"], "memcpy" if e["name"] == "dma_request" else "kernel", _ns(e["dur"]),
+         e["args"].get("size"), launching_op(calls[e["args"]["correlation"]]) if "correlation" in e["args"] else None)
+        for e in events if e.get("cat") == "mtia_ccp_events")
+    assert any(start % 1000 and start % 250 for start, *_ in expected)  # a fraction a double would round
+    result = run(KINETO / "mtia", tmp_path / "out", strict=True)
+    assert query(result.output, "SELECT start_ns, name, kind, dur_ns, bytes, op_name FROM device_exec "
+                                "ORDER BY start_ns, name") == expected
+    assert query(result.output, "SELECT count(*) FROM host_api WHERE category = 'mtia_runtime'") == [(len(calls),)]
 
 
 def test_real_mtia_trace_device_totals(tmp_path: Path):
