@@ -224,17 +224,18 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             if array.truncated_at is not None:
                 warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
                      "are read, the incomplete last one is lost")
-            missing, negative, unreadable = con.execute(
+            missing, negative, unreadable, device = con.execute(
                 "SELECT count(*) FILTER (WHERE dur_ns IS NULL AND ph = 'X'), count(*) FILTER (WHERE dur_ns < 0), "
-                "count(*) FILTER (WHERE start_ns IS NULL) FROM events").fetchall()[0]
+                "count(*) FILTER (WHERE start_ns IS NULL), "
+                f"count(*) FILTER (WHERE cat IN {tuple(DEVICE_KINDS)} AND dur_ns >= 0 AND start_ns IS NOT NULL) "
+                "FROM events").fetchall()[0]
             if missing or negative or unreadable:
                 warn(f"{path}: {missing} complete events without a duration, {negative} with a negative one and "
                      f"{unreadable} with a time that is not a number of µs within ±292 years are left out")
                 con.execute("DELETE FROM events WHERE (ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)) OR start_ns IS NULL")
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
-            has_device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
-            yield "run_info", _run_info(source, array.metadata, has_device > 0)
+            yield "run_info", _run_info(source, array.metadata, device > 0)
             yield from rank_tables(con, source.rank, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
