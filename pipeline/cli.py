@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import ProfpipeError
+from .errors import EXIT_INTERRUPTED, Interrupted, ProfpipeError
+from .health import describe
 from .export.ascend_reports import ReportOptions
 from .models import load_models
 from .run import RunResult, analyse as run_analysis
@@ -56,7 +57,9 @@ def analyse(
     timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
     timeline_summary: Annotated[bool, typer.Option("--timeline-summary", help="Timeline with steps, their phases and the overlap analysis only (no ops, kernels or tasks): small enough for many ranks.")] = False,
     model: Annotated[Optional[list[int]], typer.Option("--model", help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Fail on the first unreadable rank instead of skipping it.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Make any data loss fatal (exit 1, the earlier output kept): an unreadable source, or a number dropped, clamped or repaired (see trace_health).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUTPUT even when it is a non-empty folder profpipe did not write (never one that is, holds or lies inside the input).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors: no summary tables, no health summary.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
     fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
     bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
@@ -67,27 +70,43 @@ def analyse(
     optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",
     op_path: Annotated[bool, typer.Option("--op-path", help="Ascend op detail report: add the full op name column.")] = False,
 ) -> None:
-    """Analyse a saved profiler folder into OUTPUT (tables/, profile.duckdb, reports/, timeline/, manifest.json).
+    """Analyse a saved profiler folder, or one trace file, into OUTPUT (tables/, profile.duckdb, reports/,
+    timeline/, manifest.json).
 
-    Exit status: 0 all sources read, 2 bad input or usage, 3 some ranks skipped (see manifest.json).
+    OUTPUT is replaced only when the run succeeds, and only when it is empty or written by profpipe
+    (or with --force); inputs are never written. After the run a health summary lists every value
+    dropped, clamped or repaired (table trace_health).
+
+    Exit status: 0 complete; 3 partial (a source skipped, or data dropped or repaired: see the health
+    summary); 1 nothing usable (no source could be read, or --strict met data loss); 2 usage error
+    (bad option, an OUTPUT that must not be replaced); 130 / 143 interrupted by SIGINT / SIGTERM.
     """
     try:
         options = ReportOptions(style=report_style, subgraph=subgraph,
                                 optypes_to_deal=_type_list(optypes_to_deal),
                                 optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path)
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
-                      TimeElapsedColumn(), console=_err, transient=True, disable=not _err.is_terminal) as bars:
+                      TimeElapsedColumn(), console=_err, transient=True,
+                      disable=quiet or not _err.is_terminal) as bars:
             result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
                                   strict=strict, reporter=_BarReporter(bars), fp_op=fp_op, bp_op=bp_op,
                                   report_options=options, timeline_summary=timeline_summary,
-                                  models=model, step_range=step_range_name)
-    except (ProfpipeError, OSError) as exc:
+                                  models=model, step_range=step_range_name, force=force)
+    except ProfpipeError as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo("profpipe: interrupted (SIGINT); nothing was written, the earlier output is kept", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Interrupted as exc:
+        typer.echo(f"profpipe: {exc}; nothing was written, the earlier output is kept", err=True)
+        raise typer.Exit(exc.exit_code) from None
     if json_out:
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
-    else:
+    elif not quiet:
         _print_summary(result)
+    if not quiet:
+        _print_health(result)
     raise typer.Exit(result.exit_code)
 
 
@@ -162,10 +181,20 @@ def _print_input_pipeline(rank: int, pipeline: dict) -> None:
             _out.print(f"  {finding['finding']} -> {finding['suggestion']}", markup=False)
 
 
+def _print_health(result: RunResult) -> None:
+    """The trace-health summary, on stderr: counts per check, the first rows, where the whole ledger is."""
+    health = result.health
+    if not health["rows"]:
+        return
+    state = "partial: data was dropped or changed" if health["partial"] else "warnings only"
+    typer.echo(f"profpipe: trace health: {len(health['rows'])} checks fired ({state}):", err=True)
+    for line in describe(health["rows"]):
+        typer.echo(f"  {line}", err=True)
+    typer.echo(f"  full ledger: table trace_health ({result.output / 'reports' / 'trace_health.csv'})", err=True)
+
+
 def _print_summary(result: RunResult) -> None:
     _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
-    for skipped in result.skipped:
-        typer.echo(f"profpipe: warning: skipped rank {skipped['rank']}: {skipped['error']}", err=True)
     for rank in result.summary["ranks"]:
         if rank["top_op_types"]:
             types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
+from .health import Warn
 
 #: MindSpore framework-profiler files (CPU and GPU/CUPTI), by role. The number is the
 #: device id (the rank id in 2.x multi-card runs).
@@ -133,26 +135,31 @@ class Source:
 
 
 def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None,
-             step_range: str | None = None) -> list[Source]:
-    """List the sources under `path`, optionally only the given ranks, ordered by rank.
+             step_range: str | None = None, warn: Warn | None = None) -> list[Source]:
+    """List the sources under `path` (a folder, or one file of a format that stands alone), optionally
+    only the given ranks, ordered by rank.
 
     `models` narrows msprof exports to those model ids (the reader says when a rank has none);
     `step_range` names the ranges that mark steps in Kineto traces and Nsight Systems exports.
+    Paths named like profiler files that are not regular files (FIFOs, devices, sockets, broken links)
+    are never opened: each goes to `warn` as a not_regular_file report.
     """
     root = Path(path)
     if not root.exists():
         raise InputError(root, "no such file or folder")
-    if not root.is_dir():
-        raise InputError(root, "expected a folder that a profiler saved, got a file")
+    warn = warn or _ignore
+    walk = os.walk(root, followlinks=False) if root.is_dir() else [(str(root.parent), [], [root.name])]
     sources: dict[tuple[Path, int], Source] = {}
     ascend: dict[tuple[Path, int], Source] = {}
     reports: dict[tuple[Path, int], Source] = {}
     minddata: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in walk:
         dirnames.sort()
         directory = Path(dirpath)
         for filename in sorted(filenames):
+            if not _regular_input(directory / filename, warn):
+                continue
             for role, pattern in MINDSPORE_FILE_PATTERNS.items():
                 match = pattern.fullmatch(filename)
                 if match:
@@ -184,6 +191,37 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             if source.family == "msprof_export":
                 source.models = tuple(sorted(set(models)))
     return found
+
+
+def _ignore(message: str, **details: object) -> None:
+    pass
+
+
+#: Names of every kind of file discover may open or hand to a reader.
+_INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
+                   STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY, MSPROF_OUTPUT]
+
+
+def _regular_input(path: Path, warn: Warn) -> bool:
+    """True for a regular file (or a link to one). A path named like an input that is anything else is
+    reported and never opened: reading a FIFO blocks for ever, a device (/dev/zero) never ends."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        mode, problem = None, f"cannot be read ({exc.strerror or exc})"
+    if mode is not None and stat.S_ISREG(mode):
+        return True
+    name = path.name
+    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES))
+            or any(p.fullmatch(name) for p in _INPUT_PATTERNS)):
+        return False
+    if mode is not None:
+        kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                 (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+        problem = "is " + next((kind for test, kind in kinds if test(mode)), "not a regular file")
+    warn(f"{path}: {problem}, not a regular file; never opened", check="not_regular_file",
+         action="source_skipped", path=path)
+    return False
 
 
 def _new_source(directory: Path, device_id: int) -> Source:

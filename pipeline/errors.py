@@ -2,15 +2,46 @@
 
 A reader that meets bad input raises `InputError`, which names the file and, where it
 can, the line or byte offset and what was expected. The runner turns it into a skipped
-rank (or a failed run with --strict); the CLI prints it without a traceback.
+source and a trace_health row (or a failed run with --strict); the CLI prints it without a
+traceback. Each error class maps to one exit status (see EXIT_* and the README).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 
+#: Exit statuses of `profpipe analyse` (README: exit codes).
+EXIT_COMPLETE = 0
+EXIT_NOTHING_USABLE = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C)
+EXIT_TERMINATED = 143  # SIGTERM
+
+
 class ProfpipeError(Exception):
-    """Base of every error profpipe reports to users as a plain message."""
+    """Base of every error profpipe reports to users as a plain message; the run produced nothing usable."""
+
+    exit_code = EXIT_NOTHING_USABLE
+
+
+class UsageError(ProfpipeError):
+    """The command itself cannot be carried out: a bad argument, an output folder that must not be replaced."""
+
+    exit_code = EXIT_USAGE
+
+
+class OutOfSpace(ProfpipeError):
+    """A folder profpipe writes to (the output's or the scratch folder) is full."""
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the run stops, removing what it wrote; not an Exception, so no reader
+    can swallow it."""
+
+    def __init__(self, signal_name: str, exit_code: int) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.exit_code = exit_code
 
 
 class InputError(ProfpipeError):

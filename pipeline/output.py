@@ -12,21 +12,67 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ProfpipeError
+from .errors import UsageError
 
 _FINGERPRINT_EDGE = 1024 * 1024
 
 
+#: The mark profpipe leaves in every output folder it writes: a copied or moved output stays recognisable,
+#: and only a folder that holds it (or is empty) is ever replaced without --force.
+MARKER = ".profpipe-output"
+_MARKER_TEXT = '{"written_by": "profpipe", "what": "an output folder of profpipe analyse; profpipe may replace it"}\n'
+
+
+def is_profpipe_output(folder: Path) -> bool:
+    """True for a folder profpipe wrote: it holds the marker (or, written before the marker existed,
+    a manifest.json that names profpipe beside a profile.duckdb)."""
+    if (folder / MARKER).is_file():
+        return True
+    manifest = folder / "manifest.json"
+    if not (manifest.is_file() and (folder / "profile.duckdb").is_file()):
+        return False
+    try:
+        return '"profpipe"' in manifest.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return False
+
+
+def check_output(out: Path, inputs: Path, force: bool = False) -> None:
+    """Refuse an output folder profpipe must not replace: the input itself, a folder inside the input or
+    one that holds it (always); an existing file; a non-empty folder that profpipe did not write (unless
+    `force`). Nothing is touched here."""
+    out_abs, inputs_abs = out.resolve(), inputs.resolve()
+    if out_abs == inputs_abs or inputs_abs in out_abs.parents:
+        raise UsageError(f"output folder {out} is the input or inside it ({inputs}); "
+                         "profpipe never writes into its inputs: choose another -o")
+    if out_abs in inputs_abs.parents:
+        raise UsageError(f"output folder {out} holds the input {inputs}; replacing it would delete the input: "
+                         "choose another -o (--force never allows this)")
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out_abs.is_dir():
+        raise UsageError(f"output {out} exists and is not a folder; profpipe replaces only folders it wrote")
+    if force or is_profpipe_output(out_abs) or not any(out_abs.iterdir()):
+        return
+    raise UsageError(f"output folder {out} is not empty and was not written by profpipe; it would be "
+                     "replaced whole: choose another -o, or pass --force to replace it")
+
+
 @contextmanager
 def staged_output(out: Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder; on success it replaces `out`, on error it is removed."""
+    """Yield a fresh temporary folder beside `out`; when the body succeeds it is marked as profpipe's and
+    replaces `out`, on any error or interruption it is removed and `out` is left as it was."""
     out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_leftovers(out)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_leftovers(out)
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError as exc:
+        raise UsageError(f"cannot write the output beside {out}: {exc.strerror or exc}") from None
+    try:
+        (tmp / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -44,20 +90,19 @@ def _sweep_leftovers(out: Path) -> None:
         kind, _, pid = leftover.name.rpartition("-")
         if not kind.endswith((".tmp", ".old")) or not pid.isdigit() or int(pid) == os.getpid():
             continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if process_gone(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
-        except PermissionError:
-            pass  # alive, another user's
 
 
-def check_not_inside(out: Path, inputs: Path) -> None:
-    """Refuse an output folder inside the input folder: inputs are read-only to us."""
-    out, inputs = out.resolve(), inputs.resolve()
-    if out == inputs or inputs in out.parents:
-        raise ProfpipeError(f"output folder {out} is inside the input folder {inputs}; "
-                            "profpipe never writes into its inputs, choose another -o")
+def process_gone(pid: int) -> bool:
+    """True when no process `pid` runs (a killed run's leftovers may go); False when it runs or is another user's."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def fingerprint(path: Path) -> str:

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import duckdb
+import pyarrow.parquet as pq
 
 from . import ingest
 from .discover import Source, discover
-from .errors import InputError, ProfpipeError, SchemaError
+from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, UsageError
 from .export.ascend_reports import ReportOptions, write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
@@ -27,7 +28,10 @@ from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .models import create_macros, load_models, run_models, set_run_options, table_views
-from .output import check_not_inside, fingerprint, staged_output
+from .health import HealthLedger
+from .ingest.scratch import sweep_scratch_folders
+from .output import check_output, fingerprint, staged_output
+from .safety import is_out_of_space, out_of_space_named, stop_on_sigterm
 from .step_filter import check_step_list, keep_steps
 from .tables import TableSink, merge_parts, table_row_counts
 
@@ -71,9 +75,15 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
+    def health(self) -> dict[str, Any]:
+        """The trace-health block of the summary (also the trace_health table)."""
+        return self.summary["health"]
+
+    @property
     def exit_code(self) -> int:
-        """0 when every source was read, 3 when some were skipped."""
-        return 3 if self.skipped else 0
+        """0 when every source was read whole; 3 (partial) when a source was skipped or a number was
+        dropped, clamped or repaired (see trace_health)."""
+        return EXIT_PARTIAL if self.skipped or self.health["partial"] else EXIT_COMPLETE
 
 
 def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None,
@@ -81,10 +91,14 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             step_list: list[int] | None = None, pretty: bool = True,
             reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
             report_options: ReportOptions | None = None, timeline_summary: bool = False,
-            models: list[int] | None = None, step_range: str | None = None) -> RunResult:
-    """Analyse the profiler folder `path` into the output folder `output` (replaced atomically).
+            models: list[int] | None = None, step_range: str | None = None, force: bool = False) -> RunResult:
+    """Analyse the profiler folder (or single trace file) `path` into the output folder `output`.
 
-    `step_list` keeps only those consecutive steps; `pretty` indents the JSON reports.
+    `output` is replaced atomically, and only when it is empty, a folder profpipe wrote, or `force` is
+    given; never when it is, holds or lies inside the input. `strict` makes any data loss fatal: a
+    source that cannot be read, or a number dropped, clamped or repaired (the trace-health ledger);
+    the earlier output is then kept. `step_list` keeps only those consecutive steps; `pretty` indents
+    the JSON reports.
     `fp_op` / `bp_op` name the ops that start forward and end backward propagation, overriding
     the step trace (default: the FP_POINT / BP_POINT or PROFILING_FP_START / PROFILING_BP_END
     environment variables, as MindSpore reads them). `report_options` are the Ascend report
@@ -97,13 +111,26 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
     path, output = Path(path), Path(output)
-    check_not_inside(output, path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    check_output(output, path, force)
     steps = check_step_list(step_list) if step_list is not None else None
+    with stop_on_sigterm(), out_of_space_named():
+        sweep_scratch_folders()
+        return _analyse(path, output, ranks, timeline_limit_mb, strict, steps, pretty, reporter,
+                        trace_point_overrides(fp_op, bp_op), report_options, timeline_summary, models, step_range)
+
+
+def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_mb: float | None, strict: bool,
+             steps: list[int] | None, pretty: bool, reporter: Reporter, overrides: dict[str, str],
+             report_options: ReportOptions, timeline_summary: bool, models: list[int] | None,
+             step_range: str | None) -> RunResult:
     timings: dict[str, float] = {}
     warnings: list[str] = []
+    health = HealthLedger()
 
     started = time.perf_counter()
-    sources = discover(path, ranks, models, step_range)
+    sources = discover(path, ranks, models, step_range, health.for_source(str(path), -1))
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
@@ -115,14 +142,19 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
 
     with staged_output(output) as tmp:
         started = time.perf_counter()
-        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", strict, reporter, warnings.append)
+        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", strict, reporter, health)
         if not part_dirs:
             raise ProfpipeError("every source failed to read:\n" +
                                 "\n".join(f"  {s['error']}" for s in skipped))
+        if strict and health.lossy:
+            first = health.lossy[0]
+            raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
+                                f"{first.message}")
         merge_parts(part_dirs, tmp / "tables")
         shutil.rmtree(tmp / "parts")
         if steps is not None:
             warnings += keep_steps(tmp / "tables", steps)
+        pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
         row_counts = table_row_counts(tmp / "tables")
         timings["ingest"] = time.perf_counter() - started
 
@@ -130,13 +162,13 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
         try:
             con.execute("SET file_search_path = ?", [str(tmp)])
             started = time.perf_counter()
-            models = load_models()
-            reporter.stage("models", len(models))
+            models_to_run = load_models()
+            reporter.stage("models", len(models_to_run))
             table_views(con)
             create_macros(con)
-            set_run_options(con, trace_point_overrides(fp_op, bp_op))
-            run_models(con, models)
-            reporter.advance(len(models))
+            set_run_options(con, overrides)
+            run_models(con, models_to_run)
+            reporter.advance(len(models_to_run))
             timings["models"] = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -144,19 +176,19 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             write_reports(con, tmp / "reports")
             write_ascend_reports(con, tmp / "reports", report_options)
             write_minddata_reports(con, tmp / "reports", report_options.style)
-            write_marts(con, tmp / "reports", [m.name for m in models if m.layer == "marts"])
+            write_marts(con, tmp / "reports", ["trace_health", *(m.name for m in models_to_run if m.layer == "marts")])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)
             reporter.advance(1)
             timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
                              "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
-            summary = build_summary(con, VERSION, str(path), skipped, timeline_info)
+            summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
             write_summary(summary, tmp / "reports" / "summary.json", indent=2 if pretty else None)
             reporter.advance(1)
             timings["export"] = time.perf_counter() - started
         finally:
             con.close()
-        warnings += [f"skipped rank {s['rank']}: {s['error']}" for s in skipped]
+        warnings += [event.message for event in health.events]
         if timeline.events_dropped:
             warnings.append(f"timeline truncated: {timeline.events_dropped} events dropped")
         _write_manifest(tmp / "manifest.json", path, sources, skipped, warnings, row_counts, timings,
@@ -167,36 +199,68 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
 
 
 def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
-            warn: ingest.Warn) -> tuple[list[Path], list[dict[str, Any]], list[int]]:
-    """Read every source into its own part folder; a source that fails leaves nothing behind.
+            health: HealthLedger) -> tuple[list[Path], list[dict[str, Any]], list[int]]:
+    """Read every source into its own part folder; a source that fails leaves nothing behind, and its
+    failure, whatever it is, becomes its trace_health row (source_failed) and the run goes on.
     Returns the part folders, the sources skipped and the ranks read.
 
-    Recoverable problems a reader meets (a cut-short last record, unnamed tasks) go to `warn`.
+    Recoverable problems a reader meets (a cut-short last record, unnamed tasks) go to the ledger.
     """
-    source_bytes = [sum(p.stat().st_size for _, p in s.all_files()) for s in sources]
+    source_bytes = [_size(s) for s in sources]
     reporter.stage("ingest", sum(source_bytes))
     part_dirs, skipped, read_from = [], [], {}
     for index, source in enumerate(sources):
         part_dir = parts_root / f"source-{index}"
         sink = TableSink(part_dir)
+        location = _location(source)
+        warn = health.for_source(str(location), source.rank)
         try:
             if source.rank in read_from:
-                raise InputError(_location(source), f"rank {source.rank} was already read from {read_from[source.rank]}")
+                raise InputError(location, f"rank {source.rank} was already read from {read_from[source.rank]}")
             for table_name, table in ingest.read(source, warn):
                 sink.write(table_name, table)
             sink.close()
             part_dirs.append(part_dir)
-            read_from[source.rank] = _location(source)
-        except (InputError, SchemaError, OSError) as exc:
-            if isinstance(exc, OSError):
-                exc = InputError(exc.filename or source.directory, exc.strerror or str(exc))
+            read_from[source.rank] = location
+        except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
             sink.close()
             shutil.rmtree(part_dir, ignore_errors=True)
+            error = source_error(exc, location)
             if strict:
-                raise exc from None
-            skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(exc)})
+                raise error from None
+            skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(error)})
+            warn(f"source not read: {error}", check="source_failed", action="source_skipped",
+                 path=getattr(error, "path", None), offset=getattr(error, "offset", None),
+                 line=getattr(error, "line", None))
         reporter.advance(source_bytes[index])
     return part_dirs, skipped, sorted(read_from)
+
+
+def source_error(exc: Exception, location: Path) -> ProfpipeError:
+    """The plain message of a failure while reading the source at `location`: a reader's InputError as
+    it is; an unexpected exception named by type, with the source, so that a user can report it."""
+    if is_out_of_space(exc):
+        raise exc
+    if isinstance(exc, ProfpipeError):
+        return exc
+    if isinstance(exc, OSError):
+        return InputError(exc.filename or location, exc.strerror or str(exc))
+    if isinstance(exc, RecursionError):
+        return InputError(location, "nested too deeply to read")
+    if isinstance(exc, MemoryError):
+        return InputError(location, "needs more memory than this machine has (is it a profiler file?)")
+    return InputError(location, f"could not be read ({type(exc).__name__}: {exc}); "
+                                "this is a profpipe bug, please report it with the file")
+
+
+def _size(source: Source) -> int:
+    total = 0
+    for _, file in source.all_files():
+        try:
+            total += file.stat().st_size
+        except OSError:
+            pass
+    return total
 
 
 def _location(source: Source) -> Path:

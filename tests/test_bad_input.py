@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
 from pipeline.cli import app
-from pipeline.errors import InputError, ProfpipeError
+from pipeline.errors import InputError, ProfpipeError, UsageError
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 CPU = next((FIXTURES / "mindspore_cpu" / "mlp_graph").glob("*_ascend_ms"))
@@ -123,7 +123,7 @@ def test_bad_rank_is_skipped_unless_strict(tmp_path):
 def test_cli_reports_bad_input_without_traceback(tmp_path):
     copy, target = _damaged(tmp_path, "gpu_op", lambda data: data[:-5])
     outcome = CliRunner().invoke(app, ["analyse", str(copy), "-o", str(tmp_path / "out"), "--strict"])
-    assert outcome.exit_code == 2
+    assert outcome.exit_code == 1  # nothing usable: --strict made the damaged source fatal
     assert str(target) in outcome.output and "line" in outcome.output
     assert "Traceback" not in outcome.output
 
@@ -134,7 +134,8 @@ def test_cli_exit_3_when_a_rank_is_skipped(tmp_path):
     (copy / "profiler" / "start_time_1.txt").write_text("host_monotonic_raw_time(ns): x\n")
     outcome = CliRunner().invoke(app, ["analyse", str(copy), "-o", str(tmp_path / "out")])
     assert outcome.exit_code == 3
-    assert "skipped rank 1" in outcome.output
+    assert "rank 1: source_failed -> source_skipped" in outcome.output
+    assert "start_time_1.txt" in outcome.output
 
 
 def test_no_profiler_data(tmp_path):
@@ -144,5 +145,5 @@ def test_no_profiler_data(tmp_path):
 
 
 def test_missing_input_folder(tmp_path):
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(UsageError, match="no such file"):
         run(tmp_path / "absent", tmp_path / "out")

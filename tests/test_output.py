@@ -29,7 +29,8 @@ def _snapshot(folder: Path) -> dict[str, str]:
 def test_layout_and_manifest(tmp_path):
     out = tmp_path / "out"
     run(GPU, out)
-    assert {p.name for p in out.iterdir()} == {"tables", "profile.duckdb", "reports", "timeline", "manifest.json"}
+    assert {p.name for p in out.iterdir()} == {"tables", "profile.duckdb", "reports", "timeline", "manifest.json",
+                                               ".profpipe-output"}
     assert {p.stem for p in (out / "tables").glob("*.parquet")} == set(catalog())
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["timings_s"]) == {"discover", "ingest", "models", "export"}
@@ -54,7 +55,7 @@ def test_input_folder_is_untouched(tmp_path):
 def test_output_inside_input_is_refused(tmp_path):
     copy = tmp_path / "in"
     shutil.copytree(GPU, copy)
-    with pytest.raises(ProfpipeError, match="inside the input folder"):
+    with pytest.raises(ProfpipeError, match="is the input or inside it"):
         run(copy, copy / "out")
     assert not (copy / "out").exists()
 

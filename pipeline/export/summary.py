@@ -1,5 +1,5 @@
 """The run summary (reports/summary.json): per rank, the top op types and kernels, the average step, the
-memory peaks and the input pipeline.
+memory peaks and the input pipeline; for the run, the sources skipped and the trace-health ledger.
 
 The same numbers feed the human summary the CLI prints. The file is checked against
 schemas/summary.schema.json before it is written.
@@ -19,8 +19,9 @@ TOP_N = 10
 
 
 def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
-                  skipped: list[dict[str, Any]], timeline: dict[str, Any] | None) -> dict[str, Any]:
-    """Collect the summary of every rank in `con`."""
+                  skipped: list[dict[str, Any]], timeline: dict[str, Any] | None,
+                  health: dict[str, Any]) -> dict[str, Any]:
+    """Collect the summary of every rank in `con`, with the run's trace-health ledger."""
     ranks = []
     for rank, device_type, layout, model_id, models in con.execute("""
             SELECT rank, device_type, layout, try_cast(metadata_json->>'$.model_id' AS INTEGER),
@@ -44,7 +45,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
             "input_pipeline": _input_pipeline(con, rank),
         })
     return {"profpipe_version": version, "input": input_path, "ranks": ranks,
-            "skipped": skipped, "timeline": timeline}
+            "skipped": skipped, "timeline": timeline, "health": health}
 
 
 def write_summary(summary: dict[str, Any], path: Path, indent: int | None = 2) -> None:

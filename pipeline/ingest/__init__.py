@@ -8,7 +8,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from ..discover import MINDDATA_ROLE, Source
-from .binary_records import Warn
+from ..health import Warn
 
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
 Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]

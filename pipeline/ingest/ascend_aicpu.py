@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from .binary_records import Warn, read_columns
+from ..health import Warn
+from .binary_records import read_columns
 from .ascend_framework import MAGIC, check_magic
 
 AICPU_DTYPE = np.dtype([

@@ -23,7 +23,8 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from .binary_records import Warn, locate_offset, read_columns
+from ..health import Warn
+from .binary_records import locate_offset, read_columns
 from .lines import read_lines, require
 
 #: Data type enums of the "vm" backend (MindSpore's TypeId in MindSpore <= 1.5).

@@ -30,7 +30,8 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
-from .binary_records import Warn, is_blank, iter_record_chunks, locate_offset, read_columns
+from ..health import Warn
+from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns
 from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000

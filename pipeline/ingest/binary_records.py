@@ -15,10 +15,9 @@ import numpy as np
 
 from ..discover import slice_number
 from ..errors import InputError
+from ..health import Warn
 
 CHUNK_RECORDS = 1 << 20
-
-Warn = Callable[[str], None]
 
 
 def check_slices(paths: Sequence[Path]) -> None:

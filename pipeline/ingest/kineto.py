@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,10 +39,10 @@ import pyarrow as pa
 
 from ..discover import Source
 from ..errors import InputError
-from .binary_records import Warn
+from ..health import Warn
 from .nesting import nest
 from .run_info import run_info
-from .scratch import check_trace_file, rank_tables, scratch_database
+from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array
 
@@ -214,9 +213,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     path = source.files["trace"]
     check_trace_file(path, source.rank, "no distributedInfo.rank in the trace and no rank in the file name "
                                         "(rank-<n>, worker<n>)", "a PyTorch profiler (Kineto) trace JSON object")
-    with tempfile.TemporaryDirectory(prefix="profpipe-kineto-") as scratch:
-        with scratch_database(Path(scratch)) as con:
-            array = _load_events(con, path, Path(scratch), warn)
+    with scratch_folder("kineto") as scratch:
+        with scratch_database(scratch) as con:
+            array = _load_events(con, path, scratch, warn)
             for repair in array.repairs:
                 warn(f"{path}: {repair}")
             if array.gzip_cut_short:

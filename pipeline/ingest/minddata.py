@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ..discover import Source
 from ..errors import InputError
-from .binary_records import Warn
+from ..health import Warn
 from .lines import read_lines, require
 from .run_info import run_info
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from . import json_files
-from .binary_records import Warn
+from ..health import Warn
 from .run_info import run_info
 
 TICK_HZ = 100_000_000

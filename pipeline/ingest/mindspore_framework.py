@@ -17,7 +17,7 @@ No statistics here: that is the models' job.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..discover import Source
 from ..errors import InputError
+from ..health import Warn
 from .lines import iter_line_frames, read_lines, require
 from .run_info import run_info
 
@@ -39,7 +40,7 @@ _OP_SIDE = {"cpu_op_timestamp": "Host", "gpu_op_timestamp": "Device"}
 _MAY_BE_EMPTY = {"step_trace"}
 
 
-def read(source: Source, warn: Callable[[str], None]) -> Iterator[tuple[str, pa.Table]]:
+def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the normalized tables of one MindSpore framework source (every problem here is an error)."""
     for role, path in source.files.items():
         if role not in _MAY_BE_EMPTY and path.stat().st_size == 0:

@@ -41,7 +41,7 @@ import pyarrow as pa
 from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv
-from .binary_records import Warn
+from ..health import Warn
 from .run_info import run_info
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",

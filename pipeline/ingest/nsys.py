@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.request import pathname2url
@@ -37,10 +36,10 @@ import pyarrow as pa
 
 from ..discover import Source
 from ..errors import InputError
-from .binary_records import Warn
+from ..health import Warn
 from .nesting import nest
 from .run_info import run_info
-from .scratch import check_trace_file, rank_tables, scratch_database
+from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
 _FETCH_ROWS = 1 << 16
@@ -201,8 +200,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                                        "in Nsight Systems and export it with nsys export --type sqlite")
             raise InputError(path, "not an Nsight Systems export: it has none of the tables "
                                    + ", ".join(sorted(_NSYS_TABLES)))
-        with tempfile.TemporaryDirectory(prefix="profpipe-nsys-") as scratch, \
-                scratch_database(Path(scratch)) as con:
+        with scratch_folder("nsys") as scratch, \
+                scratch_database(scratch) as con:
             for name, (table, wanted) in _LOADS.items():
                 _copy_table(db, con, path, name, table, wanted, columns.get(table, set()))
             metadata = _metadata(db, columns)

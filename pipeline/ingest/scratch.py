@@ -7,13 +7,20 @@ checkpoint every table).
 """
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from ..errors import InputError
+from ..output import process_gone
 
 #: DuckDB's memory for one trace; beyond it the data spill to the scratch folder.
 MEMORY_LIMIT = "640MB"
@@ -27,6 +34,42 @@ def check_trace_file(path: Path, rank: int, no_rank: str, expected: str) -> None
         raise InputError(path, f"cannot tell its rank: {no_rank}; name the files by rank")
     if path.stat().st_size == 0:
         raise InputError(path, f"empty file, expected {expected}")
+
+
+#: Scratch folders are named profpipe-<kind>-<pid>-<random> in $TMPDIR, so that the next run can find and
+#: remove those of a killed run (its process is gone) or any older than MAX_SCRATCH_AGE_S.
+_SCRATCH_NAME = re.compile(r"profpipe-[a-z]+-(?:(\d+)-)?\w+")
+MAX_SCRATCH_AGE_S = 2 * 24 * 3600
+
+
+@contextmanager
+def scratch_folder(kind: str) -> Iterator[Path]:
+    """A private folder under $TMPDIR for one reader's temporary files, removed when the body ends, on
+    error and on interruption too."""
+    with tempfile.TemporaryDirectory(prefix=f"profpipe-{kind}-{os.getpid()}-") as folder:
+        yield Path(folder)
+
+
+def sweep_scratch_folders() -> None:
+    """Remove this user's scratch folders in $TMPDIR left by killed runs (process gone) or stale (old)."""
+    root = Path(tempfile.gettempdir())
+    try:
+        candidates = list(root.glob("profpipe-*"))
+    except OSError:
+        return
+    now = time.time()
+    for folder in candidates:
+        match = _SCRATCH_NAME.fullmatch(folder.name)
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not match or info.st_uid != os.getuid() or not folder.is_dir() or folder.is_symlink():
+            continue
+        pid = match.group(1)
+        if (pid is not None and int(pid) != os.getpid() and process_gone(int(pid))) or \
+                now - info.st_mtime > MAX_SCRATCH_AGE_S:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
