@@ -2,8 +2,23 @@
 
 Stages (one module each): discover -> ingest/<family> -> tables (schemas/) -> models (sql/)
 -> export/, run end to end by pipeline.run. Public API: `offline_analyse`, `op_analyse`.
+They are imported on first use, so that the command can install its signal handlers before
+the heavy libraries load.
 """
-from .api import offline_analyse, op_analyse
-from .run import VERSION as __version__
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["offline_analyse", "op_analyse", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("offline_analyse", "op_analyse"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "__version__":
+        from .run import VERSION
+
+        return VERSION
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")

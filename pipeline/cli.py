@@ -7,6 +7,7 @@ line naming the file and line, never as a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import EXIT_INTERRUPTED, Interrupted, ProfpipeError
+from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError
 from .health import describe
 from .export.ascend_reports import ReportOptions
 from .models import load_models
@@ -95,12 +96,18 @@ def analyse(
     except ProfpipeError as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except KeyboardInterrupt:
-        typer.echo("profpipe: interrupted (SIGINT); nothing was written, the earlier output is kept", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
     except Interrupted as exc:
         typer.echo(f"profpipe: {exc}; nothing was written, the earlier output is kept", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo("profpipe: interrupted by SIGINT; nothing was written, the earlier output is kept", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # noqa: BLE001 - a bug outside the readers: one line, not a traceback
+        if os.environ.get("PROFPIPE_DEBUG"):
+            raise
+        typer.echo(f"profpipe: internal error: {type(exc).__name__}: {exc} (a profpipe bug: please report it; "
+                   "PROFPIPE_DEBUG=1 shows the traceback); the earlier output is kept", err=True)
+        raise typer.Exit(EXIT_NOTHING_USABLE) from None
     if json_out:
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     elif not quiet:
@@ -232,3 +239,4 @@ def _print_summary(result: RunResult) -> None:
     if timeline and timeline["events_dropped"]:
         _out.print(f"timeline truncated: {timeline['events_dropped']} events dropped "
                    f"(limit --timeline-limit)", markup=False)
+

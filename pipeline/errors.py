@@ -35,9 +35,9 @@ class OutOfSpace(ProfpipeError):
     """A folder profpipe writes to (the output's or the scratch folder) is full."""
 
 
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: the run stops, removing what it wrote; not an Exception, so no reader
-    can swallow it."""
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the run stops, removing what it wrote. A KeyboardInterrupt, not an
+    Exception, so no reader's `except Exception` swallows it and Python callers catch it as Ctrl-C."""
 
     def __init__(self, signal_name: str, exit_code: int) -> None:
         super().__init__(f"interrupted by {signal_name}")

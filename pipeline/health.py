@@ -2,7 +2,7 @@
 
 Readers report through a `Warn` callable (one per source, made by `HealthLedger.for_source`); the
 runner adds what it decides about whole sources (skipped, superseded, not a regular file). At the end
-of a run the ledger becomes the `trace_health` table (one row per source x check x action), the
+of a run the ledger becomes the `trace_health` table (one row per source x check x action; the column is check_name, as CHECK is an SQL keyword), the
 `health` block of summary.json, the console's health summary and the run's exit code: a run in which
 a number was dropped, clamped or repaired is "partial", never silent.
 """
@@ -113,7 +113,7 @@ class HealthLedger:
             key = (event.source, event.check, event.action)
             row = grouped.get(key)
             if row is None:
-                grouped[key] = {"rank": event.rank, "source": event.source, "check": event.check,
+                grouped[key] = {"rank": event.rank, "source": event.source, "check_name": event.check,
                                 "action": event.action, "events": 1, "rows": event.rows,
                                 "first_file": event.path, "first_offset": event.offset, "first_line": event.line,
                                 "example": event.example, "tables": event.tables, "message": event.message}
@@ -139,12 +139,12 @@ class HealthLedger:
         """The health block of summary.json: totals and the ledger's rows."""
         rows = self.rows()
         return {"partial": bool(self.lossy), "events": len(self.events),
-                "checks": sorted({str(r["check"]) for r in rows}), "rows": rows}
+                "checks": sorted({str(r["check_name"]) for r in rows}), "rows": rows}
 
 
 def describe(rows: Iterable[dict[str, object]], limit: int = 8) -> list[str]:
     """Short human lines for the console: one per ledger row, the lossy ones first."""
-    ordered = sorted(rows, key=lambda r: (r["action"] not in LOSSY_ACTIONS, r["rank"], str(r["check"])))
+    ordered = sorted(rows, key=lambda r: (r["action"] not in LOSSY_ACTIONS, r["rank"], str(r["check_name"])))
     lines = []
     for row in ordered[:limit]:
         touched = "" if row["rows"] is None else f", {row['rows']} rows"
@@ -154,7 +154,7 @@ def describe(rows: Iterable[dict[str, object]], limit: int = 8) -> list[str]:
             where += f", line {row['first_line']}" if row["first_line"] is not None else ""
             where += f", byte {row['first_offset']}" if row["first_offset"] is not None else ""
             where += ")"
-        lines.append(f"rank {row['rank']}: {row['check']} -> {row['action']}{touched}: {row['message']}{where}")
+        lines.append(f"rank {row['rank']}: {row['check_name']} -> {row['action']}{touched}: {row['message']}{where}")
     if len(ordered) > limit:
         lines.append(f"... and {len(ordered) - limit} more")
     return lines

@@ -31,7 +31,7 @@ from .models import create_macros, load_models, run_models, set_run_options, tab
 from .health import HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .output import check_output, fingerprint, staged_output
-from .safety import is_out_of_space, out_of_space_named, stop_on_sigterm
+from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import check_step_list, keep_steps
 from .tables import TableSink, merge_parts, table_row_counts
 
@@ -115,7 +115,7 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
         raise UsageError(f"{path}: no such file or folder")
     check_output(output, path, force)
     steps = check_step_list(step_list) if step_list is not None else None
-    with stop_on_sigterm(), out_of_space_named():
+    with stop_on_signals(), out_of_space_named(output.resolve().parent):
         sweep_scratch_folders()
         return _analyse(path, output, ranks, timeline_limit_mb, strict, steps, pretty, reporter,
                         trace_point_overrides(fp_op, bp_op), report_options, timeline_summary, models, step_range)
@@ -223,6 +223,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
             part_dirs.append(part_dir)
             read_from[source.rank] = location
         except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
+            raise_if_interrupted()
             sink.close()
             shutil.rmtree(part_dir, ignore_errors=True)
             error = source_error(exc, location)

@@ -1,0 +1,278 @@
+"""Trust at the level of the process: what -o may replace, signals, full disks, read-only folders, scratch
+folders of killed runs, inputs that are not regular files, and the exit codes that tell them apart.
+
+Every case checks what is left on disk afterwards: the input untouched, the earlier output as it was,
+no temporary folder beside the output and no scratch folder in $TMPDIR.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, run
+from fuzzing import snapshot
+from pipeline.cli import app
+from pipeline.errors import UsageError
+from pipeline.output import MARKER
+
+CPU = FIXTURES / "mindspore_cpu" / "lenet_graph"
+KINETO = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    outcome = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in outcome.output
+    return outcome.exit_code, outcome.output
+
+
+def _copy_input(tmp_path: Path) -> Path:
+    copy = tmp_path / "in"
+    shutil.copytree(CPU, copy)
+    return copy
+
+
+# --- what -o may replace ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["input", "inside", "holds"])
+def test_output_on_the_input_is_refused_even_with_force(tmp_path, where):
+    source = _copy_input(tmp_path)
+    before = snapshot(tmp_path)
+    out = {"input": source, "inside": source / "out", "holds": tmp_path}[where]
+    code, output = _cli("analyse", str(source), "-o", str(out), "--force")
+    assert code == 2 and "profpipe: error:" in output
+    assert snapshot(tmp_path) == before
+
+
+def test_a_user_folder_is_refused_and_untouched(tmp_path):
+    user = tmp_path / "notes"
+    user.mkdir()
+    (user / "thesis.tex").write_text("precious")
+    code, output = _cli("analyse", str(CPU), "-o", str(user))
+    assert code == 2 and "not written by profpipe" in output and "--force" in output
+    assert [p.name for p in user.iterdir()] == ["thesis.tex"]
+
+
+def test_force_replaces_a_user_folder(tmp_path):
+    user = tmp_path / "scratch"
+    user.mkdir()
+    (user / "old.txt").write_text("x")
+    code, _ = _cli("analyse", str(CPU), "-o", str(user), "--force", "--quiet")
+    assert code == 0
+    assert (user / MARKER).is_file() and not (user / "old.txt").exists()
+
+
+def test_an_existing_file_is_never_replaced(tmp_path):
+    target = tmp_path / "result"
+    target.write_text("a file")
+    with pytest.raises(UsageError, match="not a folder"):
+        run(CPU, target, force=True)
+    assert target.read_text() == "a file"
+
+
+def test_an_empty_folder_and_a_moved_output_are_replaced(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run(CPU, empty)
+    moved = tmp_path / "moved"
+    empty.rename(moved)
+    (moved / "stale").write_text("left by the first run")
+    run(CPU, moved)  # recognised by its marker though it was renamed
+    assert not (moved / "stale").exists()
+
+
+# --- single files, non-regular files -----------------------------------------------------------------------
+
+def test_a_single_trace_file_is_analysed(tmp_path):
+    result = run(KINETO, tmp_path / "out")
+    assert result.ranks == [0] and result.row_counts["device_exec"] > 0
+
+
+def test_a_fifo_named_like_a_trace_is_refused_without_opening_it(tmp_path):
+    source = _copy_input(tmp_path)
+    fifo = source / "rank-7.pt.trace.json"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = run(source, tmp_path / "out")
+    assert time.monotonic() - started < 60  # a read of the FIFO would block for ever
+    rows = [r for r in result.health["rows"] if r["check_name"] == "not_regular_file"]
+    assert len(rows) == 1 and rows[0]["first_file"] == str(fifo) and "FIFO" in rows[0]["message"]
+    assert result.exit_code == 3 and result.ranks == [0]
+
+
+def test_a_link_to_a_device_is_refused(tmp_path):
+    source = _copy_input(tmp_path)
+    (source / "rank-3.pt.trace.json").symlink_to("/dev/zero")
+    result = run(source, tmp_path / "out")
+    assert [r["check_name"] for r in result.health["rows"]] == ["not_regular_file"]
+    assert "character device" in result.health["rows"][0]["message"]
+
+
+# --- the ledger reaches the user ----------------------------------------------------------------------------
+
+def test_health_summary_is_printed_and_in_every_output(tmp_path):
+    source = tmp_path / "in"
+    shutil.copytree(FIXTURES / "mindspore_gpu" / "two_ranks", source)
+    bad = source / "profiler" / "start_time_1.txt"
+    bad.write_text("host_monotonic_raw_time(ns): x\n")
+    out = tmp_path / "out"
+    code, output = _cli("analyse", str(source), "-o", str(out))
+    assert code == 3
+    assert "trace health: 1 checks fired (partial" in output and str(bad) in output
+    assert "trace_health" in output
+    summary = json.loads((out / "reports" / "summary.json").read_text())
+    assert summary["health"]["partial"] is True
+    assert [(r["rank"], r["check_name"], r["action"]) for r in summary["health"]["rows"]] == \
+        [(1, "source_failed", "source_skipped")]
+    assert (out / "reports" / "trace_health.csv").read_text().count("\n") == 2
+    code, output = _cli("query", str(out), "SELECT rank, check_name, action FROM trace_health", "-f", "csv")
+    assert output.splitlines()[1] == "1,source_failed,source_skipped"
+    code, quiet = _cli("analyse", str(source), "-o", str(out), "--quiet")
+    assert code == 3 and quiet == ""
+
+
+def test_a_clean_run_has_an_empty_ledger_and_exit_0(tmp_path):
+    code, output = _cli("analyse", str(CPU), "-o", str(tmp_path / "out"))
+    assert code == 0 and "trace health" not in output
+
+
+def test_strict_makes_any_loss_fatal_and_keeps_the_earlier_output(tmp_path):
+    source = tmp_path / "in"
+    shutil.copytree(FIXTURES / "mindspore_gpu" / "two_ranks", source)
+    out = tmp_path / "out"
+    run(source, out)
+    good = snapshot(out)
+    (source / "profiler" / "start_time_1.txt").write_text("garbage\n")
+    code, output = _cli("analyse", str(source), "-o", str(out), "--strict")
+    assert code == 1 and "start_time_1.txt" in output
+    assert snapshot(out) == good
+
+
+# --- the process: signals, full disks, read-only folders, killed runs ------------------------------------------
+
+def _big_trace(folder: Path, copies: int) -> Path:
+    """A Kineto trace made of `copies` shifted copies of the fixture's events (one rank, a few MB per 100)."""
+    trace = json.loads(KINETO.read_text())
+    events = trace.pop("traceEvents")
+    span = max(e["ts"] + e.get("dur", 0) for e in events if "ts" in e) - min(e["ts"] for e in events if "ts" in e)
+    folder.mkdir(parents=True)
+    target = folder / "rank-0.pt.trace.json"
+    with open(target, "w") as handle:
+        handle.write(json.dumps(trace)[:-1] + ', "traceEvents": [')
+        for copy in range(copies):
+            for index, event in enumerate(events):
+                shifted = dict(event)
+                if "ts" in shifted:
+                    shifted["ts"] = round(shifted["ts"] + copy * (span + 1000), 3)
+                handle.write(("" if copy == index == 0 else ",\n") + json.dumps(shifted))
+        handle.write("]}")
+    return target
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> bool:
+    ends = time.monotonic() + timeout
+    while time.monotonic() < ends:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("signum, code, name", [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_ends_the_run_cleanly(tmp_path, signum, code, name):
+    source = tmp_path / "in"
+    _big_trace(source, 3000)
+    out = tmp_path / "out"
+    run(CPU, out)
+    good = snapshot(out)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    child = subprocess.Popen([sys.executable, "-m", "pipeline", "analyse", str(source), "-o", str(out)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: any(scratch.iterdir()) or child.poll() is not None), "the run never started"
+    if child.poll() is not None:
+        pytest.skip("the run ended before the signal could be sent")
+    sent = time.monotonic()
+    child.send_signal(signum)
+    stdout, stderr = child.communicate(timeout=60)
+    assert time.monotonic() - sent < 2  # under a second on an idle machine (0.1-0.65 s measured)
+    assert child.returncode == code, stderr
+    assert "Traceback" not in stderr and name in stderr and len(stderr.strip().splitlines()) == 1
+    assert snapshot(out) == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out", "tmp"]
+    assert list(scratch.iterdir()) == []
+
+
+def test_scratch_folders_of_killed_runs_are_swept_on_the_next_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    dead_pid = 2**22 + 4321  # above the default pid_max: no such process
+    killed = tmp_path / f"profpipe-kineto-{dead_pid}-abc123"
+    (killed / "spill").mkdir(parents=True)
+    alive = tmp_path / f"profpipe-kineto-{os.getppid()}-def456"  # a run that still goes on
+    alive.mkdir()
+    stale = tmp_path / "profpipe-kineto-oldstyle"
+    stale.mkdir()
+    os.utime(stale, (time.time() - 3 * 24 * 3600,) * 2)
+    unrelated = tmp_path / "profpipe-notes"
+    unrelated.write_text("not ours to remove")
+    run(CPU, tmp_path / "out")
+    assert not killed.exists() and not stale.exists()
+    assert alive.exists() and unrelated.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_output_parent_is_a_usage_error(tmp_path):
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        code, output = _cli("analyse", str(CPU), "-o", str(parent / "out"))
+    finally:
+        parent.chmod(0o700)
+    assert code == 2 and "cannot write the output" in output
+
+
+def test_read_only_output_parent_as_root(tmp_path):
+    """As root a chmod does not stop writes; a read-only bind of the folder is not available either, so the
+    case is covered by making the output's parent a file (the same OSError path)."""
+    parent = tmp_path / "afile"
+    parent.write_text("x")
+    code, output = _cli("analyse", str(CPU), "-o", str(parent / "out"))
+    assert code == 2 and "cannot write the output" in output and parent.read_text() == "x"
+
+
+def _small_tmpfs(tmp_path: Path) -> Path:
+    """A 2 MiB tmpfs at tmp_path/full, or skip: mounting needs root and a kernel that allows it here."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a size-limited file system needs root (mount -t tmpfs)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    return mount
+
+
+def test_a_full_disk_names_the_folder_and_keeps_nothing(tmp_path):
+    mount = _small_tmpfs(tmp_path)
+    try:
+        source = tmp_path / "in"
+        _big_trace(source, 200)
+        code, output = _cli("analyse", str(source), "-o", str(mount / "out"))
+        assert code == 1, output
+        assert "no space left" in output and str(mount) in output
+        assert list(mount.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
