@@ -113,6 +113,8 @@ def analyse(
     elif not quiet:
         _print_summary(result)
     if not quiet:
+        for notice in result.notices:
+            typer.echo(f"profpipe: note: {notice}", err=True)
         _print_health(result)
     raise typer.Exit(result.exit_code)
 
@@ -235,8 +237,4 @@ def _print_summary(result: RunResult) -> None:
                        f"in use{since}, {device['allocations']} allocations, {device['frees']} frees", markup=False)
         if rank["input_pipeline"]:
             _print_input_pipeline(rank["rank"], rank["input_pipeline"])
-    timeline = result.summary["timeline"]
-    if timeline and timeline["events_dropped"]:
-        _out.print(f"timeline truncated: {timeline['events_dropped']} events dropped "
-                   f"(limit --timeline-limit)", markup=False)
 

@@ -149,7 +149,7 @@ def describe(rows: Iterable[dict[str, object]], limit: int = 8) -> list[str]:
     for row in ordered[:limit]:
         touched = "" if row["rows"] is None else f", {row['rows']} rows"
         where = ""
-        if row["first_file"]:
+        if row["first_file"] and str(row["first_file"]) not in str(row["message"]):
             where = f" ({row['first_file']}"
             where += f", line {row['first_line']}" if row["first_line"] is not None else ""
             where += f", byte {row['first_offset']}" if row["first_offset"] is not None else ""

@@ -73,6 +73,8 @@ class RunResult:
     summary: dict[str, Any]
     row_counts: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
+    #: What the user should know beyond the trace-health ledger (a step_list a rank cannot apply, a timeline cut).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def health(self) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
              report_options: ReportOptions, timeline_summary: bool, models: list[int] | None,
              step_range: str | None) -> RunResult:
     timings: dict[str, float] = {}
-    warnings: list[str] = []
+    notices: list[str] = []
     health = HealthLedger()
 
     started = time.perf_counter()
@@ -153,7 +155,7 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
         merge_parts(part_dirs, tmp / "tables")
         shutil.rmtree(tmp / "parts")
         if steps is not None:
-            warnings += keep_steps(tmp / "tables", steps)
+            notices += keep_steps(tmp / "tables", steps)
         pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
         row_counts = table_row_counts(tmp / "tables")
         timings["ingest"] = time.perf_counter() - started
@@ -188,14 +190,14 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
             timings["export"] = time.perf_counter() - started
         finally:
             con.close()
-        warnings += [event.message for event in health.events]
         if timeline.events_dropped:
-            warnings.append(f"timeline truncated: {timeline.events_dropped} events dropped")
-        _write_manifest(tmp / "manifest.json", path, sources, skipped, warnings, row_counts, timings,
+            notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
+        _write_manifest(tmp / "manifest.json", path, sources, skipped,
+                        [event.message for event in health.events] + notices, row_counts, timings,
                         indent=2 if pretty else None)
 
-    return RunResult(output=output, ranks=ranks_read,
-                     skipped=skipped, summary=summary, row_counts=row_counts, timings=timings)
+    return RunResult(output=output, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
+                     timings=timings, notices=notices)
 
 
 def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
