@@ -68,7 +68,7 @@ def conform(name: str, table: pa.Table) -> pa.Table:
     table = table.select(spec.schema.names)
     try:
         table = table.cast(spec.schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
         raise SchemaError(f"table {name}: {exc}") from exc
     for field in spec.schema:
         if not field.nullable and table.column(field.name).null_count:

@@ -23,6 +23,7 @@ from pipeline.discover import discover
 from pipeline.errors import ProfpipeError
 from pipeline.health import HealthEvent, HealthLedger
 from pipeline.run import RunResult, analyse, source_error
+from pipeline.tables import conform
 
 #: Examples per fuzz test: few on CI (each is a real read), more with PROFPIPE_FUZZ_EXAMPLES=500.
 EXAMPLES = int(os.environ.get("PROFPIPE_FUZZ_EXAMPLES", "25"))
@@ -77,15 +78,13 @@ def read_damaged(folder: Path) -> ReadOutcome:
         got: dict[str, list[pa.Table]] = {}
         try:
             for name, table in ingest.read(source, ledger.for_source(str(source.directory), source.rank)):
-                got.setdefault(name, []).append(table)
+                got.setdefault(name, []).append(conform(name, table))  # as the runner's TableSink does
         except Exception as exc:  # noqa: BLE001 - the runner's containment, checked below
             outcome.errors.append(source_error(exc, source.directory))
             continue
         for name, tables in got.items():
             pieces.setdefault(name, []).extend(tables)
-    from pipeline.tables import conform
-
-    outcome.tables = {name: pa.concat_tables([conform(name, t) for t in tables]) for name, tables in pieces.items()}
+    outcome.tables = {name: pa.concat_tables(tables) for name, tables in pieces.items()}
     outcome.health = ledger.events
     for error in outcome.errors:
         assert BUG_MARK not in str(error), f"a reader failed unexpectedly: {error}"
