@@ -74,10 +74,21 @@ def raise_if_interrupted() -> None:
 
 
 def is_out_of_space(exc: BaseException) -> bool:
-    """True for a failed write on a full file system (an OSError, or DuckDB's IO error saying so)."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return _NO_SPACE in str(exc) and type(exc).__module__.startswith(("duckdb", "_duckdb", "pyarrow"))
+    """True for a failed write on a full file system: an OSError, or DuckDB's or Arrow's IO error saying so,
+    also when a reader wrapped it in an error of its own (its __context__)."""
+    return _full_disk_error(exc) is not None
+
+
+def _full_disk_error(exc: BaseException | None) -> BaseException | None:
+    """The exception in `exc`'s chain that says the disk is full, if any."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        if _NO_SPACE in str(exc) and type(exc).__module__.startswith(("duckdb", "_duckdb", "pyarrow")):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 @contextmanager
@@ -88,11 +99,12 @@ def out_of_space_named(output_folder: Path) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if not is_out_of_space(exc):
+        full = _full_disk_error(exc)
+        if full is None:
             raise
-        filename = getattr(exc, "filename", None)
+        filename = getattr(full, "filename", None)
         if filename is None:
-            quoted = _QUOTED_PATH.search(str(exc))
+            quoted = _QUOTED_PATH.search(str(full))
             filename = quoted.group(1) if quoted else None
         if filename:
             where = f"the folder {Path(filename).parent}"

@@ -276,3 +276,17 @@ def test_a_full_disk_names_the_folder_and_keeps_nothing(tmp_path):
         assert list(mount.iterdir()) == []
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_scratch_folder_is_not_blamed_on_the_input(tmp_path):
+    mount = _small_tmpfs(tmp_path)
+    try:
+        source = tmp_path / "in"
+        _big_trace(source, 200)  # its event array is copied to $TMPDIR: more than the 2 MiB there
+        child = subprocess.run([sys.executable, "-m", "pipeline", "analyse", str(source), "-o", str(tmp_path / "out")],
+                               env={**os.environ, "TMPDIR": str(mount)}, capture_output=True, text=True, timeout=120)
+        assert child.returncode == 1, child.stderr
+        assert "no space left" in child.stderr and str(mount) in child.stderr and "Traceback" not in child.stderr
+        assert list(mount.iterdir()) == [] and not (tmp_path / "out").exists()
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
