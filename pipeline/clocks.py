@@ -260,6 +260,8 @@ def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
         first = min(rows_info, key=lambda r: (r[4] is None, r[3] or ""))
         _, clock, layout, source, offset, uncertainty, host_offset, host_uncertainty = first
         clock = clock or "unknown"
+        if offset is None and clock in ("unix_epoch", "cupti"):  # epoch times by the clock's definition
+            offset, uncertainty = 0, 0
         conflict = sorted({f"{r[1]} (offset {r[4]})" for r in rows_info} - {f"{clock} (offset {offset})"}) or None
         if domain == "minddata" and layout != "minddata":
             clock, offset, uncertainty = "steady", host_offset, host_uncertainty
@@ -275,7 +277,7 @@ def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
         elif d.clock in PROMOTABLE and d.rows and _in_epoch_window(d.min_ns, d.max_ns, 0):
             d.status = "promoted"
         d.shift_ns = d.offset_ns if d.status == "aligned" else 0
-        d.group = EPOCH_GROUP if d.aligned else d.clock
+        d.group = EPOCH_GROUP if d.aligned else d.clock if d.status == "unaligned" else f"{d.clock}, implausible times"
         if d.min_ns is not None:
             bases[d.group] = min(bases.get(d.group, d.min_ns + d.shift_ns), d.min_ns + d.shift_ns)
         counts[d.group] = counts.get(d.group, 0) + d.rows
