@@ -7,12 +7,16 @@ import json
 import shutil
 import sqlite3
 from decimal import Decimal
+import tempfile
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from conftest import FIXTURES, query, realdata, run
+from conftest import FIXTURES, realdata, run
+from fuzzing import FUZZ
 from pipeline.clocks import EPOCH_MAX_NS, EPOCH_MIN_NS, clock_findings
 from pipeline.export.chrome_trace import write_timeline
 
@@ -186,27 +190,34 @@ def test_truncated_kineto_trace_without_its_base_is_not_put_on_the_epoch(tmp_pat
 _EXTREMES = [-(2**63) + 1, -5_000, -1, 0, 1, 2**62, 2**62 + 123_456_789, 2**63 - 10_001]
 
 
-def _timeline_of_times(tmp_path: Path, times: list[int], clock: str) -> dict:
-    """The timeline of a run whose host ops start at `times` (ns, 10 µs each), its rank on `clock`."""
-    out = run(KINETO / "rank-0.pt.trace.json", tmp_path / "out").output
-    con = duckdb.connect(str(tmp_path / "x.duckdb"))
+@pytest.fixture(scope="module")
+def empty_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An analysed output whose relations the timeline reads (emptied per test)."""
+    return run(KINETO / "rank-0.pt.trace.json", tmp_path_factory.mktemp("clocks") / "out").output
+
+
+def _timeline_of_times(out: Path, target: Path, ranks: dict[int, tuple[str, int | None, list[int]]]) -> dict:
+    """The timeline of a run whose rank r has host ops starting at times (ns, 10 µs each) on clock with
+    epoch offset: ranks = {r: (clock, offset, times)}."""
+    con = duckdb.connect()
     source = str(out / "profile.duckdb").replace("'", "''")
     con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
     con.execute("SET file_search_path = ?", [str(out)])
     for (name,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = 'src'").fetchall():
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name} WHERE false")
-    values = ", ".join(f"(0, 'Host', 1, 'op{i}', {t}, 10000, 'Op')" for i, t in enumerate(times))
-    con.execute(f"INSERT INTO stg_host_op (rank, side, tid, op_name, start_ns, dur_ns, op_type) VALUES {values}")
-    con.execute(f"INSERT INTO run_info (rank, device_id, device_type, framework, layout, source_dir, clock) "
-                f"VALUES (0, 0, 'cpu', 'pytorch', 'kineto', 'x', '{clock}')")
-    write_timeline(con, tmp_path / "trace.json")
+    for rank, (clock, offset, times) in ranks.items():
+        values = ", ".join(f"({rank}, 'Host', 1, 'op{i}', {t}, 10000, 'Op')" for i, t in enumerate(times))
+        con.execute(f"INSERT INTO stg_host_op (rank, side, tid, op_name, start_ns, dur_ns, op_type) VALUES {values}")
+        con.execute("INSERT INTO run_info (rank, device_id, device_type, framework, layout, source_dir, clock, "
+                    "epoch_offset_ns) VALUES (?, ?, 'cpu', 'pytorch', 'kineto', 'x', ?, ?)", [rank, rank, clock, offset])
+    write_timeline(con, target)
     con.close()
-    return json.loads((tmp_path / "trace.json").read_text(), parse_float=Decimal)
+    return json.loads(target.read_text(), parse_float=Decimal)
 
 
 @pytest.mark.parametrize("clock", ["kineto_relative", "steady"])
-def test_times_near_the_int64_limits_are_written_exactly(tmp_path: Path, clock: str) -> None:
-    trace = _timeline_of_times(tmp_path, _EXTREMES, clock)
+def test_times_near_the_int64_limits_are_written_exactly(empty_run: Path, tmp_path: Path, clock: str) -> None:
+    trace = _timeline_of_times(empty_run, tmp_path / "trace.json", {0: (clock, None, _EXTREMES)})
     base = min(_EXTREMES)
     assert trace["baseTimeNanoseconds"] == base
     ops = sorted((e for e in trace["traceEvents"] if e["ph"] == "X"), key=lambda e: int(e["name"][2:]))
@@ -214,14 +225,43 @@ def test_times_near_the_int64_limits_are_written_exactly(tmp_path: Path, clock: 
     assert all(e["dur"] == Decimal("10") for e in ops)
 
 
-def test_epoch_times_beside_extreme_times_of_another_clock(tmp_path: Path) -> None:
+def test_epoch_times_beside_extreme_times_of_another_clock(empty_run: Path, tmp_path: Path) -> None:
     """An epoch-clock rank whose times are not plausible epoch times keeps its own base, exactly."""
     times = [EPOCH_MIN_NS - 1, 2**63 - 1]
-    trace = _timeline_of_times(tmp_path, times, "unix_epoch")
+    trace = _timeline_of_times(empty_run, tmp_path / "trace.json", {0: ("unix_epoch", None, times)})
     assert trace["otherData"]["clock_groups"][0]["clock"] == "unix_epoch, implausible times"
     ops = sorted((e for e in trace["traceEvents"] if e["ph"] == "X"), key=lambda e: int(e["name"][2:]))
     assert [_ns(e["ts"]) for e in ops] == [0, 2**63 - EPOCH_MIN_NS]
     assert EPOCH_MAX_NS < 2**63
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1 - 10_000)
+#: times of a run (up to ~11 days) and offsets that put them on the epoch, beside any int64
+_TIMES = st.one_of(_INT64, st.integers(-10**15, 10**15), st.integers(EPOCH_MIN_NS, EPOCH_MAX_NS - 10**15))
+_OFFSETS = st.one_of(st.none(), _INT64, st.integers(EPOCH_MIN_NS + 10**15, EPOCH_MAX_NS - 10**15))
+_CLOCKS = st.sampled_from(["unix_epoch", "host_monotonic_raw", "nsys_session", "steady", "device_syscnt",
+                           "kineto_relative"])
+
+
+@FUZZ
+@given(st.dictionaries(st.integers(0, 3), st.tuples(_CLOCKS, _OFFSETS, st.lists(_TIMES, min_size=1, max_size=4)),
+                       min_size=1, max_size=3))
+def test_any_clocks_and_times_give_an_exact_timeline(empty_run: Path, ranks: dict) -> None:
+    """Whatever the clocks, offsets and int64 times of the ranks, the timeline is written, each rank's ops
+    are at their own time minus their group's base (shifted by the offset when it puts them on the epoch),
+    and every group is named."""
+    with tempfile.TemporaryDirectory() as scratch:
+        trace = _timeline_of_times(empty_run, Path(scratch) / "trace.json", ranks)
+    groups = {g["clock"]: g for g in trace["otherData"]["clock_groups"]}
+    names = _processes(trace)
+    for rank, (clock, offset, times) in ranks.items():
+        group = next(g for g in groups.values() if rank in g["ranks"])
+        ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 10 * (rank + 1) + 1]
+        shift = offset if group["clock"] == "unix_epoch" and offset is not None else 0
+        if group["clock"] == "unix_epoch":
+            assert all(EPOCH_MIN_NS <= t + shift <= EPOCH_MAX_NS for t in times)
+        assert sorted(_ns(e["ts"]) for e in ops) == sorted(t + shift - group["base_ns"] for t in times)
+        assert names[10 * (rank + 1) + 1].endswith("" if group["reference"] else f"(unaligned clock: {group['clock']})")
 
 
 # --- run_info offsets against the dump's own numbers -------------------------------------------------------
