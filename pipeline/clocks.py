@@ -8,7 +8,9 @@ rank's `host_epoch_offset_ns` relates the host's monotonic clock to the epoch wh
 The helpers `*_clock(...)` below give a reader those run_info columns from what its dump holds.
 
 After ingest, `resolve` decides per rank and clock domain ("main": the source's own tables; "minddata":
-queue_sample, data_cpu_sample and data_batch_time) whether its times can be put on the Unix epoch:
+queue_sample, data_cpu_sample and data_batch_time; "get_next": their rows of the device's get_next
+queue, on the device counter's clock on Ascend ranks (the AICPU writes µs of it), else on MindData's)
+whether its times can be put on the Unix epoch:
 
 * aligned: the offset is known and the shifted times lie between 1990 and 2100;
 * promoted: no offset is known, the clock is a host clock the format does not pin down (host, host
@@ -63,12 +65,14 @@ PAIR_UNCERTAINTY_NS = 1_000
 #: Most NTP may slew CLOCK_MONOTONIC against CLOCK_MONOTONIC_RAW: 500 ppm (adjtimex's limit).
 SLEW_PPM = 500
 EPOCH_GROUP = "unix_epoch"
-DOMAINS = {"main": "", "minddata": "MindData "}
-#: Tables whose times are in each domain, with their time column.
+DOMAINS = {"main": "", "minddata": "MindData ", "get_next": "MindData get_next "}
+#: Tables whose times are in each domain: (table, time column, rows).
 DOMAIN_TABLES = {
-    "main": [("host_op", "start_ns"), ("host_api", "start_ns"), ("device_exec", "start_ns"),
-             ("step_point", "ts_ns"), ("comm_task", "start_ns"), ("memory_event", "ts_ns")],
-    "minddata": [("queue_sample", "ts_ns"), ("data_cpu_sample", "ts_ns"), ("data_batch_time", "ts_ns")],
+    "main": [("host_op", "start_ns", "true"), ("host_api", "start_ns", "true"), ("device_exec", "start_ns", "true"),
+             ("step_point", "ts_ns", "true"), ("comm_task", "start_ns", "true"), ("memory_event", "ts_ns", "true")],
+    "minddata": [("queue_sample", "ts_ns", "queue <> 'get_next'"), ("data_cpu_sample", "ts_ns", "true"),
+                 ("data_batch_time", "ts_ns", "kind <> 'get_next_wait'")],
+    "get_next": [("queue_sample", "ts_ns", "queue = 'get_next'"), ("data_batch_time", "ts_ns", "kind = 'get_next_wait'")],
 }
 
 
@@ -263,14 +267,16 @@ def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
         if offset is None and clock in ("unix_epoch", "cupti"):  # epoch times by the clock's definition
             offset, uncertainty = 0, 0
         conflict = sorted({f"{r[1]} (offset {r[4]})" for r in rows_info} - {f"{clock} (offset {offset})"}) or None
-        if domain == "minddata" and layout != "minddata":
+        if domain == "get_next" and clock == "device_syscnt":
+            pass  # Ascend: the AICPU's get_next times are device-counter µs, the rank's own clock
+        elif domain != "main" and layout != "minddata":
             clock, offset, uncertainty = "steady", host_offset, host_uncertainty
             if offset is not None and uncertainty is not None:
                 uncertainty += SLEW_PPM * max(abs(low or 0), abs(high or 0)) // 10**6
         domains.append(DomainClock(rank, domain, clock, source or "", rows, low, high, offset, uncertainty,
                                    conflict=", ".join(conflict) if conflict else None))
     bases: dict[str, int] = {}
-    counts: dict[str, int] = {}
+    counts: dict[str, tuple[int, int]] = {}  # group -> (rows of main domains, rows)
     for d in domains:
         if d.offset_ns is not None:
             d.status = "aligned" if _in_epoch_window(d.min_ns, d.max_ns, d.offset_ns) else "implausible"
@@ -280,9 +286,11 @@ def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
         d.group = EPOCH_GROUP if d.aligned else d.clock if d.status == "unaligned" else f"{d.clock}, implausible times"
         if d.min_ns is not None:
             bases[d.group] = min(bases.get(d.group, d.min_ns + d.shift_ns), d.min_ns + d.shift_ns)
-        counts[d.group] = counts.get(d.group, 0) + d.rows
+        main, rows = counts.get(d.group, (0, 0))
+        counts[d.group] = (main + (d.rows if d.domain == "main" else 0), rows + d.rows)
+    # the reference: the epoch, else the clock of most of the sources' own times (not their MindData logs)
     primary = EPOCH_GROUP if EPOCH_GROUP in bases else (
-        min(bases, key=lambda g: (-counts[g], g)) if bases else None)
+        min(bases, key=lambda g: (-counts[g][0], -counts[g][1], g)) if bases else None)
     return ClockModel(domains, dict(sorted(bases.items(), key=lambda kv: (kv[0] != primary, kv[0]))), primary)
 
 
@@ -318,7 +326,7 @@ def findings(model: ClockModel) -> list[HealthEvent]:
 
 
 def _tables(domain: str) -> str:
-    return ",".join(table for table, _ in DOMAIN_TABLES[domain])
+    return ",".join(table for table, _, _ in DOMAIN_TABLES[domain])
 
 
 def _date(value: int | None, shift: int) -> str:
@@ -336,8 +344,8 @@ def _date(value: int | None, shift: int) -> str:
 
 def table_ranges_sql(tables: set[str]) -> str:
     """The `ranges` query of `resolve` over the normalized tables in `tables` (those that exist)."""
-    parts = [f"SELECT rank, '{domain}' AS domain, {column} AS t FROM {table}"
-             for domain, members in DOMAIN_TABLES.items() for table, column in members if table in tables]
+    parts = [f"SELECT rank, '{domain}' AS domain, {column} AS t FROM {table} WHERE {rows}"
+             for domain, members in DOMAIN_TABLES.items() for table, column, rows in members if table in tables]
     if not parts:
         return "SELECT NULL::INTEGER, NULL::VARCHAR, 0, NULL::BIGINT, NULL::BIGINT WHERE false"
     return ("SELECT rank, domain, count(*), min(t), max(t) FROM (" + " UNION ALL ".join(parts) + ") "

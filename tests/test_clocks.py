@@ -319,3 +319,20 @@ def test_realdata_tree_timeline_opens(tmp_path: Path) -> None:
         rank = int(name.split(" rank")[1].split(" ")[0]) if " rank" in name else None
         if rank is not None and rank in groups["device_syscnt"]["ranks"] and rank not in groups["unix_epoch"]["ranks"]:
             assert name.endswith("(unaligned clock: device_syscnt)")
+
+
+def test_ascend_get_next_queue_is_on_the_device_clock(tmp_path: Path) -> None:
+    """MindSpore 1.x Ascend result folder with MindData logs: the AICPU's get_next times (µs of the device
+    counter) go with the device's steps; the host logs (MindData's steady clock) keep their own group."""
+    folder = realdata("mindinsight/tests/utils/resource/run_2/normal_run/profiler")
+    out = run(folder, tmp_path / "out").output
+    trace = _trace(out)
+    _assert_opens(trace)
+    names = _processes(trace)
+    assert names[20] == "Step Trace rank1" and names[29] == "MindData get_next rank1"
+    assert names[26] == "MindData rank1 (unaligned clock: steady)"
+    first_dequeue_us = int((folder / "minddata_aicpu_1.txt").read_text().split()[1])
+    get_next = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["pid"] == 29]
+    assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in get_next) == first_dequeue_us * 1000
+    rows = clock_findings(out / "tables")
+    assert [(r.rank, r.tables) for r in rows] == [(1, "queue_sample,data_cpu_sample,data_batch_time")]

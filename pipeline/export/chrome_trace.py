@@ -14,10 +14,12 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 * lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
   and "Free" with the stretches of stg_overlap_segment;
 * lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
-  (timed by the CPU monitor's samples, taken together), the device or iterator queue and the
-  device's get_next queue. They are on the clock of the MindData logs (MindData's steady clock);
+  (timed by the CPU monitor's samples, taken together) and the device or iterator queue, on the
+  clock of the MindData logs (MindData's steady clock);
 * lane 7 "CUDA API": runtime and driver calls (host_api), one thread per host thread id;
-* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use).
+* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use);
+* lane 9 "MindData get_next": counter track of the device's get_next queue (on the device's clock on
+  Ascend ranks, else on MindData's).
 
 Clocks (pipeline/clocks.py): every rank, and a rank's MindData logs apart, whose clock the dump relates
 to the Unix epoch (run_info.epoch_offset_ns, host_epoch_offset_ns) is put on the epoch; the others keep
@@ -91,7 +93,7 @@ WITH overlap_threads AS (
     SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
     FROM stg_overlap_segment JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
-    SELECT q.rank, 6, 0,
+    SELECT q.rank, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0,
            CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
                         ELSE replace(q.queue, '_', ' ') || ' queue' END,
            'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {{'size': q.size}}::JSON, 1
@@ -107,7 +109,7 @@ WITH overlap_threads AS (
            'counter', ts_ns, NULL, {{'bytes': in_use_bytes}}::JSON, 1
     FROM stg_memory_in_use
 )
-SELECT *, CASE WHEN lane = 6 THEN 'minddata' ELSE 'main' END AS domain FROM spans
+SELECT *, CASE lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS domain FROM spans
 WHERE __LANES__
 """
 
@@ -125,7 +127,8 @@ WITH spans AS (
 ), lanes AS (
     SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
         (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
-        (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory')) AS l(lane, label)
+        (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'),
+        (9, 'MindData get_next')) AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
 ), processes AS (
@@ -147,6 +150,7 @@ WITH spans AS (
                               WHEN 4 THEN CASE tid WHEN {_COMMUNICATION_KERNEL_TID} THEN 'Communication Kernel'
                                                    ELSE 'Plane ' || tid END
                               WHEN 6 THEN 'Queues'
+                              WHEN 9 THEN 'Queues'
                               WHEN 8 THEN 'Allocator'
                               ELSE [{", ".join(repr(name) for _, name in _OVERLAP_THREADS.values())}][tid + 1]
                               END}}::JSON
