@@ -78,11 +78,20 @@ DOMAIN_TABLES = {
 
 # --- what each reader's dump says (run_info columns) ------------------------------------------------------
 
+def _int64(value: int | None) -> int | None:
+    """`value` when an int64 column holds it; None for a value that damaged clock files pushed beyond."""
+    return value if value is not None and -(2**63) <= value < 2**63 else None
+
+
 def _epoch(offset: int | None, uncertainty: int | None) -> dict[str, int | None]:
+    offset = _int64(offset)
+    uncertainty = _int64(uncertainty)
     return {"epoch_offset_ns": offset, "epoch_offset_uncertainty_ns": None if offset is None else uncertainty}
 
 
 def _host(offset: int | None, uncertainty: int | None) -> dict[str, int | None]:
+    offset = _int64(offset)
+    uncertainty = _int64(uncertainty)
     return {"host_epoch_offset_ns": offset, "host_epoch_offset_uncertainty_ns": None if offset is None else uncertainty}
 
 
@@ -137,7 +146,7 @@ def ascend_raw_clock(slices: dict[str, list[Path]], tick_hz: int) -> dict[str, A
     device = _key_values(slices.get("dev_start"))
     host_epoch, host_uncertainty = None, None
     if "clock_realtime" in host and "clock_monotonic_raw" in host:
-        host_epoch, host_uncertainty = host["clock_realtime"] - host["clock_monotonic_raw"], PAIR_UNCERTAINTY_NS
+        host_epoch, host_uncertainty = _int64(host["clock_realtime"] - host["clock_monotonic_raw"]), PAIR_UNCERTAINTY_NS
     else:
         for paths in (slices.get("host_start"), slices.get("dev_start")):
             info = _start_info(paths[0].parent) if paths else None
@@ -164,12 +173,23 @@ def _key_values(paths: list[Path] | None) -> dict[str, int]:
     """`name: <integer>` lines of a small clock file (host_start.log / dev_start.log); unreadable: {}."""
     if not paths:
         return {}
-    try:
-        text = paths[0].read_bytes()[:65536].decode("utf-8", errors="replace")
-    except OSError:
+    text = _head(paths[0])
+    if text is None:
         return {}
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*([A-Za-z_]+)\s*[:=]\s*(-?\d{1,20})\s*$", text,
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^[ \t]*([A-Za-z_]+)[ \t]*:[ \t]*(-?[0-9]{1,20})[ \t\r]*$", text,
                                                              re.MULTILINE)}
+
+
+def _head(path: Path, limit: int = 65536) -> str | None:
+    """The first `limit` bytes of a small clock file as text; None unless it is a regular file that reads
+    (a FIFO or device named like one is never opened)."""
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as file:
+            return file.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _start_info(folder: Path) -> int | None:
@@ -178,9 +198,9 @@ def _start_info(folder: Path) -> int | None:
         if path.suffix == ".done":
             continue
         try:
-            info = json.loads(path.read_bytes()[:65536])
+            info = json.loads(_head(path) or "")
             return int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue
     return None
 

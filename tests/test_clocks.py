@@ -336,3 +336,55 @@ def test_ascend_get_next_queue_is_on_the_device_clock(tmp_path: Path) -> None:
     assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in get_next) == first_dequeue_us * 1000
     rows = clock_findings(out / "tables")
     assert [(r.rank, r.tables) for r in rows] == [(1, "queue_sample,data_cpu_sample,data_batch_time")]
+
+
+@FUZZ
+@given(st.data())
+def test_damaged_clock_files_never_break_the_clock_columns(tmp_path_factory: pytest.TempPathFactory,
+                                                            data: st.DataObject) -> None:
+    """host_start / dev_start / start_info cut, flipped or edited: the columns are either what the damaged
+    numbers say (computed here independently) or null; never an exception. A FIFO is never opened."""
+    import os
+    import string
+
+    from fuzzing import byte_flips, line_edits, truncations
+    from pipeline.clocks import ascend_raw_clock
+
+    folder = tmp_path_factory.mktemp("clockfiles")
+    files = {"host_start.log.0": b"clock_realtime: 1591183963784568740\nclock_monotonic_raw: 261003032627\n"
+                                 b"cntvct: 5\n",
+             "dev_start.log.0": b"clock_monotonic_raw: 261003032627\ncntvct: 40000000000\n"}
+    damaged = data.draw(st.sampled_from(sorted(files)))
+    huge = st.sampled_from([b"99999999999999999999", b"-9223372036854775808", b"18446744073709551615", b"0"])
+    files[damaged] = data.draw(st.one_of(
+        truncations(files[damaged]), byte_flips(files[damaged]), line_edits(files[damaged]),
+        huge.map(lambda number, old=files[damaged]: old.replace(b"261003032627", number))))
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    os.mkfifo(folder / "start_info.0")
+    slices = {"host_start": [folder / "host_start.log.0"], "dev_start": [folder / "dev_start.log.0"]}
+    columns = ascend_raw_clock(slices, 100_000_000)
+
+    def values(name: str) -> dict[str, int]:
+        found = {}
+        for line in files[name].decode("utf-8", "replace").split("\n"):
+            key, colon, value = line.partition(":")
+            key, value = key.strip(" \t"), value.strip(" \t\r")
+            digits = value.removeprefix("-")
+            if colon and key and set(key) <= set(string.ascii_letters + "_") and digits \
+                    and set(digits) <= set(string.digits) and len(digits) <= 20:
+                found[key] = int(value)
+        return found
+
+    host, device = values("host_start.log.0"), values("dev_start.log.0")
+    expected_host = (host["clock_realtime"] - host["clock_monotonic_raw"]
+                     if {"clock_realtime", "clock_monotonic_raw"} <= host.keys() else None)
+    if expected_host is not None and not -(2**63) <= expected_host < 2**63:
+        expected_host = None  # beyond the int64 column: not an offset
+    assert columns["host_epoch_offset_ns"] == expected_host
+    expected = (host["clock_monotonic_raw"] - device["cntvct"] * 10 + expected_host
+                if expected_host is not None and "cntvct" in device else None)
+    if expected is not None and not -(2**63) <= expected < 2**63:
+        expected = None
+    assert columns["epoch_offset_ns"] == expected
+    assert (columns["epoch_offset_uncertainty_ns"] is None) == (expected is None)
