@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, realdata, run
+from conftest import FIXTURES, query, realdata, run
 from fuzzing import FUZZ
 from pipeline.clocks import EPOCH_MAX_NS, EPOCH_MIN_NS, clock_findings
 from pipeline.export.chrome_trace import write_timeline
+from pipeline.health import HealthLedger
 
 KINETO = FIXTURES / "kineto" / "current"
 MSPROF = FIXTURES / "msprof_timeline"
@@ -100,6 +101,12 @@ def test_minddata_steady_clock_beside_an_epoch_dump_keeps_its_own_group(tmp_path
     assert [(r.rank, r.check, r.action, r.tables) for r in rows] == [
         (0, "clock", "kept", "queue_sample,data_cpu_sample,data_batch_time")]
     assert "steady" in rows[0].message and "unaligned clock: steady" in rows[0].message
+    assert rows[0].rows == sum(query(out, f"SELECT count(ts_ns) FROM {table}")[0][0]
+                               for table in ("queue_sample", "data_cpu_sample", "data_batch_time"))
+    ledger = HealthLedger()  # what the runner does with them: trace_health rows, the run stays complete
+    for row in rows:
+        ledger.add(row)
+    assert ledger.table().num_rows == 1 and not ledger.lossy
 
 
 def test_minddata_beside_a_gpu_dump_is_aligned_through_start_time(tmp_path: Path) -> None:
