@@ -235,7 +235,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 con.execute("DELETE FROM events WHERE (ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)) OR start_ns IS NULL")
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
-            first_ns = con.execute("SELECT min(start_ns) FROM events").fetchall()[0][0]
+            first_ns = con.execute("SELECT min(start_ns) FROM events WHERE ph = 'X'").fetchall()[0][0]
             yield "run_info", _run_info(source, array.metadata, device > 0, first_ns)
             yield from rank_tables(con, source.rank, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
