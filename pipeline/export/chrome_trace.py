@@ -14,17 +14,22 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 * lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
   and "Free" with the stretches of stg_overlap_segment;
 * lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
-  (timed by the CPU monitor's samples, taken together), the device or iterator queue and the
-  device's get_next queue. They are on the host clock of the MindData logs;
+  (timed by the CPU monitor's samples, taken together) and the device or iterator queue, on the
+  clock of the MindData logs (MindData's steady clock);
 * lane 7 "CUDA API": runtime and driver calls (host_api), one thread per host thread id;
-* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use).
+* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use);
+* lane 9 "MindData get_next": counter track of the device's get_next queue (on the device's clock on
+  Ascend ranks, else on MindData's).
 
-Ranks on different hosts are put on one clock when every rank knows its offset to the Unix
-epoch (msprof's start_info); otherwise each keeps its own clock (`otherData.clock` says which).
+Clocks (pipeline/clocks.py): every rank, and a rank's MindData logs apart, whose clock the dump relates
+to the Unix epoch (run_info.epoch_offset_ns, host_epoch_offset_ns) is put on the epoch; the others keep
+their own clock, one track group per clock, each with its own base, and their processes are named
+"... (unaligned clock: <clock>)" (`otherData.clock` and `otherData.clock_groups` say which is which).
 `summary_only` keeps lanes 0 and 5 (steps and overlap), as MindInsight's summary view does.
 
-Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does), so a
-double keeps ns precision. With a size limit, metadata and steps are always kept, then the
+Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does) for the reference
+group, and to their own group's base (`otherData.clock_groups`) for the others; they are exact decimals
+with three digits (ns), computed in 128-bit integers so that no clock value can overflow them. With a size limit, metadata and steps are always kept, then the
 other events in time order until the budget is spent: the timeline is complete up to a cut
 time (every event that starts before it is present) and empty after it. The cut is marked by
 a global instant event in a "profpipe" process (pid 0) and by the top-level
@@ -38,6 +43,7 @@ from pathlib import Path
 
 import duckdb
 
+from .. import clocks
 from .text_stream import write_text_column
 
 _HEADER_RESERVE = 4096
@@ -47,16 +53,11 @@ _COMMUNICATION_KERNEL_TID = 70000
 _OVERLAP_THREADS = {"computation": (0, "Computing"), "communication": (1, "Communication"),
                     "pure_communication": (2, "Communication(Not Overlapped)"), "free": (3, "Free")}
 
-#: Every timed span of every rank, on one clock: ranks are shifted to the Unix epoch when every
-#: rank knows its epoch offset (msprof start_info), else each keeps its own clock.
-_SPANS_SQL = f"""
-CREATE OR REPLACE TEMP VIEW timeline_spans AS
-WITH offsets AS (
-    SELECT rank, try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) AS offset_ns FROM run_info
-), clocks AS (
-    SELECT rank, CASE WHEN (SELECT bool_and(offset_ns IS NOT NULL) FROM offsets) THEN offset_ns ELSE 0 END AS shift_ns
-    FROM offsets
-), overlap_threads AS (
+#: Every timed span of every rank on its source's own clock, with its clock domain (MindData's logs are
+#: "minddata", the rest "main"; pipeline/clocks.py); `_ALIGNED_SQL` puts them on their clock group's base.
+_RAW_SPANS_SQL = f"""
+CREATE OR REPLACE TEMP VIEW timeline_raw_spans AS
+WITH overlap_threads AS (
     SELECT * FROM (VALUES {", ".join(f"('{c}', {tid})" for c, (tid, _) in _OVERLAP_THREADS.items())})
         AS t(category, tid)
 ), spans AS (
@@ -92,7 +93,7 @@ WITH offsets AS (
     SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
     FROM stg_overlap_segment JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
-    SELECT q.rank, 6, 0,
+    SELECT q.rank, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0,
            CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
                         ELSE replace(q.queue, '_', ' ') || ' queue' END,
            'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {{'size': q.size}}::JSON, 1
@@ -108,9 +109,16 @@ WITH offsets AS (
            'counter', ts_ns, NULL, {{'bytes': in_use_bytes}}::JSON, 1
     FROM stg_memory_in_use
 )
-SELECT spans.* REPLACE (start_ns + shift_ns AS start_ns)
-FROM spans JOIN clocks USING (rank)
+SELECT *, CASE lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS domain FROM spans
 WHERE __LANES__
+"""
+
+#: The spans on their clock group's base: rel_ns = start + the domain's epoch shift - the group's base, in
+#: HUGEINT (no int64 subtraction or addition can overflow on any clock); `suffix` names unaligned groups.
+_ALIGNED_SQL = """
+CREATE OR REPLACE TEMP VIEW timeline_spans AS
+SELECT s.*, (s.start_ns::HUGEINT + c.shift_ns) - c.base_ns AS rel_ns, c.suffix
+FROM timeline_raw_spans s JOIN timeline_clock c USING (rank, domain)
 """
 
 _EVENTS_SQL = f"""
@@ -119,13 +127,16 @@ WITH spans AS (
 ), lanes AS (
     SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
         (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
-        (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory')) AS l(lane, label)
+        (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'),
+        (9, 'MindData get_next')) AS l(lane, label)
 ), threads AS (
     SELECT DISTINCT rank, lane, tid FROM spans
+), processes AS (
+    SELECT rank, lane, min(suffix) AS suffix FROM spans GROUP BY rank, lane
 ), meta AS (
     SELECT 10 * (rank + 1) + lane AS pid, 0 AS tid, 'process_name' AS name,
-           {{'name': label || ' rank' || rank}}::JSON AS args
-    FROM (SELECT DISTINCT rank, lane FROM threads) JOIN lanes USING (rank, lane)
+           {{'name': label || ' rank' || rank || suffix}}::JSON AS args
+    FROM processes JOIN (SELECT DISTINCT * FROM lanes) USING (rank, lane)
     UNION ALL
     SELECT DISTINCT 10 * (rank + 1) + lane, 0, 'process_sort_index', {{'sort_index': 10 * (rank + 1) + lane}}::JSON
     FROM threads
@@ -139,22 +150,23 @@ WITH spans AS (
                               WHEN 4 THEN CASE tid WHEN {_COMMUNICATION_KERNEL_TID} THEN 'Communication Kernel'
                                                    ELSE 'Plane ' || tid END
                               WHEN 6 THEN 'Queues'
+                              WHEN 9 THEN 'Queues'
                               WHEN 8 THEN 'Allocator'
                               ELSE [{", ".join(repr(name) for _, name in _OVERLAP_THREADS.values())}][tid + 1]
                               END}}::JSON
     FROM threads
 )
-SELECT 0 AS tier, NULL::BIGINT AS start_ns,
+SELECT 0 AS tier, NULL::HUGEINT AS rel_ns,
        to_json({{'name': name, 'ph': 'M', 'pid': pid, 'tid': tid, 'args': args}}) AS event
 FROM meta
 UNION ALL
-SELECT tier, start_ns,
+SELECT tier, rel_ns,
        CASE WHEN cat = 'counter'
             THEN to_json({{'name': name, 'ph': 'C', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
-                          'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3), 'args': args}})
+                          'ts': rel_ns::DECIMAL(38, 0) * 0.001, 'args': args}})
             ELSE to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
-                          'ts': ((start_ns - __BASE_NS__)::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
-                          'dur': (dur_ns::DECIMAL(38, 0) / 1000)::DECIMAL(18, 3),
+                          'ts': rel_ns::DECIMAL(38, 0) * 0.001,
+                          'dur': dur_ns::DECIMAL(38, 0) * 0.001,
                           'args': args}}) END
 FROM spans
 """
@@ -183,45 +195,57 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     sizes in time order finds the cut time; the second pass writes what starts before it.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(_SPANS_SQL.replace("__LANES__", "lane IN (0, 5)" if summary_only else "TRUE"))
-    base_ns = con.execute("SELECT min(start_ns) FROM timeline_spans").fetchall()[0][0] or 0
-    aligned = con.execute("SELECT bool_and(try_cast(json_extract(metadata_json, '$.epoch_offset_ns') AS BIGINT) "
-                          "IS NOT NULL) FROM run_info").fetchall()[0][0]
-    con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS "
-                + _EVENTS_SQL.replace("__BASE_NS__", str(base_ns)))
+    con.execute(_RAW_SPANS_SQL.replace("__LANES__", "lane IN (0, 5)" if summary_only else "TRUE"))
+    model = clocks.resolve(con, "SELECT rank, domain, count(*), min(start_ns), max(start_ns) FROM timeline_raw_spans "
+                                "WHERE start_ns IS NOT NULL GROUP BY rank, domain ORDER BY rank, domain")
+    _register_clock_table(con, model)
+    con.execute(_ALIGNED_SQL)
+    base_ns = model.bases.get(model.primary, 0) if model.primary else 0
+    con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS " + _EVENTS_SQL)
     cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
-    keep = "TRUE" if cut_ns is None else f"tier = 0 OR start_ns < {cut_ns}"
+    keep = "TRUE" if cut_ns is None else f"tier = 0 OR rel_ns < {cut_ns}"
     kept, dropped = (None, 0) if cut_ns is None else con.execute(
         f"SELECT count(*) FILTER (WHERE {keep}), count(*) FILTER (WHERE NOT ({keep})) FROM timeline_events").fetchall()[0]
     header = {"displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,
-              "otherData": {"producer": "profpipe",
-                            "clock": ("Unix epoch (every rank aligned with its start_info)" if aligned else
-                                      "each rank's own clock") + ", ns since baseTimeNanoseconds"}}
+              "otherData": {"producer": "profpipe", "clock": model.describe(), "clock_groups": model.groups()}}
     if dropped:
         header["profpipe"] = {"truncated": {"limit_mb": limit_mb, "events_dropped": dropped,
-                                            "events_written": kept, "complete_until_us": (cut_ns - base_ns) / 1000}}
+                                            "events_written": kept, "complete_until_us": cut_ns / 1000}}
     with open(path, "wb") as out:
         out.write((json.dumps(header)[:-1] + ', "traceEvents": [\n' + json.dumps(_PROFPIPE_PROCESS) + "\n").encode())
         kept = write_text_column(con, f"SELECT ',' || event || chr(10) FROM timeline_events WHERE {keep}", out)
         if dropped:
             marker = {"name": f"profpipe: timeline truncated here, {dropped} later events dropped",
-                      "ph": "i", "s": "g", "pid": 0, "tid": 0, "ts": (cut_ns - base_ns) / 1000}
+                      "ph": "i", "s": "g", "pid": 0, "tid": 0, "ts": cut_ns / 1000}
             out.write(("," + json.dumps(marker) + "\n").encode())
         out.write(b"]}\n")
-    con.execute("DROP VIEW timeline_events")
-    con.execute("DROP VIEW timeline_spans")
+    for view in ("timeline_events", "timeline_spans", "timeline_raw_spans"):
+        con.execute(f"DROP VIEW {view}")
+    con.execute("DROP TABLE timeline_clock")
     return TimelineResult(path, kept, dropped, path.stat().st_size)
 
 
+def _register_clock_table(con: duckdb.DuckDBPyConnection, model: clocks.ClockModel) -> None:
+    """Table timeline_clock: per rank and domain, the epoch shift, its group's base and the name suffix."""
+    con.execute("CREATE OR REPLACE TEMP TABLE timeline_clock (rank INTEGER, domain VARCHAR, shift_ns HUGEINT, "
+                "base_ns HUGEINT, suffix VARCHAR)")
+    rows = [(d.rank, d.domain, d.shift_ns, model.bases.get(d.group, 0), model.group_label(d.group))
+            for d in model.domains]
+    if rows:
+        con.executemany("INSERT INTO timeline_clock VALUES (?, ?, ?::HUGEINT, ?::HUGEINT, ?)",
+                        [(r, d, str(shift), str(base), suffix) for r, d, shift, base, suffix in rows])
+
+
 def _cut_time(con: duckdb.DuckDBPyConnection, budget: int) -> int | None:
-    """Start time of the first timed event that no longer fits the byte budget (None: all fit).
+    """Time (ns since its group's base) of the first timed event that no longer fits the byte budget
+    (None: all fit).
 
     Metadata and steps (tier 0) are always kept and paid for first.
     """
     return con.execute(f"""
-        WITH sized AS (SELECT tier, start_ns, strlen(event) + 2 AS bytes FROM timeline_events),
+        WITH sized AS (SELECT tier, rel_ns, strlen(event) + 2 AS bytes FROM timeline_events),
         fixed AS (SELECT coalesce(sum(bytes), 0) AS bytes FROM sized WHERE tier = 0),
-        running AS (SELECT start_ns, sum(bytes) OVER (ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS bytes
+        running AS (SELECT rel_ns, sum(bytes) OVER (ORDER BY rel_ns ROWS UNBOUNDED PRECEDING) AS bytes
                     FROM sized WHERE tier = 1)
-        SELECT min(running.start_ns) FROM running, fixed WHERE running.bytes + fixed.bytes > {budget}
+        SELECT min(running.rel_ns) FROM running, fixed WHERE running.bytes + fixed.bytes > {budget}
     """).fetchall()[0][0]

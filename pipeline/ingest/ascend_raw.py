@@ -32,6 +32,7 @@ from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
 from ..health import Warn
 from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns
+from ..clocks import ascend_raw_clock
 from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000
@@ -133,7 +134,7 @@ def _tick_hz(source: Source, warn: Warn) -> int:
 
 def _run_info(source: Source, era: str, tick_hz: int) -> pa.Table:
     return run_info(source, device_type="ascend", framework="mindspore", layout=f"ascend_era_{era}",
-                    clock="device_syscnt", tick_hz=tick_hz)
+                    tick_hz=tick_hz, **ascend_raw_clock(source.slices, tick_hz))
 
 
 def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame, dict[int, str]]:

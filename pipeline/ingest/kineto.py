@@ -41,6 +41,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from .nesting import nest
+from ..clocks import kineto_clock
 from .run_info import run_info
 from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
@@ -234,7 +235,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 con.execute("DELETE FROM events WHERE (ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)) OR start_ns IS NULL")
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
-            yield "run_info", _run_info(source, array.metadata, device > 0)
+            first_ns = con.execute("SELECT min(start_ns) FROM events WHERE ph = 'X'").fetchall()[0][0]
+            yield "run_info", _run_info(source, array.metadata, device > 0, first_ns)
             yield from rank_tables(con, source.rank, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
@@ -288,9 +290,9 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
             raise InputError(path, f"not a Kineto trace: its events cannot be parsed ({message})")
 
 
-def _run_info(source: Source, metadata: dict, has_device: bool) -> pa.Table:
+def _run_info(source: Source, metadata: dict, has_device: bool, first_ns: int | None) -> pa.Table:
     """Paddle's exporter says so by its string schemaVersion ("1.0.1") and its span_indx / ExtraInfo members."""
     paddle = isinstance(metadata.get("schemaVersion"), str) or "span_indx" in metadata or "ExtraInfo" in metadata
     kept = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
     return run_info(source, device_type="gpu" if has_device else "cpu", framework="paddle" if paddle else "pytorch",
-                    layout="kineto", clock="unix_epoch", metadata_json=json.dumps(kept))
+                    layout="kineto", metadata_json=json.dumps(kept), **kineto_clock(metadata, first_ns))

@@ -55,7 +55,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     device_type = ("gpu" if "get_next_gpu" in source.files else
                    "ascend" if {"get_next_ascend", "get_next_raw"} & (source.files.keys() | source.slices.keys())
                    else "cpu")
-    yield "run_info", run_info(source, device_type=device_type, framework="mindspore", layout="minddata", clock="host")
+    yield "run_info", run_info(source, device_type=device_type, framework="mindspore", layout="minddata", clock="steady")
     yield from read_logs(source, warn)
 
 

@@ -27,6 +27,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from .lines import iter_line_frames, read_lines, require
+from ..clocks import mindspore_framework_clock
 from .run_info import run_info
 
 _INT = r"-?\d+"
@@ -80,7 +81,7 @@ def _run_info(source: Source, offset: int | None) -> pa.Table:
                              offset=exc.pos) from None
         metadata = text
     return run_info(source, device_type=source.device_type, framework="mindspore", layout=source.layout,
-                    clock="cupti" if source.device_type == "gpu" else "host", host_to_clock_offset_ns=offset,
+                    host_to_clock_offset_ns=offset, **mindspore_framework_clock(source.device_type, source.layout, offset),
                     pid=source.pid, metadata_json=metadata)
 
 

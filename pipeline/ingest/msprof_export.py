@@ -42,6 +42,7 @@ from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv
 from ..health import Warn
+from ..clocks import msprof_clock
 from .run_info import run_info
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
@@ -286,5 +287,4 @@ def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
                 raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
         metadata_text = json.dumps(metadata) if metadata else None
     return run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
-                    clock="unix_epoch" if source.layout == "ascend_era_f" else "host_monotonic_raw",
-                    metadata_json=metadata_text)
+                    metadata_json=metadata_text, **msprof_clock(source.layout, metadata_text))

@@ -38,6 +38,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from .nesting import nest
+from ..clocks import nsys_clock
 from .run_info import run_info
 from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
@@ -228,7 +229,7 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
     if not activities and not con.execute("SELECT count(*) FROM spans").fetchall()[0][0]:
         warn(f"{path}: the export holds no CUDA activities and no NVTX ranges")
     yield "run_info", run_info(source, device_type="gpu" if activities else "cpu", framework="nsight_systems",
-                               layout="nsys", clock="nsys_session", metadata_json=json.dumps(metadata))
+                               layout="nsys", metadata_json=json.dumps(metadata), **nsys_clock(metadata))
     yield from rank_tables(con, source.rank, [
         ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
         ("step_point", _step_point_sql(source.step_range))])

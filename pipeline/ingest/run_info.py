@@ -9,7 +9,11 @@ from ..discover import Source
 def run_info(source: Source, *, device_type: str, framework: str, layout: str, clock: str,
              **columns: object) -> pa.Table:
     """The run_info row of `source`; `columns` are its optional columns (metadata_json, tick_hz, pid, ...),
-    the ones left out are null (tables.conform types and checks the row)."""
+    the ones left out are null (tables.conform types and checks the row).
+
+    `clock` is one of pipeline.clocks.CLOCKS; the clock helpers there (epoch_clock, kineto_clock,
+    msprof_clock, ...) give `clock` with the epoch_offset_ns / epoch_offset_uncertainty_ns and
+    host_epoch_offset_ns columns that the source's dump allows."""
     return pa.table({
         "rank": [source.rank], "device_id": [source.device_id], "device_type": [device_type], "framework": [framework],
         "layout": [layout], "source_dir": [str(source.directory)], "clock": [clock],
