@@ -374,8 +374,7 @@ def table_ranges_sql(tables: set[str]) -> str:
 
 def clock_findings(tables_dir: Path) -> list[HealthEvent]:
     """The clock rows of trace_health for the normalized tables in `tables_dir` (after ingest, before
-    trace_health.parquet is written). The runner adds them with:
-    `for event in clock_findings(tmp / "tables"): health.add(event)`."""
+    trace_health.parquet is written); the runner adds them to the run's ledger."""
     tables_dir = Path(tables_dir)
     if not (tables_dir / "run_info.parquet").is_file():
         return []

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from . import ingest
+from .clocks import clock_findings
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, UsageError
 from .export.ascend_reports import ReportOptions, write_ascend_reports
@@ -156,6 +157,8 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
         shutil.rmtree(tmp / "parts")
         if steps is not None:
             notices += keep_steps(tmp / "tables", steps)
+        for finding in clock_findings(tmp / "tables"):
+            health.add(finding)
         pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
         row_counts = table_row_counts(tmp / "tables")
         timings["ingest"] = time.perf_counter() - started
