@@ -361,10 +361,10 @@ def _check_clock(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, 
     """The trace's clock: the Unix epoch, where its times (with baseTimeNanoseconds) are epoch-sized; times
     without a usable baseTimeNanoseconds that are not (a trace cut before it, as Kineto writes it after the
     events) stay relative to an unknown origin: clock `trace_relative`, and a `clock` row says so."""
-    low, high = con.execute("SELECT min(start_ns), max(start_ns) FROM events").fetchall()[0]
+    low, high, events = con.execute("SELECT min(start_ns), max(start_ns), count(*) FROM events").fetchall()[0]
     if array.base_problem and (high is None or low >= _RELATIVE_NS or high >= _RELATIVE_NS):
         warn(f"{path}: {array.base_problem}; it is not added to the times, which are Unix-epoch times as they are",
-             check="clock", action="kept", path=path)
+             check="clock", action="kept", rows=events, path=path, offset=array.array_offset)
     if high is None or array.base_ns is not None or low >= _RELATIVE_NS or high >= _RELATIVE_NS:
         return "unix_epoch"
     why = array.base_problem or ("it is lost with the cut (Kineto writes it after the events)"
@@ -372,7 +372,8 @@ def _check_clock(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, 
                                  else "the trace has none")
     warn(f"{path}: no usable baseTimeNanoseconds ({why}) and its times ({low} to {high} ns) are not Unix-epoch times: "
          "they stay relative to an unknown origin (clock trace_relative) and cannot be aligned with other sources",
-         check="clock", action="kept", path=path, offset=array.truncated_at if array.truncated_at is not None else None,
+         check="clock", action="kept", rows=events, path=path,
+         offset=array.truncated_at if array.truncated_at is not None else array.size,
          tables="host_op,host_api,device_exec,step_point,memory_event")
     return "trace_relative"
 
@@ -441,7 +442,7 @@ def _count_unreadable(con: duckdb.DuckDBPyConnection, path: Path, array: TraceAr
              check="malformed_record", action="dropped", rows=not_objects, path=path)
     if "duplicate key" in first_problem:
         warn(f"{path}: an event repeats a key ({first_problem}); the first value of a repeated key is read",
-             check="malformed_record", action="repaired", path=path)
+             check="malformed_record", action="repaired", rows=1, path=path)
 
 
 def _parse_error(path: Path, array: TraceArray, message: str) -> InputError:

@@ -233,13 +233,21 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
             return
     if end is None:
         closing = pending.rstrip()
-        if closing.endswith(b"}") and closing[:-1].rstrip().endswith(b"}"):  # the object closes, the array not
-            out.write(rewrite(_without_trailing_comma(closing[:-1])) + b"]")
-            stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
-            return
         boundary = None
         for boundary in _EVENT_BOUNDARY.finditer(pending):
             pass
+        first = pending.find(b"{")
+        last = closing[boundary.end() - 1 if boundary else first:] if first >= 0 else b""
+        if closing.endswith(b"}") and _is_object(last[:-1]):  # the object closes after the last event, the array not
+            out.write(rewrite(_without_trailing_comma(closing[:-1])) + b"]")
+            stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
+            return
+        complete = _without_trailing_comma(closing)
+        last = complete[len(closing) - len(last):] if len(last) <= len(complete) else b""
+        if complete.endswith(b"}") and _is_object(last):  # cut just after a complete event (and its comma)
+            out.write(rewrite(complete) + b"]")
+            stream.truncated_at = offset + len(complete)
+            return
         if boundary is None:
             raise InputError(stream.source, "ends before its first complete event (truncated?)",
                              offset=offset + len(pending))
@@ -269,6 +277,14 @@ def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes, end: 
     out.seek(0, io.SEEK_END)
     handle.seek(start + copied)
     return len(pending) + copied
+
+
+def _is_object(text: bytes) -> bool:
+    """Whether `text` is one whole JSON object."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _without_trailing_comma(text: bytes) -> bytes:
