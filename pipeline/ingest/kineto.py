@@ -24,8 +24,16 @@ two numbers on the copy, smaller times survive DuckDB's double: trace_object); w
 `baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
 in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
 trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
-times to the host clock). Events without a duration, or with a negative one, are counted in a
-warning and left out.
+times to the host clock); a trace without a usable baseTimeNanoseconds whose times are not epoch-sized
+(a trace cut before that member, which Kineto writes after the events) keeps its times relative, on clock
+`trace_relative`, with a `clock` row in trace_health.
+
+Damage is never silent (trace_health, one row per kind): events without a name, a readable start or
+duration, with NaN / infinite ones, beyond ±2^62 ns or with a negative duration are left out and counted
+by check; ids and sizes that are not integers are read as none (repaired); exact duplicate events count
+once (duplicate_record); a cut trace says where it was cut, how many events were read and which tables
+lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
+are left out. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
@@ -69,11 +77,19 @@ _CATEGORY_ALIASES = {
 #: what the event marks of a training step: dataloader, forward, backward or optimizer (Paddle says so
 #: by category; Kineto by name: enumerate(DataLoader)..., autograd engine events, Optimizer.step...).
 _EVENTS_SQL = f"""
-SELECT * EXCLUDE (raw_ts, raw_dur, raw_ids),
+SELECT * EXCLUDE (raw_ts, raw_dur, raw_ids, bad_id), bad_id,
        -- an event the tables cannot hold, by what is wrong with it (counted and left out: _FAULTS)
        CASE WHEN fault IS NOT NULL OR bad_id THEN left(concat('{{"name": ', to_json(name), ', "ph": ', to_json(ph),
                                                              ', "ts": ', to_json(raw_ts), ', "dur": ', to_json(raw_dur),
                                                              ', "args": ', to_json(list_filter(raw_ids || coalesce(memory, []), lambda x: x IS NOT NULL)), '}}'), 200) END AS example
+FROM (
+-- an id or size that is there but not an integer (read as none: counted)
+SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS NULL
+          OR (raw_ids[3] IS NOT NULL OR raw_ids[7] IS NOT NULL) AND correlation IS NULL
+          OR raw_ids[4] IS NOT NULL AND stream IS NULL OR raw_ids[5] IS NOT NULL AND device IS NULL
+          OR (raw_ids[10] IS NOT NULL OR raw_ids[11] IS NOT NULL) AND bytes IS NULL
+          OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
+                                                   FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
 SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, inexact_time, raw_ts, raw_dur,
        try_cast(coalesce(a[1], a[2]) AS BIGINT) AS external_id, try_cast(coalesce(a[3], a[7]) AS BIGINT) AS correlation,
@@ -95,15 +111,6 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
                  THEN 'out_of_range'
             WHEN ph = 'X' AND dur_ns < 0 THEN 'negative_duration'
             ELSE 'bytes' END AS fault,
-       -- an id or size that is there but not an integer (read as none: counted)
-       (coalesce(a[1], a[2]) IS NOT NULL AND try_cast(coalesce(a[1], a[2]) AS BIGINT) IS NULL)
-       OR (coalesce(a[3], a[7]) IS NOT NULL AND try_cast(coalesce(a[3], a[7]) AS BIGINT) IS NULL)
-       OR (a[4] IS NOT NULL AND try_cast(a[4] AS BIGINT) IS NULL) OR (a[5] IS NOT NULL AND try_cast(a[5] AS BIGINT) IS NULL)
-       OR (coalesce(a[10], a[11]) IS NOT NULL AND try_cast(coalesce(a[10], a[11]) AS BIGINT) IS NULL)
-       OR (memory[2] IS NOT NULL AND try_cast(memory[2] AS BIGINT) IS NULL)
-       OR (memory[3] IS NOT NULL AND try_cast(memory[3] AS BIGINT) IS NULL)
-       OR (memory[5] IS NOT NULL AND try_cast(memory[5] AS BIGINT) IS NULL)
-       OR (memory[6] IS NOT NULL AND try_cast(memory[6] AS BIGINT) IS NULL) AS bad_id,
        a AS raw_ids
 FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''),
                                                                '^ProfileStep#', 'ProfilerStep#')
@@ -132,7 +139,7 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
       WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
-    ON c.original = raw_cat)
+    ON c.original = raw_cat))
 """.replace("__COLUMNS__", _COLUMNS)
 
 #: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
@@ -244,7 +251,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         with scratch_database(scratch) as con:
             array = _load_events(con, path, scratch, warn)
             for repair in array.repairs:
-                warn(f"{path}: {repair}", check="malformed_record", action="repaired", rows=1, path=path,
+                warn(f"{path}: {repair}", check="malformed_record", action="kept", rows=0, path=path,
                      offset=array.size)
             if array.trailer_cut:
                 warn(f"{path}: {array.trailer_cut}", check="truncated", action="kept", rows=0, path=path,
@@ -365,7 +372,11 @@ def _check_clock(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, 
     if array.base_problem and (high is None or low >= _RELATIVE_NS or high >= _RELATIVE_NS):
         warn(f"{path}: {array.base_problem}; it is not added to the times, which are Unix-epoch times as they are",
              check="clock", action="kept", rows=events, path=path, offset=array.array_offset)
-    if high is None or array.base_ns is not None or low >= _RELATIVE_NS or high >= _RELATIVE_NS:
+    if array.base_ns and high is not None and low - array.base_ns >= _RELATIVE_NS:
+        warn(f"{path}: its times are Unix-epoch times already, yet the trace has baseTimeNanoseconds "
+             f"{array.base_ns}, which is added to them as Kineto's format says (they end up {high} ns since the "
+             "epoch): kept", check="clock", action="kept", rows=events, path=path, offset=array.array_offset)
+    if high is None or array.base_ns or low >= _RELATIVE_NS or high >= _RELATIVE_NS:
         return "unix_epoch"
     why = array.base_problem or ("it is lost with the cut (Kineto writes it after the events)"
                                  if array.truncated_at is not None or array.gzip_cut_short or array.trailer_cut

@@ -22,6 +22,12 @@ are copied in batches into a scratch DuckDB database (scratch.py):
 
 Times are the export's ns on the capture session's clock (run_info.clock "nsys_session"; the
 session's UTC start is kept in run_info.metadata_json).
+
+Damage is never silent (trace_health): values of the wrong SQLite storage class are counted in SQLite
+before the copy (REAL whole numbers read exactly, REAL fractions rounded, TEXT / BLOB / huge read as
+none, BLOB text decoded); intervals without both times, beyond ±2^62 ns or ending before they start
+are left out per table; exact duplicate rows count once; a StringIds id given twice keeps its first
+string (conflicting_entry when they differ).
 """
 from __future__ import annotations
 
