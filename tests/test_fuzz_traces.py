@@ -292,7 +292,8 @@ def test_bad_times_and_durations(data):
                                            "negative_duration" if field == "dur" else None)
     table = _table_of(trace["traceEvents"][index])
     before = _table_counts(trace["traceEvents"])
-    with _folder("rank-0.pt.trace.json", _with_value(index, field, token)) as folder:
+    damaged = _with_value(index, field, token)
+    with _folder("rank-0.pt.trace.json", damaged) as folder:
         outcome = read_damaged(folder)
         _assert_well_formed(outcome, folder / "rank-0.pt.trace.json")
         assert not outcome.errors
@@ -301,6 +302,9 @@ def test_bad_times_and_durations(data):
             return
         assert outcome.rows(table) == before[table] - 1
         assert _rows(outcome, expected, "dropped") == 1, outcome.health
+        row = next(e for e in outcome.health if e.check == expected)
+        event_start = damaged.index(b"{", ([_ARRAY.search(damaged).end()] + _boundaries(damaged))[index])
+        assert row.offset in (None, event_start)  # where the copy keeps the file's bytes: the bad event
 
 
 @FUZZ

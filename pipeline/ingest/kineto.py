@@ -256,7 +256,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             if array.trailer_cut:
                 warn(f"{path}: {array.trailer_cut}", check="truncated", action="kept", rows=0, path=path,
                      offset=array.size)
-            device = _drop_faults(con, path, warn)
+            device = _drop_faults(con, path, warn, array.fault_offsets)
             if array.truncated_at is not None or array.gzip_cut_short:
                 _report_truncation(con, path, array, warn)
             clock = _check_clock(con, path, array, warn)
@@ -290,7 +290,7 @@ _TABLE_OF = {**{c: "host_op" for c in HOST_OP_CATS}, **{c: "host_api" for c in H
              **{c: "device_exec" for c in DEVICE_KINDS}}
 
 
-def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> int:
+def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets: dict[str, int]) -> int:
     """Report and leave out the events the tables cannot hold (events.fault), report the ids that are not
     integers (read as none), and count exact duplicate events once; return the device events kept."""
     found = con.execute(
@@ -306,7 +306,7 @@ def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> int:
             tables = sorted({_TABLE_OF.get(c, "memory_event" if fault == "bytes" else "") for c in (cats or "").split(",")}
                             - {""})
             warn(f"{path}: {count} events {what} are left out", check=check, action="dropped", rows=count, path=path,
-                 example=example, tables=",".join(tables) or None)
+                 offset=offsets.get(fault), example=example, tables=",".join(tables) or None)
         if bad_ids and fault is None:
             warn(f"{path}: {bad_ids} events have an id or size (External id, correlation, stream, device, bytes, "
                  "Addr, totals) that is not an integer; it is read as none", check="malformed_record",
@@ -420,9 +420,13 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
                 con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
                             {"path": str(array.path), "base_ns": array.base_ns or 0, "limit": TIME_LIMIT_NS,
                              "tolerant": bool(tolerant), "exact_us": EXACT_DOUBLE_US})
-                if array.times != "quoted" and con.execute("SELECT bool_or(inexact_time) FROM events").fetchall()[0][0]:
+                inexact, faulty = con.execute("SELECT bool_or(inexact_time), bool_or(fault IS NOT NULL) "
+                                              "FROM events").fetchall()[0]
+                if array.times != "quoted" and inexact:
                     quote = True
                     continue
+                if faulty:
+                    array.fault_offsets = _fault_offsets(con, array, bool(tolerant))
                 if array.replaced:
                     warn(f"{path}: {array.replaced} byte sequences that are not UTF-8 are read as U+FFFD",
                          check="bad_encoding", action="repaired", rows=array.replaced, path=path)
@@ -437,6 +441,38 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
                     tolerant = message.split(": ", 1)[-1]
                 else:
                     raise _parse_error(path, array, message) from None
+
+
+def _fault_offsets(con: duckdb.DuckDBPyConnection, array: TraceArray, tolerant: bool) -> dict[str, int]:
+    """Per kind of fault (_FAULTS), the file offset of the first event that has it, where the copy holds the
+    file's bytes and is small enough to walk (trace_object.event_offset); read again with its position."""
+    if not array.exact_copy:
+        return {}
+    first = con.execute(f"""
+        SELECT kind, min(ordinal) FROM (
+            SELECT ordinal, CASE
+                WHEN name IS NULL THEN 'name'
+                WHEN try_cast(ts AS DOUBLE) IS NULL THEN 'ts'
+                WHEN ph = 'X' AND try_cast(dur AS DOUBLE) IS NULL THEN 'dur'
+                WHEN NOT isfinite(try_cast(ts AS DOUBLE)) OR (ph = 'X' AND NOT isfinite(try_cast(dur AS DOUBLE)))
+                     THEN 'non_finite'
+                WHEN abs(try_cast(ts AS DOUBLE) * 1000 + $base_ns) >= $limit
+                     OR (ph = 'X' AND abs(try_cast(dur AS DOUBLE) * 1000) >= $limit) THEN 'out_of_range'
+                WHEN ph = 'X' AND try_cast(dur AS DOUBLE) < 0 THEN 'negative_duration'
+                WHEN ph = 'i' AND try_cast(json_extract_string(args, '$.Bytes') AS BIGINT) IS NULL THEN 'bytes'
+                END AS kind
+            FROM (SELECT row_number() OVER () AS ordinal, *
+                  FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant))
+            WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
+        WHERE kind IS NOT NULL GROUP BY kind""".replace("__COLUMNS__", _COLUMNS),
+        {"path": str(array.path), "base_ns": array.base_ns or 0, "limit": TIME_LIMIT_NS,
+         "tolerant": tolerant}).fetchall()
+    offsets = {}
+    for kind, ordinal in first:
+        start = event_offset(array.path, ordinal)
+        if start is not None:
+            offsets[kind] = array.array_offset + start
+    return offsets
 
 
 def _count_unreadable(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, warn: Warn,

@@ -72,6 +72,8 @@ class TraceArray:
     #: baseTimeNanoseconds when usable (set by the reader), else None and why.
     base_ns: int | None = None
     base_problem: str | None = None
+    #: The reader's: per kind of bad event, the file offset of the first one (where known).
+    fault_offsets: dict[str, int] = field(default_factory=dict)
     #: Where the file ends inside the members after the array (every event is there), said in words.
     trailer_cut: str | None = None
 
