@@ -279,8 +279,12 @@ def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Pa
         return
     quoted = table.replace('"', '""')
     checks, labels = [], []
-    for column in wanted:
-        if column not in present:
+    columns = [c for c in wanted if c in present]
+    odd = db.execute("SELECT " + ", ".join(f"total(typeof(\"{c}\") NOT IN ('{'text' if c in _TEXT_COLUMNS else 'integer'}', "
+                                           "'null'))" for c in columns) + f' FROM "{quoted}"').fetchone() if columns else ()
+    mixed = {column for column, count in zip(columns, odd) if count}  # only those need telling apart and converting
+    for column, count in zip(columns, odd):
+        if not count:  # every value of the column is of its class (most exports): nothing to tell apart
             continue
         if column in _TEXT_COLUMNS:
             checks.append(f"total(typeof(\"{column}\") = 'blob')")
@@ -303,7 +307,7 @@ def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Pa
         rows = sum(count for _, count in columns)
         warn(f"{path}: table {table}: {rows} {what} (" + ", ".join(f"{c}: {n}" for c, n in columns) + ")",
              check=check, action=action, rows=rows, path=path)
-    selected = ", ".join(f'NULL AS "{c}"' if c not in present else
+    selected = ", ".join(f'NULL AS "{c}"' if c not in present else f'"{c}"' if c not in mixed else
                          f'CAST("{c}" AS TEXT)' if c in _TEXT_COLUMNS else _integer(c) for c in wanted)
     cursor = db.execute(f'SELECT {selected} FROM "{quoted}"')
     while rows := cursor.fetchmany(_FETCH_ROWS):
@@ -315,15 +319,16 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
     """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
     end, beyond ±2^62 ns, or ending before they start; count exact duplicate rows once; keep the first string of
     an id StringIds repeats (conflicting_entry when the strings differ)."""
-    for name in _TIMED:
+    counts = con.execute(" UNION ALL ".join(f"""
+        SELECT '{name}', count(*) FILTER (WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL)),
+               count(*) FILTER (WHERE {_ranges(name)} AND (abs(start) >= {_LIMIT} OR abs("end") >= {_LIMIT})),
+               count(*) FILTER (WHERE {_ranges(name)} AND abs(start) < {_LIMIT} AND abs("end") < {_LIMIT}
+                                AND "end" < start),
+               any_value(concat('start ', start, ', end ', "end")) FILTER (WHERE {_ranges(name)} AND "end" < start),
+               count(*) > count(DISTINCT hash({", ".join(f'"{c}"' for c in _LOADS[name][1])}))
+        FROM {name}""" for name in _TIMED)).fetchall()
+    for name, missing, huge, negative, example, repeats in counts:
         table = _LOADS[name][0]
-        ranges = f"eventType IN {_RANGE_EVENT_TYPES}" if name == "nvtx" else "true"
-        missing, huge, negative, example = con.execute(f"""
-            SELECT count(*) FILTER (WHERE start IS NULL OR "end" IS NULL),
-                   count(*) FILTER (WHERE abs(start) >= {_LIMIT} OR abs("end") >= {_LIMIT}),
-                   count(*) FILTER (WHERE abs(start) < {_LIMIT} AND abs("end") < {_LIMIT} AND "end" < start),
-                   any_value(concat('start ', start, ', end ', "end")) FILTER (WHERE "end" < start)
-            FROM {name} WHERE {ranges}""").fetchall()[0]
         for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
                                    (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
                                    (negative, "negative_duration", "that end before they start")):
@@ -333,10 +338,9 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
                      example=example if check == "negative_duration" else None,
                      tables="host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
         if missing or huge or negative:
-            con.execute(f'DELETE FROM {name} WHERE ({ranges}) AND (start IS NULL OR "end" IS NULL OR abs(start) >= '
+            con.execute(f'DELETE FROM {name} WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL OR abs(start) >= '
                         f'{_LIMIT} OR abs("end") >= {_LIMIT} OR "end" < start)')
-        columns = ", ".join(f'"{c}"' for c in _LOADS[name][1])
-        if con.execute(f"SELECT count(*) > count(DISTINCT hash({columns})) FROM {name}").fetchall()[0][0]:
+        if repeats:
             duplicates = con.execute(f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM {name})) "
                                      f"FROM {name}").fetchall()[0][0]
             if duplicates:
@@ -345,6 +349,8 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
                 con.execute(f"ALTER TABLE unique_rows RENAME TO {name}")
                 warn(f"{path}: table {table}: {duplicates} rows repeat another row exactly; each is counted once",
                      check="duplicate_record", action="dropped", rows=duplicates, path=path)
+    if not con.execute("SELECT count(*) > count(DISTINCT id) FROM strings").fetchall()[0][0]:
+        return
     repeated, conflicting, example = con.execute(
         "SELECT count(*) - count(DISTINCT id), count(DISTINCT id) FILTER (WHERE id IN (SELECT id FROM strings "
         "GROUP BY id HAVING count(DISTINCT value) > 1)), any_value(id) FILTER (WHERE id IN (SELECT id FROM strings "
@@ -356,6 +362,11 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
         con.execute("CREATE TABLE first_strings AS SELECT id, arg_min(value, rowid) AS value FROM strings GROUP BY id")
         con.execute("DROP TABLE strings")
         con.execute("ALTER TABLE first_strings RENAME TO strings")
+
+
+def _ranges(name: str) -> str:
+    """SQL condition: the rows of scratch table `name` that are intervals (NVTX: ranges, not marks)."""
+    return f"eventType IN {_RANGE_EVENT_TYPES}" if name == "nvtx" else "true"
 
 
 def _plain(value: object) -> object:
