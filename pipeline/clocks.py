@@ -128,14 +128,10 @@ def nsys_clock(metadata: dict) -> dict[str, Any]:
     return {"clock": "nsys_session", **_epoch(start, 0)}
 
 
-def kineto_clock(metadata: dict, first_ns: int | None) -> dict[str, Any]:
-    """Kineto: with baseTimeNanoseconds or absolute epoch µs the times are Unix-epoch ns. A trace without
-    the base whose times are not epoch times (cut before the base, which Kineto writes last) is relative
-    to a base it lost."""
-    if metadata.get("baseTimeNanoseconds") is None and first_ns is not None \
-            and not EPOCH_MIN_NS <= first_ns <= EPOCH_MAX_NS:
-        return {"clock": "kineto_relative", **_epoch(None, None)}
-    return epoch_clock()
+def kineto_clock(relative: bool) -> dict[str, Any]:
+    """Kineto: with baseTimeNanoseconds or absolute epoch µs the times are Unix-epoch ns; `relative` when the
+    reader found times relative to a base the trace does not hold (cut before it: Kineto writes it last)."""
+    return {"clock": "kineto_relative", **_epoch(None, None)} if relative else epoch_clock()
 
 
 def ascend_raw_clock(slices: dict[str, list[Path]], tick_hz: int) -> dict[str, Any]:

@@ -156,26 +156,40 @@ def _export_with(tmp_path: Path, sql: str, name: str = "report1.sqlite") -> Path
     return folder
 
 
-def test_a_value_of_the_wrong_type_names_the_table_and_rows(tmp_path: Path):
+def _ledger(result) -> dict[tuple[str, str], int]:
+    return {(r["check_name"], r["action"]): r["rows"] for r in result.health["rows"]}
+
+
+def test_a_value_of_the_wrong_type_costs_its_row_and_is_reported(tmp_path: Path):
+    """A start that is text: the kernel is left out (not the export), and the ledger names the table and column."""
     folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 3")
-    with pytest.raises(InputError, match=r"report1\.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL, rows 1-4: a value of "
-                                         r"the wrong type"):
-        run(folder, tmp_path / "out", strict=True)
+    result = run(folder, tmp_path / "out")
+    kernels = _direct(NSYS / "report1.sqlite", "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(kernels - 1,)]
+    rows = {(r["check_name"], r["action"]): r for r in result.health["rows"]}
+    assert rows[("malformed_record", "repaired")]["rows"] == 1  # the value read as none...
+    assert "table CUPTI_ACTIVITY_KIND_KERNEL" in rows[("malformed_record", "repaired")]["message"]
+    assert "(start: 1)" in rows[("malformed_record", "repaired")]["message"]
+    assert rows[("malformed_record", "dropped")]["rows"] == 1  # ... then its row left out
 
 
 def test_huge_integers_are_refused_not_wrapped(tmp_path: Path):
     folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 1e30 WHERE rowid = 1")
-    with pytest.raises(InputError, match="CUPTI_ACTIVITY_KIND_KERNEL, rows 1-4"):
-        run(folder, tmp_path / "out", strict=True)
+    result = run(folder, tmp_path / "out")
+    kernels = _direct(NSYS / "report1.sqlite", "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    assert query(result.output, "SELECT count(*), max(dur_ns) < 10000000 FROM device_exec WHERE kind = 'kernel'") == [
+        (kernels - 1, True)]
+    assert _ledger(result)[("malformed_record", "dropped")] == 1
 
 
 def test_non_utf8_names_are_read_and_counted(tmp_path: Path):
     folder = _export_with(tmp_path, "UPDATE StringIds SET value = CAST(X'6B65726E656CFF' AS TEXT) "
                                     "WHERE value LIKE 'void gemm%'")
-    result = run(folder, tmp_path / "out", strict=True)
+    result = run(folder, tmp_path / "out")
     assert query(result.output, "SELECT DISTINCT name FROM device_exec WHERE kind = 'kernel'") == [("kernel\ufffd",)]
     warnings = (result.output / "manifest.json").read_text()
     assert "1 strings are not UTF-8" in warnings
+    assert _ledger(result)[("bad_encoding", "repaired")] == 1
 
 
 @pytest.mark.parametrize("content, message", [

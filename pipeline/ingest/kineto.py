@@ -24,8 +24,16 @@ two numbers on the copy, smaller times survive DuckDB's double: trace_object); w
 `baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
 in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
 trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
-times to the host clock). Events without a duration, or with a negative one, are counted in a
-warning and left out.
+times to the host clock); a trace without a usable baseTimeNanoseconds whose times are not epoch-sized
+(a trace cut before that member, which Kineto writes after the events) keeps its times relative, on clock
+`kineto_relative`, with a `clock` row in trace_health.
+
+Damage is never silent (trace_health, one row per kind): events without a name, a readable start or
+duration, with NaN / infinite ones, beyond ±2^62 ns or with a negative duration are left out and counted
+by check; ids and sizes that are not integers are read as none (repaired); exact duplicate events count
+once (duplicate_record); a cut trace says where it was cut, how many events were read and which tables
+lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
+are left out. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
@@ -45,7 +53,7 @@ from ..clocks import kineto_clock
 from .run_info import run_info
 from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
-from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array
+from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array, event_offset
 
 
 _COLUMNS = "{'name': 'VARCHAR', 'cat': 'VARCHAR', 'ph': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', " \
@@ -70,19 +78,45 @@ _CATEGORY_ALIASES = {
 #: what the event marks of a training step: dataloader, forward, backward or optimizer (Paddle says so
 #: by category; Kineto by name: enumerate(DataLoader)..., autograd engine events, Optimizer.step...).
 _EVENTS_SQL = f"""
-SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, inexact_time,
-       coalesce(a[1], a[2])::BIGINT AS external_id, coalesce(a[3], a[7])::BIGINT AS correlation,
+SELECT * EXCLUDE (raw_ts, raw_dur, raw_ids, bad_id), bad_id,
+       -- an event the tables cannot hold, by what is wrong with it (counted and left out: _FAULTS)
+       CASE WHEN fault IS NOT NULL OR bad_id THEN left(concat('{{"name": ', to_json(name), ', "ph": ', to_json(ph),
+                                                             ', "ts": ', to_json(raw_ts), ', "dur": ', to_json(raw_dur),
+                                                             ', "args": ', to_json(list_filter(raw_ids || coalesce(memory, []), lambda x: x IS NOT NULL)), '}}'), 200) END AS example
+FROM (
+-- an id or size that is there but not an integer (read as none: counted)
+SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS NULL
+          OR (raw_ids[3] IS NOT NULL OR raw_ids[7] IS NOT NULL) AND correlation IS NULL
+          OR raw_ids[4] IS NOT NULL AND stream IS NULL OR raw_ids[5] IS NOT NULL AND device IS NULL
+          OR (raw_ids[10] IS NOT NULL OR raw_ids[11] IS NOT NULL) AND bytes IS NULL
+          OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
+                                                   FOR i IN [2, 3, 5, 6]])) AS bad_id
+FROM (
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, inexact_time, raw_ts, raw_dur,
+       try_cast(coalesce(a[1], a[2]) AS BIGINT) AS external_id, try_cast(coalesce(a[3], a[7]) AS BIGINT) AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
        try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
-            WHEN raw_cat = 'Optimization' OR name LIKE 'Optimizer.step%' THEN 'optimizer' END AS phase
+            WHEN raw_cat = 'Optimization' OR name LIKE 'Optimizer.step%' THEN 'optimizer' END AS phase,
+       CASE WHEN name IS NULL THEN 'name'
+            WHEN start_ns BETWEEN -$limit AND $limit AND (ph <> 'X' OR dur_ns BETWEEN 0 AND $limit)
+                 AND (ph <> 'i' OR try_cast(memory[4] AS BIGINT) IS NOT NULL) THEN NULL
+            WHEN try_cast(raw_ts AS DOUBLE) IS NULL THEN 'ts'
+            WHEN ph = 'X' AND try_cast(raw_dur AS DOUBLE) IS NULL THEN 'dur'
+            WHEN NOT isfinite(try_cast(raw_ts AS DOUBLE)) OR (ph = 'X' AND NOT isfinite(try_cast(raw_dur AS DOUBLE)))
+                 THEN 'non_finite'
+            WHEN start_ns IS NULL OR start_ns NOT BETWEEN -$limit AND $limit OR (ph = 'X' AND (dur_ns IS NULL OR dur_ns > $limit))
+                 THEN 'out_of_range'
+            WHEN ph = 'X' AND dur_ns < 0 THEN 'negative_duration'
+            ELSE 'bytes' END AS fault,
+       a AS raw_ids
 FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name, '\\[[0-9.]+ ?[a-z]*s\\]$', ''),
                                                                '^ProfileStep#', 'ProfilerStep#')
                   ELSE name END AS name,
-             cat AS raw_cat, ph, pid,
+             cat AS raw_cat, ph, pid, ts AS raw_ts, dur AS raw_dur,
              CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
              -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals, epoch µs
              -- split on the copy (trace_object) as the sum of their parts;
@@ -106,7 +140,7 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
       WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
-    ON c.original = raw_cat
+    ON c.original = raw_cat))
 """.replace("__COLUMNS__", _COLUMNS)
 
 #: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
@@ -165,11 +199,11 @@ _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia"
 _MEMORY_EVENT_SQL = f"""
 SELECT start_ns AS ts_ns, rowid AS seq, try_cast(tid AS BIGINT) AS tid,
        coalesce(t.label, 'device type ' || memory[1]) AS device_type, try_cast(memory[2] AS BIGINT) AS device_id,
-       try_cast(memory[3] AS BIGINT) AS addr, memory[4]::BIGINT AS bytes,
+       try_cast(memory[3] AS BIGINT) AS addr, try_cast(memory[4] AS BIGINT) AS bytes,
        try_cast(memory[5] AS BIGINT) AS total_allocated, try_cast(memory[6] AS BIGINT) AS total_reserved
 FROM events LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _DEVICE_TYPES.items())}) AS t(id, label)
     ON t.id = memory[1]
-WHERE ph = 'i' AND memory[4] IS NOT NULL
+WHERE ph = 'i'
 ORDER BY start_ns, seq
 """
 
@@ -218,28 +252,142 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         with scratch_database(scratch) as con:
             array = _load_events(con, path, scratch, warn)
             for repair in array.repairs:
-                warn(f"{path}: {repair}")
-            if array.gzip_cut_short:
-                warn(f"{path}: the gzip file stops before its end (no end-of-stream marker): what it holds is read")
-            if array.truncated_at is not None:
-                warn(f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed): its complete events "
-                     "are read, the incomplete last one is lost")
-            missing, negative, unreadable, device = con.execute(
-                "SELECT count(*) FILTER (WHERE dur_ns IS NULL AND ph = 'X'), count(*) FILTER (WHERE dur_ns < 0), "
-                "count(*) FILTER (WHERE start_ns IS NULL), "
-                f"count(*) FILTER (WHERE cat IN {tuple(DEVICE_KINDS)} AND dur_ns >= 0 AND start_ns IS NOT NULL) "
-                "FROM events").fetchall()[0]
-            if missing or negative or unreadable:
-                warn(f"{path}: {missing} complete events without a duration, {negative} with a negative one and "
-                     f"{unreadable} with a time that is not a number of µs within ±292 years are left out")
-                con.execute("DELETE FROM events WHERE (ph = 'X' AND (dur_ns IS NULL OR dur_ns < 0)) OR start_ns IS NULL")
+                warn(f"{path}: {repair}", check="malformed_record", action="kept", rows=0, path=path,
+                     offset=array.size)
+            if array.trailer_cut:
+                warn(f"{path}: {array.trailer_cut}", check="truncated", action="kept", rows=0, path=path,
+                     offset=array.size)
+            device = _drop_faults(con, path, warn, array.fault_offsets)
+            if array.truncated_at is not None or array.gzip_cut_short:
+                _report_truncation(con, path, array, warn)
+            clock = _check_clock(con, path, array, warn)
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
-            first_ns = con.execute("SELECT min(start_ns) FROM events WHERE ph = 'X'").fetchall()[0][0]
-            yield "run_info", _run_info(source, array.metadata, device > 0, first_ns)
+            yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
             yield from rank_tables(con, source.rank, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
+
+
+#: Times and durations beyond ±2^62 ns (146 years) are refused: a start plus a duration always fits in int64.
+TIME_LIMIT_NS = 1 << 62
+#: What is wrong with an event the tables cannot hold (events.fault): the ledger's check and a description.
+_FAULTS = {
+    "name": ("malformed_record", "without a name"),
+    "ts": ("malformed_record", "whose start time is missing or not a number"),
+    "dur": ("malformed_record", "whose duration is missing or not a number"),
+    "non_finite": ("non_finite", "whose start time or duration is NaN or infinite"),
+    "out_of_range": ("out_of_range", "whose start time or duration is beyond ±146 years of ns"),
+    "negative_duration": ("negative_duration", "with a negative duration"),
+    "bytes": ("malformed_record", "(allocator [memory] instants) whose Bytes is missing or not an integer"),
+}
+#: The columns that make two events the same record (an exact duplicate is counted once).
+_EVENT_KEY = ("name, cat, ph, pid, tid, start_ns, dur_ns, memory, external_id, correlation, stream, device, "
+              "has_sequence, grid, block, bytes")
+#: Below this many ns (about 3 years), times are not on the Unix epoch: relative to baseTimeNanoseconds.
+_RELATIVE_NS = 10 ** 17
+#: The tables each category's events go to.
+_TABLE_OF = {**{c: "host_op" for c in HOST_OP_CATS}, **{c: "host_api" for c in HOST_API_CATS},
+             **{c: "device_exec" for c in DEVICE_KINDS}}
+
+
+def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets: dict[str, int]) -> int:
+    """Report and leave out the events the tables cannot hold (events.fault), report the ids that are not
+    integers (read as none), and count exact duplicate events once; return the device events kept."""
+    found = con.execute(
+        f"SELECT fault, count(*), any_value(example) FILTER (WHERE fault IS NOT NULL), count(*) FILTER (WHERE bad_id), "
+        f"any_value(example) FILTER (WHERE bad_id), count(*) FILTER (WHERE cat IN {tuple(DEVICE_KINDS)}), "
+        f"string_agg(DISTINCT cat, ',') FILTER (WHERE fault IS NOT NULL) FROM events GROUP BY fault").fetchall()
+    device = 0
+    for fault, count, example, bad_ids, id_example, devices, cats in found:
+        if fault is None:
+            device = devices
+        else:
+            check, what = _FAULTS[fault]
+            tables = sorted({_TABLE_OF.get(c, "memory_event" if fault == "bytes" else "") for c in (cats or "").split(",")}
+                            - {""})
+            warn(f"{path}: {count} events {what} are left out", check=check, action="dropped", rows=count, path=path,
+                 offset=offsets.get(fault), example=example, tables=",".join(tables) or None)
+        if bad_ids and fault is None:
+            warn(f"{path}: {bad_ids} events have an id or size (External id, correlation, stream, device, bytes, "
+                 "Addr, totals) that is not an integer; it is read as none", check="malformed_record",
+                 action="repaired", rows=bad_ids, path=path, example=id_example)
+    if any(fault is not None for fault, *_ in found):
+        con.execute("DELETE FROM events WHERE fault IS NOT NULL")
+    if not con.execute(f"SELECT count(*) > count(DISTINCT hash({_EVENT_KEY})) FROM events").fetchall()[0][0]:
+        return device  # no two events alike (equal events hash alike; the exact count below runs otherwise)
+    duplicates, example = con.execute(
+        f"SELECT coalesce(sum(n - 1), 0)::BIGINT, any_value(concat(event_name, ' at ', event_start, ' ns, ', "
+        f"event_dur, ' ns')) FROM (SELECT count(*) AS n, any_value(name) AS event_name, any_value(start_ns) AS event_start, "
+        f"any_value(dur_ns) AS event_dur FROM events GROUP BY {_EVENT_KEY} HAVING count(*) > 1)").fetchall()[0]
+    if duplicates:
+        con.execute(f"CREATE TABLE unique_events AS SELECT * EXCLUDE (event_row, event_rank) FROM ("
+                    f"SELECT *, rowid AS event_row, row_number() OVER (PARTITION BY {_EVENT_KEY} ORDER BY rowid) "
+                    "AS event_rank FROM events) WHERE event_rank = 1 ORDER BY event_row")
+        con.execute("DROP TABLE events")
+        con.execute("ALTER TABLE unique_events RENAME TO events")
+        device = con.execute(f"SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)}").fetchall()[0][0]
+        warn(f"{path}: {duplicates} events repeat an earlier event exactly (same name, times, ids); each is counted "
+             "once", check="duplicate_record", action="dropped", rows=duplicates, path=path, example=example)
+    return device
+
+
+def _report_truncation(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, warn: Warn) -> None:
+    """The ledger's `truncated` row of a trace cut short: the bytes lost, the events kept, an estimate of the
+    events lost, and which tables lost rows (runtime calls whose device work is missing: device_exec)."""
+    kept, last_cat, orphans = con.execute(f"""
+        WITH launching AS (  -- names of calls that launch device work: seen doing so here, or named for it
+            SELECT DISTINCT h.name FROM events h JOIN events d ON d.correlation = h.correlation
+            WHERE h.cat IN {HOST_API_CATS} AND d.cat IN {tuple(DEVICE_KINDS)})
+        SELECT (SELECT count(*) FROM events), (SELECT cat FROM events ORDER BY rowid DESC LIMIT 1),
+               (SELECT count(*) FROM events r WHERE r.cat IN {HOST_API_CATS} AND r.correlation IS NOT NULL
+                  AND (r.name IN (SELECT name FROM launching) OR regexp_matches(r.name, '(?i)launch|memcpy|memset'))
+                  AND NOT EXISTS (SELECT 1 FROM events d WHERE d.cat IN {tuple(DEVICE_KINDS)}
+                                  AND d.correlation = r.correlation))""").fetchall()[0]
+    tables = {_TABLE_OF.get(last_cat, "host_op")} if last_cat else set()
+    if "host_op" in tables:
+        tables.add("step_point")
+    if orphans:
+        tables.add("device_exec")
+    if array.truncated_at is not None:
+        message = (f"{path}: the trace is cut short at byte {array.truncated_at} (uncompressed; the file holds "
+                   f"{array.size} bytes): its {kept} complete events are read, the incomplete last one is lost "
+                   f"({array.size - array.truncated_at} bytes) with whatever followed it")
+    else:
+        message = f"{path}: the trace ends after {array.size} bytes (uncompressed): whatever followed is lost"
+    if array.gzip_cut_short:
+        message += "; the gzip file stops before its end (no end-of-stream marker)"
+    if orphans:
+        message += (f"; {orphans} runtime calls launch device work that is missing from what is left: device_exec "
+                    f"lost at least {orphans} rows (Kineto writes device events after the host events)")
+    warn(message, check="truncated", action="dropped", rows=orphans + (array.truncated_at is not None),
+         path=path, offset=array.truncated_at if array.truncated_at is not None else array.size,
+         tables=",".join(sorted(tables)) or None)
+
+
+def _check_clock(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, warn: Warn) -> str:
+    """The trace's clock: the Unix epoch, where its times (with baseTimeNanoseconds) are epoch-sized; times
+    without a usable baseTimeNanoseconds that are not (a trace cut before it, as Kineto writes it after the
+    events) stay relative to an unknown origin: clock `kineto_relative`, and a `clock` row says so."""
+    low, high, events = con.execute("SELECT min(start_ns), max(start_ns), count(*) FROM events").fetchall()[0]
+    if array.base_problem and (high is None or low >= _RELATIVE_NS or high >= _RELATIVE_NS):
+        warn(f"{path}: {array.base_problem}; it is not added to the times, which are Unix-epoch times as they are",
+             check="clock", action="kept", rows=events, path=path, offset=array.array_offset)
+    if array.base_ns and high is not None and low - array.base_ns >= _RELATIVE_NS:
+        warn(f"{path}: its times are Unix-epoch times already, yet the trace has baseTimeNanoseconds "
+             f"{array.base_ns}, which is added to them as Kineto's format says (they end up {high} ns since the "
+             "epoch): kept", check="clock", action="kept", rows=events, path=path, offset=array.array_offset)
+    if high is None or array.base_ns or low >= _RELATIVE_NS or high >= _RELATIVE_NS:
+        return "unix_epoch"
+    why = array.base_problem or ("it is lost with the cut (Kineto writes it after the events)"
+                                 if array.truncated_at is not None or array.gzip_cut_short or array.trailer_cut
+                                 else "the trace has none")
+    warn(f"{path}: no usable baseTimeNanoseconds ({why}) and its times ({low} to {high} ns) are not Unix-epoch times: "
+         "they stay relative to an unknown origin (clock kineto_relative) and cannot be aligned with other sources",
+         check="clock", action="kept", rows=events, path=path,
+         offset=array.truncated_at if array.truncated_at is not None else array.size,
+         tables="host_op,host_api,device_exec,step_point,memory_event")
+    return "kineto_relative"
 
 
 #: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start), for
@@ -268,31 +416,120 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
     sanitize = tolerant = quote = False
     while True:
         with event_array(path, scratch, sanitize=sanitize, quote=quote) as array:
+            _base_ns(array)
             try:
                 con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
-                            {"path": str(array.path), "base_ns": int(array.metadata.get("baseTimeNanoseconds") or 0),
-                             "tolerant": tolerant, "exact_us": EXACT_DOUBLE_US})
-                if array.times != "quoted" and con.execute("SELECT bool_or(inexact_time) FROM events").fetchall()[0][0]:
+                            {"path": str(array.path), "base_ns": array.base_ns or 0, "limit": TIME_LIMIT_NS,
+                             "tolerant": bool(tolerant), "exact_us": EXACT_DOUBLE_US})
+                inexact, faulty = con.execute("SELECT bool_or(inexact_time), bool_or(fault IS NOT NULL) "
+                                              "FROM events").fetchall()[0]
+                if array.times != "quoted" and inexact:
                     quote = True
                     continue
+                if faulty:
+                    array.fault_offsets = _fault_offsets(con, array, bool(tolerant))
                 if array.replaced:
-                    warn(f"{path}: {array.replaced} byte sequences that are not UTF-8 are read as U+FFFD")
+                    warn(f"{path}: {array.replaced} byte sequences that are not UTF-8 are read as U+FFFD",
+                         check="bad_encoding", action="repaired", rows=array.replaced, path=path)
+                if tolerant:
+                    _count_unreadable(con, path, array, warn, tolerant)
                 return array
             except duckdb.Error as exc:
                 message = re.sub(r' in file "[^"]*"', "", str(exc).strip().splitlines()[0])
-        if not sanitize and "invalid UTF-8" in message:
-            sanitize = True
-        elif not tolerant and "duplicate key" in message:
-            tolerant = True
-            warn(f"{path}: an event repeats a key ({message.split(': ', 1)[-1]}); the first value of a repeated key "
-                 "is read")
-        else:
-            raise InputError(path, f"not a Kineto trace: its events cannot be parsed ({message})")
+                if not sanitize and "invalid UTF-8" in message:
+                    sanitize = True
+                elif not tolerant and ("duplicate key" in message or "Expected OBJECT" in message):
+                    tolerant = message.split(": ", 1)[-1]
+                else:
+                    raise _parse_error(path, array, message) from None
 
 
-def _run_info(source: Source, metadata: dict, has_device: bool, first_ns: int | None) -> pa.Table:
-    """Paddle's exporter says so by its string schemaVersion ("1.0.1") and its span_indx / ExtraInfo members."""
+def _fault_offsets(con: duckdb.DuckDBPyConnection, array: TraceArray, tolerant: bool) -> dict[str, int]:
+    """Per kind of fault (_FAULTS), the file offset of the first event that has it, where the copy holds the
+    file's bytes and is small enough to walk (trace_object.event_offset); read again with its position."""
+    if not array.exact_copy:
+        return {}
+    first = con.execute(f"""
+        SELECT kind, min(ordinal) FROM (
+            SELECT ordinal, CASE
+                WHEN name IS NULL THEN 'name'
+                WHEN try_cast(ts AS DOUBLE) IS NULL THEN 'ts'
+                WHEN ph = 'X' AND try_cast(dur AS DOUBLE) IS NULL THEN 'dur'
+                WHEN NOT isfinite(try_cast(ts AS DOUBLE)) OR (ph = 'X' AND NOT isfinite(try_cast(dur AS DOUBLE)))
+                     THEN 'non_finite'
+                WHEN abs(try_cast(ts AS DOUBLE) * 1000 + $base_ns) >= $limit
+                     OR (ph = 'X' AND abs(try_cast(dur AS DOUBLE) * 1000) >= $limit) THEN 'out_of_range'
+                WHEN ph = 'X' AND try_cast(dur AS DOUBLE) < 0 THEN 'negative_duration'
+                WHEN ph = 'i' AND try_cast(json_extract_string(args, '$.Bytes') AS BIGINT) IS NULL THEN 'bytes'
+                END AS kind
+            FROM (SELECT row_number() OVER () AS ordinal, *
+                  FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant))
+            WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
+        WHERE kind IS NOT NULL GROUP BY kind""".replace("__COLUMNS__", _COLUMNS),
+        {"path": str(array.path), "base_ns": array.base_ns or 0, "limit": TIME_LIMIT_NS,
+         "tolerant": tolerant}).fetchall()
+    offsets = {}
+    for kind, ordinal in first:
+        start = event_offset(array.path, ordinal)
+        if start is not None:
+            offsets[kind] = array.array_offset + start
+    return offsets
+
+
+def _count_unreadable(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, warn: Warn,
+                      first_problem: str) -> None:
+    """Read with ignore_errors (an event that repeats a key, or an element that is not an object): count the
+    elements that are not objects (left out) and say that a repeated key keeps its first value."""
+    not_objects = con.execute(
+        "SELECT count(*) FROM read_json($path, format = 'array', columns = {'ph': 'VARCHAR', 'name': 'VARCHAR', "
+        "'ts': 'VARCHAR', 'cat': 'VARCHAR', 'args': 'JSON'}, ignore_errors = true) "
+        "WHERE ph IS NULL AND name IS NULL AND ts IS NULL AND cat IS NULL AND args IS NULL",
+        {"path": str(array.path)}).fetchall()[0][0]
+    if not_objects:
+        warn(f"{path}: {not_objects} elements of traceEvents are not event objects ({first_problem}); left out",
+             check="malformed_record", action="dropped", rows=not_objects, path=path)
+    if "duplicate key" in first_problem:
+        warn(f"{path}: an event repeats a key ({first_problem}); the first value of a repeated key is read",
+             check="malformed_record", action="repaired", rows=1, path=path)
+
+
+def _parse_error(path: Path, array: TraceArray, message: str) -> InputError:
+    """The InputError of an event array DuckDB cannot parse: the event (by number) and, where the copy is the
+    file's bytes, its byte offset in the file."""
+    match = re.search(r"at byte (\d+) in record/value (\d+)", message)
+    offset = None
+    if match:
+        start = event_offset(array.path, int(match[2]))
+        if start is not None and array.exact_copy:
+            offset = array.array_offset + start + int(match[1])
+    return InputError(path, f"not a Kineto trace: its events cannot be parsed ({message})", offset=offset)
+
+
+def _base_ns(array: TraceArray) -> None:
+    """array.base_ns: baseTimeNanoseconds when it is an integer of ns in range, else None (base_problem says
+    why, where the trace has one)."""
+    base = array.metadata.get("baseTimeNanoseconds")
+    array.base_ns = array.base_problem = None
+    if base is None:
+        return
+    if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base < TIME_LIMIT_NS:
+        array.base_problem = f"baseTimeNanoseconds is {str(base)[:40]!r}, not ns since the Unix epoch"
+        return
+    array.base_ns = base
+
+
+def _run_info(source: Source, metadata: dict, has_device: bool, clock: str, path: Path, warn: Warn) -> pa.Table:
+    """Paddle's exporter says so by its string schemaVersion ("1.0.1") and its span_indx / ExtraInfo members.
+    A member that cannot be written as JSON (NaN, nested too deeply) is left out of metadata_json, with a row."""
     paddle = isinstance(metadata.get("schemaVersion"), str) or "span_indx" in metadata or "ExtraInfo" in metadata
-    kept = {key: metadata[key] for key in _METADATA_KEYS if key in metadata}
+    kept = {}
+    for key in _METADATA_KEYS:
+        if key in metadata:
+            try:
+                kept[key] = json.loads(json.dumps(metadata[key], allow_nan=False))
+            except (ValueError, RecursionError):
+                warn(f"{path}: member {key} holds NaN, infinity or too deep a nesting; left out of run_info.metadata_json",
+                     check="non_finite", action="dropped", rows=1, path=path)
     return run_info(source, device_type="gpu" if has_device else "cpu", framework="paddle" if paddle else "pytorch",
-                    layout="kineto", metadata_json=json.dumps(kept), **kineto_clock(metadata, first_ns))
+                    layout="kineto", metadata_json=json.dumps(kept),
+                    **kineto_clock(relative=clock == "kineto_relative"))

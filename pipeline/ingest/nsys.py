@@ -22,10 +22,17 @@ are copied in batches into a scratch DuckDB database (scratch.py):
 
 Times are the export's ns on the capture session's clock (run_info.clock "nsys_session"; the
 session's UTC start is kept in run_info.metadata_json).
+
+Damage is never silent (trace_health): values of the wrong SQLite storage class are counted in SQLite
+before the copy (REAL whole numbers read exactly, REAL fractions rounded, TEXT / BLOB / huge read as
+none, BLOB text decoded); intervals without both times, beyond ±2^62 ns or ending before they start
+are left out per table; exact duplicate rows count once; a StringIds id given twice keeps its first
+string (conflicting_entry when they differ).
 """
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -204,10 +211,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         with scratch_folder("nsys") as scratch, \
                 scratch_database(scratch) as con:
             for name, (table, wanted) in _LOADS.items():
-                _copy_table(db, con, path, name, table, wanted, columns.get(table, set()))
+                _copy_table(db, con, path, name, table, wanted, columns.get(table, set()), warn)
             metadata = _metadata(db, columns)
             if undecodable[0]:
-                warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD")
+                warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD",
+                     check="bad_encoding", action="repaired", rows=undecodable[0], path=path)
+            _drop_bad_intervals(con, path, warn)
             yield from _tables(con, source, path, metadata, warn)
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
@@ -217,17 +226,14 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 
 def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata: dict,
             warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    reversed_ranges = con.execute(f'SELECT count(*) FROM nvtx WHERE eventType IN {_RANGE_EVENT_TYPES} '
-                                  'AND "end" < start').fetchall()[0][0]
-    if reversed_ranges:
-        warn(f"{path}: {reversed_ranges} NVTX ranges end before they start; left out")
     con.execute(_SPANS_SQL)
     con.execute(_CALLS_SQL)
     nest(con, _NESTING_SQL)
     activities = con.execute("SELECT (SELECT count(*) FROM kernel) + (SELECT count(*) FROM memcpy) "
                              "+ (SELECT count(*) FROM memset)").fetchall()[0][0]
     if not activities and not con.execute("SELECT count(*) FROM spans").fetchall()[0][0]:
-        warn(f"{path}: the export holds no CUDA activities and no NVTX ranges")
+        warn(f"{path}: the export holds no CUDA activities and no NVTX ranges", check="other", action="kept",
+             rows=0, path=path)
     yield "run_info", run_info(source, device_type="gpu" if activities else "cpu", framework="nsight_systems",
                                layout="nsys", metadata_json=json.dumps(metadata), **nsys_clock(metadata))
     yield from rank_tables(con, source.rank, [
@@ -238,36 +244,146 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
 def _columns_by_table(db: sqlite3.Connection) -> dict[str, set[str]]:
     """Column names of every table of the export."""
     tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {table: {row[1] for row in db.execute(f'PRAGMA table_info("{table}")')} for table in tables}
+    return {table: {row[1] for row in db.execute(f'PRAGMA table_info("{table.replace(chr(34), chr(34) * 2)}")')}
+            for table in tables if isinstance(table, str)}
+
+
+#: Integers beyond ±2^62 are refused as times (a start plus a duration always fits in int64).
+_LIMIT = 1 << 62
+#: The tables with times, each row an interval (NVTX marks have no end: only ranges are checked).
+_TIMED = ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx")
+#: Column values of the wrong storage class, by what was done (see _copy_table).
+_TYPE_PROBLEMS = {
+    "real_exact": ("malformed_record", "kept", "REAL values where INTEGER is expected, whole numbers: read exactly"),
+    "real_rounded": ("malformed_record", "repaired", "REAL values with a fraction where INTEGER is expected: rounded "
+                                                     "to the nearest integer"),
+    "not_integer": ("malformed_record", "repaired", "TEXT or BLOB values, or REAL values beyond ±2^62, where INTEGER "
+                                                    "is expected: read as none"),
+    "blob_text": ("malformed_record", "repaired", "BLOB values where TEXT is expected: read as text"),
+}
+
+
+def _integer(column: str) -> str:
+    """SQLite expression: an INTEGER column's value as an integer, or NULL (REAL rounded; TEXT, BLOB, huge: NULL)."""
+    return (f'CASE typeof("{column}") WHEN \'integer\' THEN "{column}" WHEN \'real\' THEN CASE WHEN abs("{column}") '
+            f'< {float(_LIMIT)} THEN CAST(round("{column}") AS INTEGER) END END')
 
 
 def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str,
-                wanted: tuple[str, ...], present: set[str]) -> None:
+                wanted: tuple[str, ...], present: set[str], warn: Warn) -> None:
     """Copy `wanted` columns of SQLite `table` into DuckDB table `name`, in batches; an absent table
-    or column reads as empty or null. A value of the wrong type names the table and its rows."""
+    or column reads as empty or null. Values of the wrong storage class are counted first (in SQLite) and
+    converted as _TYPE_PROBLEMS says, each kind a ledger row naming the table and its columns."""
     schema = pa.schema([(c, pa.string() if c in _TEXT_COLUMNS else pa.int64()) for c in wanted])
     con.from_arrow(schema.empty_table()).create(name)
     if not present:
         return
-    selected = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in wanted)
-    cursor = db.execute(f'SELECT {selected} FROM "{table}"')
-    first_row = 0
+    quoted = table.replace('"', '""')
+    checks, labels = [], []
+    columns = [c for c in wanted if c in present]
+    odd = db.execute("SELECT " + ", ".join(f"total(typeof(\"{c}\") NOT IN ('{'text' if c in _TEXT_COLUMNS else 'integer'}', "
+                                           "'null'))" for c in columns) + f' FROM "{quoted}"').fetchone() if columns else ()
+    mixed = {column for column, count in zip(columns, odd) if count}  # only those need telling apart and converting
+    for column, count in zip(columns, odd):
+        if not count:  # every value of the column is of its class (most exports): nothing to tell apart
+            continue
+        if column in _TEXT_COLUMNS:
+            checks.append(f"total(typeof(\"{column}\") = 'blob')")
+            labels.append(("blob_text", column))
+            continue
+        real = f"typeof(\"{column}\") = 'real'"
+        exact = f'abs("{column}") < {float(_LIMIT)} AND "{column}" = round("{column}")'
+        checks += [f"total({real} AND {exact})", f"total({real} AND abs(\"{column}\") < {float(_LIMIT)} "
+                                                f"AND \"{column}\" <> round(\"{column}\"))",
+                   f"total(typeof(\"{column}\") IN ('text', 'blob') OR ({real} AND NOT abs(\"{column}\") < "
+                   f"{float(_LIMIT)}))"]
+        labels += [("real_exact", column), ("real_rounded", column), ("not_integer", column)]
+    found: dict[str, list[tuple[str, int]]] = {}
+    if checks:
+        for (kind, column), count in zip(labels, db.execute(f'SELECT {", ".join(checks)} FROM "{quoted}"').fetchone()):
+            if count:
+                found.setdefault(kind, []).append((column, int(count)))
+    for kind, columns in found.items():
+        check, action, what = _TYPE_PROBLEMS[kind]
+        rows = sum(count for _, count in columns)
+        warn(f"{path}: table {table}: {rows} {what} (" + ", ".join(f"{c}: {n}" for c, n in columns) + ")",
+             check=check, action=action, rows=rows, path=path)
+    selected = ", ".join(f'NULL AS "{c}"' if c not in present else f'"{c}"' if c not in mixed else
+                         f'CAST("{c}" AS TEXT)' if c in _TEXT_COLUMNS else _integer(c) for c in wanted)
+    cursor = db.execute(f'SELECT {selected} FROM "{quoted}"')
     while rows := cursor.fetchmany(_FETCH_ROWS):
-        try:
-            batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)],
-                             schema=schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise InputError(path, f"table {table}, rows {first_row + 1}-{first_row + len(rows)}: a value of the "
-                                   f"wrong type ({exc})") from None
+        batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)], schema=schema)
         con.from_arrow(batch).insert_into(name)
-        first_row += len(rows)
+
+
+def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
+    end, beyond ±2^62 ns, or ending before they start; count exact duplicate rows once; keep the first string of
+    an id StringIds repeats (conflicting_entry when the strings differ)."""
+    counts = con.execute(" UNION ALL ".join(f"""
+        SELECT '{name}', count(*) FILTER (WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL)),
+               count(*) FILTER (WHERE {_ranges(name)} AND (abs(start) >= {_LIMIT} OR abs("end") >= {_LIMIT})),
+               count(*) FILTER (WHERE {_ranges(name)} AND abs(start) < {_LIMIT} AND abs("end") < {_LIMIT}
+                                AND "end" < start),
+               any_value(concat('start ', start, ', end ', "end")) FILTER (WHERE {_ranges(name)} AND "end" < start),
+               count(*) > count(DISTINCT hash({", ".join(f'"{c}"' for c in _LOADS[name][1])}))
+        FROM {name}""" for name in _TIMED)).fetchall()
+    for name, missing, huge, negative, example, repeats in counts:
+        table = _LOADS[name][0]
+        for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
+                                   (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
+                                   (negative, "negative_duration", "that end before they start")):
+            if count:
+                warn(f"{path}: table {table}: {count} {'ranges' if name == 'nvtx' else 'rows'} {what}; left out",
+                     check=check, action="dropped", rows=count, path=path,
+                     example=example if check == "negative_duration" else None,
+                     tables="host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
+        if missing or huge or negative:
+            con.execute(f'DELETE FROM {name} WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL OR abs(start) >= '
+                        f'{_LIMIT} OR abs("end") >= {_LIMIT} OR "end" < start)')
+        if repeats:
+            duplicates = con.execute(f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM {name})) "
+                                     f"FROM {name}").fetchall()[0][0]
+            if duplicates:
+                con.execute(f"CREATE TABLE unique_rows AS SELECT DISTINCT * FROM {name}")
+                con.execute(f"DROP TABLE {name}")
+                con.execute(f"ALTER TABLE unique_rows RENAME TO {name}")
+                warn(f"{path}: table {table}: {duplicates} rows repeat another row exactly; each is counted once",
+                     check="duplicate_record", action="dropped", rows=duplicates, path=path)
+    if not con.execute("SELECT count(*) > count(DISTINCT id) FROM strings").fetchall()[0][0]:
+        return
+    repeated, conflicting, example = con.execute(
+        "SELECT count(*) - count(DISTINCT id), count(DISTINCT id) FILTER (WHERE id IN (SELECT id FROM strings "
+        "GROUP BY id HAVING count(DISTINCT value) > 1)), any_value(id) FILTER (WHERE id IN (SELECT id FROM strings "
+        "GROUP BY id HAVING count(*) > 1)) FROM strings").fetchall()[0]
+    if repeated:
+        warn(f"{path}: table StringIds repeats {repeated} ids ({conflicting} of them with different strings); the "
+             "first string of each id is read", check="conflicting_entry" if conflicting else "duplicate_record",
+             action="dropped", rows=repeated, path=path, example=f"id {example}")
+        con.execute("CREATE TABLE first_strings AS SELECT id, arg_min(value, rowid) AS value FROM strings GROUP BY id")
+        con.execute("DROP TABLE strings")
+        con.execute("ALTER TABLE first_strings RENAME TO strings")
+
+
+def _ranges(name: str) -> str:
+    """SQL condition: the rows of scratch table `name` that are intervals (NVTX: ranges, not marks)."""
+    return f"eventType IN {_RANGE_EVENT_TYPES}" if name == "nvtx" else "true"
+
+
+def _plain(value: object) -> object:
+    """A metadata value as JSON holds it: bytes decoded (bad bytes as U+FFFD), NaN and infinities as text."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
 
 
 def _metadata(db: sqlite3.Connection, columns: dict[str, set[str]]) -> dict:
     """Export version, session start and GPUs, where the export records them."""
     metadata: dict = {}
     if {"name", "value"} <= columns.get("META_DATA_EXPORT", set()):
-        export = dict(db.execute("SELECT name, value FROM META_DATA_EXPORT"))
+        export = {_plain(k): _plain(v) for k, v in db.execute("SELECT name, value FROM META_DATA_EXPORT")}
         metadata.update({key: export[name] for key, name in (("schema_version", "EXPORT_SCHEMA_VERSION"),
                                                              ("product_version", "EXPORT_PRODUCT_VERSION"),
                                                              ("time_normalized", "EXPORT_PARAM_TIME_NORMALIZE"))
@@ -275,8 +391,8 @@ def _metadata(db: sqlite3.Connection, columns: dict[str, set[str]]) -> dict:
     if "utcEpochNs" in columns.get("TARGET_INFO_SESSION_START_TIME", set()):
         row = db.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
         if row:
-            metadata["session_start_utc_ns"] = row[0]
+            metadata["session_start_utc_ns"] = _plain(row[0])
     if {"id", "name"} <= columns.get("TARGET_INFO_GPU", set()):
-        metadata["gpus"] = [{"id": gpu_id, "name": name} for gpu_id, name in
+        metadata["gpus"] = [{"id": _plain(gpu_id), "name": _plain(name)} for gpu_id, name in
                             db.execute("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id")]
     return metadata

@@ -66,6 +66,21 @@ class TraceArray:
     #: How start times with ns fractions were written: "as is" (none, or small enough for a double),
     #: "split" (epoch µs: `ts_hi` holds the first 4 digits, `ts` 1 and the other 12) or "quoted" (as strings).
     times: str = "as is"
+    #: Bytes of the (inflated) trace read, and the offset of the array's '[' among them.
+    size: int = 0
+    array_offset: int = 0
+    #: baseTimeNanoseconds when usable (set by the reader), else None and why.
+    base_ns: int | None = None
+    base_problem: str | None = None
+    #: The reader's: per kind of bad event, the file offset of the first one (where known).
+    fault_offsets: dict[str, int] = field(default_factory=dict)
+    #: Where the file ends inside the members after the array (every event is there), said in words.
+    trailer_cut: str | None = None
+
+    @property
+    def exact_copy(self) -> bool:
+        """Whether the copy holds the file's bytes from array_offset on unchanged (offsets carry over)."""
+        return self.times == "as is" and not self.replaced
 
 
 class Inflated:
@@ -165,6 +180,7 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
         head += block
     stream.metadata = _members(stream.source, head[:match.start()], 0, before_array=True)
     offset = match.end() - 1  # of the '[' in the inflated stream
+    stream.array_offset = offset
     pending = head[offset:]
     while len(pending) < _CHUNK:  # enough events to tell how the trace writes its times
         block = handle.read(_CHUNK)
@@ -202,16 +218,38 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
             out.write(rewrite(pending[:cut]))
             offset += cut
             pending = pending[cut:]
-    end, trailer = _array_end(pending)
+    stream.size = offset + len(pending)
+    try:
+        end, trailer = _array_end(pending)
+    except RecursionError:
+        raise InputError(stream.source, "the members after traceEvents are nested too deeply to read",
+                         offset=offset) from None
+    if end is None:
+        end, partial = _array_end_before_cut(pending)
+        if end is not None:  # the file is cut in the members after the array: every event is there
+            out.write(rewrite(_without_trailing_comma(pending[:end])) + b"]")
+            stream.metadata.update(partial)
+            stream.trailer_cut = (f"the file ends inside the members after traceEvents (byte {stream.size}): every "
+                                  "event is read; " + (f"{', '.join(sorted(partial))} read from what is left, "
+                                                       if partial else "") + "the members cut off are lost")
+            return
     if end is None:
         closing = pending.rstrip()
-        if closing.endswith(b"}") and closing[:-1].rstrip().endswith(b"}"):  # the object closes, the array not
-            out.write(rewrite(_without_trailing_comma(closing[:-1])) + b"]")
-            stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
-            return
         boundary = None
         for boundary in _EVENT_BOUNDARY.finditer(pending):
             pass
+        first = pending.find(b"{")
+        last = closing[boundary.end() - 1 if boundary else first:] if first >= 0 else b""
+        if closing.endswith(b"}") and _is_object(last[:-1]):  # the object closes after the last event, the array not
+            out.write(rewrite(_without_trailing_comma(closing[:-1])) + b"]")
+            stream.repairs.append("its event array is not closed (no ']' before the final '}'); all its events are read")
+            return
+        complete = _without_trailing_comma(closing)
+        last = complete[len(closing) - len(last):] if len(last) <= len(complete) else b""
+        if complete.endswith(b"}") and _is_object(last):  # cut just after a complete event (and its comma)
+            out.write(rewrite(complete) + b"]")
+            stream.truncated_at = offset + len(complete)
+            return
         if boundary is None:
             raise InputError(stream.source, "ends before its first complete event (truncated?)",
                              offset=offset + len(pending))
@@ -241,6 +279,14 @@ def _copy_middle(handle: io.BufferedReader, out: BinaryIO, pending: bytes, end: 
     out.seek(0, io.SEEK_END)
     handle.seek(start + copied)
     return len(pending) + copied
+
+
+def _is_object(text: bytes) -> bool:
+    """Whether `text` is one whole JSON object."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _without_trailing_comma(text: bytes) -> bytes:
@@ -312,6 +358,57 @@ def _only_members_follow(text: str, index: int) -> bool:
             return False
 
 
+#: Members writers put after the event array (Kineto, libkineto's logs, Paddle): a cut trailer starts with one.
+_MEMBERS_AFTER = (b"traceName", b"displayTimeUnit", b"baseTimeNanoseconds", b"deviceProperties", b"distributedInfo",
+                  b"schemaVersion", b"INFO", b"WARNING", b"ERROR", b"ExtraInfo", b"span_indx", b"cupti_version",
+                  b"cuda_runtime_version", b"cuda_driver_version", b"record_shapes", b"profile_memory", b"with_flops",
+                  b"with_stack", b"trace_id")
+#: A member after the array, complete: its key and a scalar value followed by a delimiter.
+_SCALAR_MEMBER = re.compile(rb'"(\w+)"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"[^"\\]*")\s*[,}\s]')
+
+
+def _array_end_before_cut(tail: bytes) -> tuple[int | None, dict[str, Any]]:
+    """Where the event array ends in a file cut inside the members after it, and the complete scalar members
+    (baseTimeNanoseconds, traceName, ...) that are left; (None, {}) when the cut is not after the array.
+    The array ends at the first `}]` or `[]` after which no event follows (no `"ph"` key) and a member starts."""
+    for candidate in _ARRAY_CLOSE.finditer(tail):
+        rest = tail[candidate.end():]
+        first = re.match(rb'\s*,\s*(?:"(\w*)"?|$)', rest)
+        if b'"ph"' in rest or not first or (first[1] is not None and not any(
+                key.startswith(first[1]) for key in _MEMBERS_AFTER)):
+            continue
+        members = {}
+        for match in _SCALAR_MEMBER.finditer(rest):
+            try:
+                members[match[1].decode()] = json.loads(match[2])
+            except ValueError:
+                continue
+        return candidate.end() - 1, members
+    return None, {}
+
+
+def event_offset(path: Path, number: int, limit: int = 256 << 20) -> int | None:
+    """The offset in the array file `path` of its `number`th element (1-based), walking the elements before it
+    with Python's JSON decoder; None when the file is larger than `limit` or they cannot be walked."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        text = path.read_bytes().decode("latin-1")  # one character per byte: positions are byte offsets
+    except OSError:
+        return None
+    index = _SPACE.match(text, 1).end()
+    for _ in range(number - 1):  # an element that cannot be walked is where the problem is
+        try:
+            _, end = _DECODER.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            return index
+        end = _SPACE.match(text, end).end()
+        if not text.startswith(",", end):
+            return end
+        index = _SPACE.match(text, end + 1).end()
+    return index
+
+
 def _members(path: Path, text: bytes, offset: int, before_array: bool) -> dict[str, Any]:
     """The object members in `text` (the part of the top-level object before or after the array)."""
     body = text.strip()
@@ -321,6 +418,9 @@ def _members(path: Path, text: bytes, offset: int, before_array: bool) -> dict[s
         body = body[1:].strip().rstrip(b",")
     try:
         members = json.loads(b"{" + body + b"}")
+    except RecursionError:
+        raise InputError(path, f"the members {'before' if before_array else 'after'} traceEvents are nested too "
+                               "deeply to read", offset=offset) from None
     except ValueError as exc:
         raise InputError(path, f"the members {'before' if before_array else 'after'} traceEvents are not JSON ({exc})",
                          offset=offset) from None
