@@ -205,7 +205,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
     _apply_rank_map(found, mapping, root if root.is_dir() else root.parent)
-    _rank_unranked(found, root)
+    _rank_unranked(found)
     found += _attach_minddata(minddata, found)
     for source in found:
         for paths in source.slices.values():
@@ -508,7 +508,7 @@ def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base:
                 break
 
 
-def _rank_unranked(sources: list[Source], root: Path) -> None:
+def _rank_unranked(sources: list[Source]) -> None:
     """A trace without a rank that is the only trace of the input is rank 0; any other gets a problem."""
     unranked = [s for s in sources if s.rank < 0]
     traces = [s for s in sources if s.family in ("kineto", "nsys")]
@@ -520,9 +520,8 @@ def _rank_unranked(sources: list[Source], root: Path) -> None:
         if source.family == "nsys":
             where = "no rank in the file name (rank-<n>, worker<n>)"
         source.rank_from = ""
-        source.problem = (f"cannot tell its rank: {where}, and it is one of {len(traces)} traces in {root}; "
-                          "name the files by rank, or pass --rank-map FILE with a line '<path or glob> <rank>' "
-                          "per trace (paths relative to the input)")
+        source.problem = (f"cannot tell its rank: {where}; name the files by rank, or pass --rank-map FILE with a "
+                          "line '<path or glob> <rank>' per trace (paths relative to the input)")
 
 
 #: Families a MindData log can join: MindSpore's own (the logs are MindSpore's dataset pipeline).
@@ -573,11 +572,11 @@ _EXPORT_TASK_MARKERS = (b'"ph": "X"', b'"ph":"X"')
 
 def task_records(source: Source) -> int:
     """A cheap count of the device task records a raw msprof folder or an msprof export holds, to tell the
-    more complete of two copies: raw HWTS / ts_track data: file bytes / 64 (one 64-byte record per task start
+    more complete of two copies: raw HWTS data: file bytes / 64 (one 64-byte record per task start
     or end) / 2; an export: the data rows of its op summary / kernel_details CSVs, else the complete ("X")
     events of its timeline JSONs. Only sizes are looked at for raw data; export files are scanned in chunks."""
     if source.family == "ascend_raw":
-        raw = [p for role in ("hwts", "hwts_c", "ts_track") for p in source.slices.get(role, [])]
+        raw = [p for role in ("hwts", "hwts_c") for p in source.slices.get(role, [])]
         return sum(_file_size(p) for p in raw) // 128
     csvs = [p for role, paths in source.slices.items() if role.startswith("csv:") and "step_trace" not in role
             for p in paths]
