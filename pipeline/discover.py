@@ -1,8 +1,11 @@
 """Stage 1, discover: walk a saved folder read-only and list the sources in it.
 
-A source is one rank's files of one format family. Only the walk happens here: nothing is
-opened beyond its name (except the first bytes of a JSON file whose name does not tell what it
-is: a Kineto trace or not), and nothing is ever written into the input folder.
+A source is one rank's files of one format family from one profiling cycle. Several sources may hold
+one rank and all are read (see `discover`): each carries its rank, where the rank came from, and its
+capture (the rank's profiling cycle, a column of the tables the step models key by). Only the walk
+happens here: nothing is opened beyond its name (except the first bytes of a JSON file whose name does
+not tell what it is: a Kineto trace or not, and the export files whose task records decide between a raw
+msprof folder and its export), and nothing is ever written into the input folder.
 """
 from __future__ import annotations
 
@@ -204,7 +207,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += list(reports.values())
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
-    _apply_rank_map(found, mapping, root if root.is_dir() else root.parent)
+    _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
     _rank_unranked(found)
     found += _attach_minddata(minddata, found)
     for source in found:
@@ -488,13 +491,12 @@ def _mark_ranks_from_files(sources: list[Source]) -> None:
             source.rank_from = "file"
 
 
-def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base: Path) -> None:
-    """Give the sources that have no rank the one the --rank-map names for them."""
+def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base: Path, warn: Warn) -> None:
+    """Give the sources that have no rank the one the --rank-map names for them. A source whose file or
+    name gives its rank keeps it; where the map says otherwise, that is reported (conflicting_entry, kept)."""
     if not mapping:
         return
     for source in sources:
-        if source.rank >= 0:
-            continue
         paths = {_location(source), source.directory, *(p for _, p in source.all_files())}
         relative = set()
         for p in paths:
@@ -502,10 +504,17 @@ def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base:
                 relative.add(p.relative_to(base).as_posix())
             except ValueError:
                 relative.add(p.as_posix())
-        for pattern, rank in mapping:
-            if any(fnmatch.fnmatchcase(r, pattern) for r in relative):
-                source.rank, source.device_id, source.rank_from = rank, rank, "rank-map"
-                break
+        rank = next((rank for pattern, rank in mapping if any(fnmatch.fnmatchcase(r, pattern) for r in relative)),
+                    None)
+        if rank is None:
+            continue
+        if source.rank < 0:
+            source.rank, source.device_id, source.rank_from = rank, rank, "rank-map"
+        elif rank != source.rank:
+            location = _location(source)
+            warn(f"{location}: --rank-map gives rank {rank}, but its {source.rank_from} says rank {source.rank}; "
+                 f"rank {source.rank} kept (the map only ranks sources that name no rank)",
+                 check="conflicting_entry", action="kept", path=location)
 
 
 def _rank_unranked(sources: list[Source]) -> None:

@@ -237,8 +237,16 @@ def test_the_file_name_and_the_file_beat_the_rank_map(tmp_path: Path):
     shutil.copy(FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json", folder / "trace.json")
     ranks = tmp_path / "ranks.txt"
     ranks.write_text("* 9\n")
-    assert sorted((s.files["trace"].name, s.rank, s.rank_from) for s in discover(folder, rank_map=ranks)) == [
+    reports = []
+    sources = discover(folder, rank_map=ranks, warn=lambda message, **details: reports.append((message, details)))
+    assert sorted((s.files["trace"].name, s.rank, s.rank_from) for s in sources) == [
         ("trace.json", 0, "file"), ("worker3.pt.trace.json", 3, "name")]
+    assert sorted(m for m, _ in reports) == [
+        f"{folder / 'trace.json'}: --rank-map gives rank 9, but its file says rank 0; rank 0 kept (the map only "
+        "ranks sources that name no rank)",
+        f"{folder / 'worker3.pt.trace.json'}: --rank-map gives rank 9, but its name says rank 3; rank 3 kept (the "
+        "map only ranks sources that name no rank)"]
+    assert {(d["check"], d["action"]) for _, d in reports} == {("conflicting_entry", "kept")}
 
 
 @pytest.mark.parametrize("relative", ["kineto/current/rank-1.pt.trace.json.gz", "kineto/v2021/worker0.pt.trace.json",
