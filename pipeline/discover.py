@@ -524,10 +524,9 @@ def _rank_unranked(sources: list[Source]) -> None:
     if len(unranked) == 1 and len(traces) == 1:
         unranked[0].rank, unranked[0].device_id, unranked[0].rank_from = 0, 0, "only-source"
         return
-    where = "no distributedInfo.rank in the trace and no rank in the file name (rank-<n>, worker<n>)"
     for source in unranked:
-        if source.family == "nsys":
-            where = "no rank in the file name (rank-<n>, worker<n>)"
+        where = ("no rank in the file name (rank-<n>, worker<n>)" if source.family == "nsys" else
+                 "no distributedInfo.rank in the trace and no rank in the file name (rank-<n>, worker<n>)")
         source.rank_from = ""
         source.problem = (f"cannot tell its rank: {where}; name the files by rank, or pass --rank-map FILE with a "
                           "line '<path or glob> <rank>' per trace (paths relative to the input)")

@@ -171,24 +171,28 @@ def test_raw_msprof_folder_and_its_export_keep_the_more_complete(tmp_path: Path,
     assert _timeline_events(tmp_path / "out") > 0
 
 
-def _unranked_traces(tmp_path: Path, n: int) -> Path:
+def _unranked_traces(tmp_path: Path, n: int, nsys: bool = False) -> Path:
     folder = tmp_path / "traces"
     (folder / "sub").mkdir(parents=True)
     for i in range(n):
         shutil.copy(KINETO_V2021, (folder / "sub" if i % 2 else folder) / f"trainer_{chr(97 + i)}.json")
+    if nsys:
+        shutil.copy(FIXTURES / "nsys" / "report1.sqlite", folder / "report.sqlite")
     return folder
 
 
 def test_traces_without_a_rank_are_an_error_each_that_names_the_file_and_rank_map(tmp_path: Path):
-    folder = _unranked_traces(tmp_path, 3)
+    folder = _unranked_traces(tmp_path, 3, nsys=True)
     sources = discover(folder)
-    assert len(sources) == 3 and all(s.rank == -1 and "--rank-map FILE" in s.problem for s in sources)
+    assert len(sources) == 4 and all(s.rank == -1 and "--rank-map FILE" in s.problem for s in sources)
     with pytest.raises(ProfpipeError) as error:
         run(folder, tmp_path / "out")
     message = str(error.value)
     for name in ("trainer_a.json", "sub/trainer_b.json", "trainer_c.json"):
-        assert f"{folder / name}: cannot tell its rank" in message
-    assert message.count("--rank-map FILE") == 3 and "skipped" not in message
+        assert f"{folder / name}: cannot tell its rank: no distributedInfo.rank in the trace and no rank in the " \
+               "file name (rank-<n>, worker<n>); name the files by rank, or pass --rank-map FILE" in message
+    assert f"{folder / 'report.sqlite'}: cannot tell its rank: no rank in the file name" in message
+    assert message.count("--rank-map FILE") == 4 and "skipped" not in message
 
 
 def test_rank_map_lines_and_json(tmp_path: Path):
