@@ -126,6 +126,8 @@ def test_two_profiling_cycles_of_one_rank_are_two_captures(tmp_path: Path):
         for capture in (0, 1):
             assert query(out, f"SELECT * EXCLUDE (capture) FROM {model} WHERE capture = {capture} ORDER BY ALL") == \
                 query(tmp_path / f"alone{capture}", f"SELECT * EXCLUDE (capture) FROM {model} ORDER BY ALL"), model
+    summary = json.loads((out / "reports" / "summary.json").read_text())
+    assert [r["rank"] for r in summary["ranks"]] == [0]  # one entry per rank, whatever its captures
     manifest = json.loads((out / "manifest.json").read_text())
     assert [(s["capture"], Path(s["files"][0]["path"]).name) for s in manifest["sources"]] == [
         (0, "worker0.9.pt.trace.json"), (1, "worker0.10.pt.trace.json")]
