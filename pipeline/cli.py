@@ -64,6 +64,7 @@ def analyse(
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
     fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
     bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
+    rank_map: Annotated[Optional[Path], typer.Option("--rank-map", metavar="FILE", help="Ranks of traces that name none (no distributedInfo, no rank-<n>/worker<n> in the name): lines '<path or glob> <rank>' (or a JSON object {\"path or glob\": rank}), paths relative to PATH; the first pattern that matches a source's file or folder wins. The file and the name come first.")] = None,
     step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N.")] = None,
     report_style: Annotated[str, typer.Option("--report-style", help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
     subgraph: Annotated[str, typer.Option("--subgraph", help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
@@ -92,7 +93,8 @@ def analyse(
             result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
                                   strict=strict, reporter=_BarReporter(bars), fp_op=fp_op, bp_op=bp_op,
                                   report_options=options, timeline_summary=timeline_summary,
-                                  models=model, step_range=step_range_name, force=force)
+                                  models=model, step_range=step_range_name, force=force,
+                                  rank_map=rank_map)
     except ProfpipeError as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None

@@ -1,18 +1,23 @@
 """Stage 1, discover: walk a saved folder read-only and list the sources in it.
 
-A source is one rank's files of one format family. Only the walk happens here: nothing is
-opened beyond its name (except the first bytes of a JSON file whose name does not tell what it
-is: a Kineto trace or not), and nothing is ever written into the input folder.
+A source is one rank's files of one format family from one profiling cycle. Several sources may hold
+one rank and all are read (see `discover`): each carries its rank, where the rank came from, and its
+capture (the rank's profiling cycle, a column of the tables the step models key by). Only the walk
+happens here: nothing is opened beyond its name (except the first bytes of a JSON file whose name does
+not tell what it is: a Kineto trace or not, and the export files whose task records decide between a raw
+msprof folder and its export), and nothing is ever written into the input folder.
 """
 from __future__ import annotations
 
+import fnmatch
+import json
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, UsageError
 from .health import Warn
 
 #: MindSpore framework-profiler files (CPU and GPU/CUPTI), by role. The number is the
@@ -120,6 +125,17 @@ class Source:
     models: tuple[int, ...] | None = None
     #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N).
     step_range: str | None = None
+    #: The profiling cycle of the rank this source holds (0-based, in file order; see `_number_captures`).
+    capture: int = 0
+    #: Where the rank came from: "file" (distributedInfo, profiler_info, info.json), "name", "rank-map",
+    #: "only-source" (the one trace of an input without a rank) or "" (unknown: see `problem`).
+    rank_from: str = "name"
+    #: Why the source cannot be read (no rank); the run reports it as the source's error.
+    problem: str | None = None
+    #: The location of the source that supersedes this one (a more complete msprof copy); not read.
+    superseded_by: Path | None = None
+    #: Why it was superseded (the record counts compared).
+    superseded_why: str = ""
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -135,7 +151,8 @@ class Source:
 
 
 def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None,
-             step_range: str | None = None, warn: Warn | None = None) -> list[Source]:
+             step_range: str | None = None, warn: Warn | None = None,
+             rank_map: str | Path | None = None) -> list[Source]:
     """List the sources under `path` (a folder, or one file of a format that stands alone), optionally
     only the given ranks, ordered by rank.
 
@@ -143,10 +160,20 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     `step_range` names the ranges that mark steps in Kineto traces and Nsight Systems exports.
     Paths named like profiler files that are not regular files (FIFOs, devices, sockets, broken links)
     are never opened: each goes to `warn` as a not_regular_file report.
+
+    The source model: several sources may hold one rank. MindData logs join their rank's MindSpore/Ascend
+    source wherever it is under `path`; a raw msprof folder and an export of it (same rank, same PROF_*
+    job) keep the more complete one, the other is marked superseded; the remaining sources of a rank are
+    numbered into captures (profiling cycles). A rank comes from the file, then the file name, then
+    `rank_map` (a file mapping paths or globs relative to `path` to ranks, see `load_rank_map`); a source
+    with none gets a `problem` naming what to do.
     """
     root = Path(path)
     if not root.exists():
         raise InputError(root, "no such file or folder")
+    mapping = load_rank_map(rank_map) if rank_map is not None else []
+    if root.is_file():
+        _check_stands_alone(root)
     warn = warn or _ignore
     walk = os.walk(root, followlinks=False) if root.is_dir() else [(str(root.parent), [], [root.name])]
     sources: dict[tuple[Path, int], Source] = {}
@@ -178,12 +205,17 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
+    _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
+    _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
+    _rank_unranked(found)
     found += _attach_minddata(minddata, found)
     for source in found:
         for paths in source.slices.values():
             paths.sort(key=_SLICE_ORDER[source.family])
-    found.sort(key=lambda s: (s.rank, str(s.directory)))
+    found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
+    _supersede_msprof_copies(found)
+    _number_captures(found)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
     if models is not None:
@@ -316,21 +348,6 @@ def _add_minddata_file(minddata: dict[tuple[Path, int], Source], directory: Path
     return False
 
 
-def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Source]) -> list[Source]:
-    """List MindData files with the source of their rank in the same folder, the one above it or one
-    below it (roles "minddata:<role>"); return the MindData sources that stand alone."""
-    alone = []
-    for (folder, rank), source in minddata.items():
-        owner = next((s for s in found if s.rank == rank and (s.directory in (folder, folder.parent)
-                                                              or folder in s.directory.parents)), None)
-        if owner is None:
-            alone.append(source)
-            continue
-        owner.files.update({MINDDATA_ROLE + role: path for role, path in source.files.items()})
-        owner.slices.update({MINDDATA_ROLE + role: paths for role, paths in source.slices.items()})
-    return alone
-
-
 def _add_trace_file(traces: list[Source], directory: Path, filename: str) -> bool:
     """List a Chrome trace object (Kineto, Paddle) or an Nsight Systems SQLite export as its own source;
     its rank is settled by _number_traces."""
@@ -346,16 +363,14 @@ def _add_trace_file(traces: list[Source], directory: Path, filename: str) -> boo
     else:
         return False
     rank = int(rank_match.group(1)) if rank_match else -1
+    rank_from = "" if rank_match is None else "name" if rank_match.re is _TRACE_NAME_RANK else "file"
     traces.append(Source(family=family, layout=family, rank=rank, device_id=max(rank, 0),
-                         directory=directory, files={role: directory / filename}))
+                         directory=directory, files={role: directory / filename}, rank_from=rank_from))
     return True
 
 
 def _number_traces(traces: list[Source], step_range: str | None) -> list[Source]:
-    """A lone trace without a rank is rank 0; among several, one without a rank keeps -1 (its reader says so).
-    Every trace gets the user's step range name."""
-    if len(traces) == 1 and traces[0].rank < 0:
-        traces[0].rank = 0
+    """Every trace gets the user's step range name (ranks are settled by _apply_rank_map and _rank_unranked)."""
     for trace in traces:
         trace.step_range = step_range
     return traces
@@ -414,3 +429,257 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
         else:
             owner.files.update({f"framework:{role}": path for role, path in source.files.items()})
     return kept
+
+
+# --- the source model: rank identity, MindData owners, superseded msprof copies, captures -----------------
+
+def load_rank_map(path: str | Path) -> list[tuple[str, int]]:
+    """Read a --rank-map file: (glob, rank) pairs, in file order (the first that matches a source wins).
+
+    Two spellings: a JSON object {"<path or glob>": <rank>, ...}, or text lines "<path or glob> <rank>"
+    (blank lines and lines starting with # are skipped; the rank is the last word, so a path may hold
+    spaces). Paths are relative to the analysed folder, use "/" and may use * ? [..] (a * also crosses
+    "/"); a pattern names a source when it matches the source's file (one-file sources), its folder,
+    or any of its files.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--rank-map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    entries: list[tuple[str, object]] = []
+    if text.lstrip().startswith("{"):
+        try:
+            entries = list(json.loads(text).items())
+        except (ValueError, AttributeError) as exc:
+            raise UsageError(f"--rank-map {path}: not a JSON object of path: rank ({exc})") from None
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            words = line.strip().rsplit(None, 1)
+            if not words or words[0].startswith("#"):
+                continue
+            if len(words) != 2:
+                raise UsageError(f"--rank-map {path}, line {number}: expected '<path or glob> <rank>', got {line!r}")
+            entries.append((words[0], words[1]))
+    mapping = []
+    for pattern, rank in entries:
+        try:
+            value = int(rank) if not isinstance(rank, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not 0 <= value < 1 << 31:
+            raise UsageError(f"--rank-map {path}: the rank of {pattern!r} must be a whole number >= 0, got {rank!r}")
+        mapping.append((pattern.strip().strip("/").removeprefix("./"), value))
+    return mapping
+
+
+def _location(source: Source) -> Path:
+    """Where a source lies: its one file, else its folder."""
+    files = source.all_files()
+    return files[0][1] if len(files) == 1 else source.directory
+
+
+def _natural(text: str) -> tuple:
+    """Sort key that orders the numbers inside names by value (worker0.9.json before worker0.10.json)."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def _mark_ranks_from_files(sources: list[Source]) -> None:
+    """Sources whose rank a file states (profiler_info, info.json) say so; the others took it from a name."""
+    for source in sources:
+        if {"profiler_info", "device_info"} & (source.files.keys() | source.slices.keys()):
+            source.rank_from = "file"
+
+
+def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base: Path, warn: Warn) -> None:
+    """Give the sources that have no rank the one the --rank-map names for them. A source whose file or
+    name gives its rank keeps it; where the map says otherwise, that is reported (conflicting_entry, kept)."""
+    if not mapping:
+        return
+    for source in sources:
+        paths = {_location(source), source.directory, *(p for _, p in source.all_files())}
+        relative = set()
+        for p in paths:
+            try:
+                relative.add(p.relative_to(base).as_posix())
+            except ValueError:
+                relative.add(p.as_posix())
+        rank = next((rank for pattern, rank in mapping if any(fnmatch.fnmatchcase(r, pattern) for r in relative)),
+                    None)
+        if rank is None:
+            continue
+        if source.rank < 0:
+            source.rank, source.device_id, source.rank_from = rank, rank, "rank-map"
+        elif rank != source.rank:
+            location = _location(source)
+            warn(f"{location}: --rank-map gives rank {rank}, but its {source.rank_from} says rank {source.rank}; "
+                 f"rank {source.rank} kept (the map only ranks sources that name no rank)",
+                 check="conflicting_entry", action="kept", path=location)
+
+
+def _rank_unranked(sources: list[Source]) -> None:
+    """A trace without a rank that is the only trace of the input is rank 0; any other gets a problem."""
+    unranked = [s for s in sources if s.rank < 0]
+    traces = [s for s in sources if s.family in ("kineto", "nsys")]
+    if len(unranked) == 1 and len(traces) == 1:
+        unranked[0].rank, unranked[0].device_id, unranked[0].rank_from = 0, 0, "only-source"
+        return
+    for source in unranked:
+        where = ("no rank in the file name (rank-<n>, worker<n>)" if source.family == "nsys" else
+                 "no distributedInfo.rank in the trace and no rank in the file name (rank-<n>, worker<n>)")
+        source.rank_from = ""
+        source.problem = (f"cannot tell its rank: {where}; name the files by rank, or pass --rank-map FILE with a "
+                          "line '<path or glob> <rank>' per trace (paths relative to the input)")
+
+
+#: Families a MindData log can join: MindSpore's own (the logs are MindSpore's dataset pipeline).
+_MINDDATA_OWNERS = ("mindspore_framework", "ascend_raw", "msprof_export", "mindspore_ascend_reports")
+
+
+def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Source]) -> list[Source]:
+    """List MindData logs with the MindSpore / Ascend source of their rank (roles "minddata:<role>"): the
+    one whose folder is nearest theirs (same folder, above, below, then the longest shared path), wherever
+    it is in the input; one source takes one set of logs. Return the MindData sources that stand alone
+    (no such source of their rank, or every one already has logs)."""
+    alone = []
+    for (folder, rank), source in sorted(minddata.items(), key=lambda item: _natural(str(item[0][0]))):
+        owners = [s for s in found if s.rank == rank and s.family in _MINDDATA_OWNERS
+                  and not any(r.startswith(MINDDATA_ROLE) for r in [*s.files, *s.slices])]
+        if not owners:
+            alone.append(source)
+            continue
+
+        def nearness(owner: Source) -> tuple:
+            close = owner.directory in (folder, folder.parent) or folder in owner.directory.parents
+            shared = len(os.path.commonpath([owner.directory, folder]).split(os.sep))
+            return (not close, -shared, _natural(str(owner.directory)))
+
+        owner = min(owners, key=nearness)
+        owner.files.update({MINDDATA_ROLE + role: path for role, path in source.files.items()})
+        owner.slices.update({MINDDATA_ROLE + role: paths for role, paths in source.slices.items()})
+    return alone
+
+
+def _prof_job(source: Source) -> Path | None:
+    """The msprof job folder (PROF_*) that a raw Ascend or msprof export source belongs to: an ancestor
+    named PROF_*; for an era F export, its *_ascend_ms folder (which holds the PROF_* job)."""
+    if source.family == "msprof_export" and source.layout == "ascend_era_f":
+        return source.directory
+    for folder in (source.directory, *source.directory.parents):
+        if folder.name.startswith("PROF_"):
+            return folder
+    return None
+
+
+def _same_job(raw: Path, export: Path) -> bool:
+    return raw == export or export in raw.parents
+
+
+_EXPORT_TASK_MARKERS = (b'"ph": "X"', b'"ph":"X"')
+
+
+def task_records(source: Source) -> int:
+    """A cheap count of the device task records a raw msprof folder or an msprof export holds, to tell the
+    more complete of two copies: raw HWTS data: file bytes / 64 (one 64-byte record per task start
+    or end) / 2; an export: the data rows of its op summary / kernel_details CSVs, else the complete ("X")
+    events of its timeline JSONs. Only sizes are looked at for raw data; export files are scanned in chunks."""
+    if source.family == "ascend_raw":
+        raw = [p for role in ("hwts", "hwts_c") for p in source.slices.get(role, [])]
+        return sum(_file_size(p) for p in raw) // 128
+    csvs = [p for role, paths in source.slices.items() if role.startswith("csv:") and "step_trace" not in role
+            for p in paths]
+    if csvs:
+        return sum(max(_count_in(p, (b"\n",)) - 1, 0) for p in csvs)
+    return sum(_count_in(p, _EXPORT_TASK_MARKERS) for role, paths in source.slices.items()
+               if role in ("msprof", "task_time", "trace_view") for p in paths)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _count_in(path: Path, needles: tuple[bytes, ...], chunk: int = 1 << 22) -> int:
+    """Occurrences of any of `needles` in the file (read in bounded chunks; 0 when unreadable)."""
+    count, tail, keep = 0, b"", max(len(n) for n in needles) - 1
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(chunk):
+                data = tail + block
+                count += sum(data.count(n) for n in needles)
+                tail = data[-keep:] if keep else b""
+                count -= sum(tail.count(n) for n in needles)
+    except OSError:
+        return 0
+    return count
+
+
+def _supersede_msprof_copies(sources: list[Source]) -> None:
+    """Of a raw msprof folder and an export of the same job and rank, keep the one with more task
+    records (the raw data on a tie: it holds everything the export was made from); mark the other."""
+    raws = [s for s in sources if s.family == "ascend_raw" and _prof_job(s) is not None]
+    exports = [s for s in sources if s.family == "msprof_export" and _prof_job(s) is not None]
+    for raw in raws:
+        for export in exports:
+            if raw.rank != export.rank or export.superseded_by or raw.superseded_by \
+                    or not _same_job(_prof_job(raw), _prof_job(export)):
+                continue
+            raw_n, export_n = task_records(raw), task_records(export)
+            loser, winner = (export, raw) if raw_n >= export_n else (raw, export)
+            loser.superseded_by = _location(winner)
+            loser.superseded_why = (f"raw data: {raw_n} task records ({_location(raw)}), export: {export_n} "
+                                    f"({_location(export)})")
+
+
+def _number_captures(sources: list[Source]) -> None:
+    """Number the profiling cycles of each rank: the n-th source of a family of a rank (in file order:
+    natural sort of its path, which is time order for names that carry a timestamp) is capture n, so a
+    rank's host and device data of one cycle (sources of different families) share capture 0 and two
+    traces of one rank are captures 0 and 1. A MindData source of its own comes after the rank's sources
+    that already carry MindData logs. Superseded and unranked sources are not counted."""
+    counters: dict[tuple[int, str], int] = {}
+    for source in sources:
+        if source.superseded_by is not None or source.problem is not None:
+            continue
+        if any(r.startswith(MINDDATA_ROLE) for r in [*source.files, *source.slices]):
+            counters[(source.rank, "minddata")] = counters.get((source.rank, "minddata"), 0) + 1
+    for source in sources:
+        if source.superseded_by is not None or source.problem is not None:
+            continue
+        key = (source.rank, source.family)
+        source.capture = counters.get(key, 0)
+        counters[key] = source.capture + 1
+
+
+#: Files that hold a whole run of their format, readable with nothing beside them.
+_STAND_ALONE = (*KINETO_SUFFIXES, *NSYS_SUFFIXES)
+
+
+def _check_stands_alone(path: Path) -> None:
+    """Refuse a single file that is part of a dump (not a format that stands alone), naming the folder to
+    pass instead. MindData logs and traces stand alone; other names are left to discover (which finds
+    nothing in an unknown file and says so)."""
+    name = path.name
+    if name.endswith(_STAND_ALONE) or any(p.fullmatch(name) for p in MINDDATA_FILE_PATTERNS.values()):
+        return
+    folder = None
+    if any(p.fullmatch(name) for p in MINDSPORE_FILE_PATTERNS.values()):
+        folder = path.parent.parent if path.parent.name == "FRAMEWORK" else path.parent
+        kind = "a MindSpore profiler file"
+    elif any(p.fullmatch(name) for p in ASCEND_RAW_PATTERNS.values()):
+        folder = path.parent.parent if path.parent.name == "data" else path.parent
+        prof = next((f for f in (path.parent, *path.parents) if f.name.startswith("PROF_")), None)
+        folder, kind = prof or folder, "a raw Ascend profiling file"
+    elif (MSPROF_TIMELINE.fullmatch(name) or MSPROF_SUMMARY.fullmatch(name) or MSPROF_OUTPUT.fullmatch(name)
+          or name in ERA_F_OUTPUT_ROLES):
+        folder = next((f for f in path.parents if f.name.startswith("PROF_") or _ASCEND_MS_DIR.fullmatch(f.name)),
+                      path.parent.parent)
+        kind = "an msprof export file"
+    elif STEP_TRACE_CSV.fullmatch(name) or HCCL_TRACE.fullmatch(name):
+        folder = path.parent if STEP_TRACE_CSV.fullmatch(name) else path.parent.parent.parent
+        kind = "a MindSpore result file"
+    if folder is not None:
+        raise UsageError(f"{path}: {kind} does not stand alone (its reader needs the files beside it); "
+                         f"pass the folder that holds the dump instead: profpipe analyse {folder}")

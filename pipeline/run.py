@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
@@ -34,7 +35,7 @@ from .ingest.scratch import sweep_scratch_folders
 from .output import check_output, fingerprint, staged_output
 from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import check_step_list, keep_steps
-from .tables import TableSink, merge_parts, table_row_counts
+from .tables import TableSink, catalog, merge_parts, table_row_counts
 
 VERSION = "0.1.0"
 
@@ -94,7 +95,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
             step_list: list[int] | None = None, pretty: bool = True,
             reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
             report_options: ReportOptions | None = None, timeline_summary: bool = False,
-            models: list[int] | None = None, step_range: str | None = None, force: bool = False) -> RunResult:
+            models: list[int] | None = None, step_range: str | None = None, force: bool = False,
+            rank_map: str | Path | None = None) -> RunResult:
     """Analyse the profiler folder (or single trace file) `path` into the output folder `output`.
 
     `output` is replaced atomically, and only when it is empty, a folder profpipe wrote, or `force` is
@@ -110,6 +112,8 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
     `models` reads only those msprof model ids (default: per rank, the model with the most files).
     `step_range` names the annotation or NVTX range that marks a step in PyTorch traces and Nsight
     Systems exports (default: ProfilerStep#N).
+    `rank_map` is a file that gives traces without a rank of their own their rank (see
+    discover.load_rank_map: JSON {"path/or/glob": rank} or lines "<path or glob> <rank>", relative to `path`).
     """
     report_options = report_options or ReportOptions()
     reporter = reporter or QuietReporter()
@@ -118,22 +122,25 @@ def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None
         raise UsageError(f"{path}: no such file or folder")
     check_output(output, path, force)
     steps = check_step_list(step_list) if step_list is not None else None
+    if rank_map is not None and not Path(rank_map).is_file():
+        raise UsageError(f"--rank-map {rank_map}: no such file")
     with stop_on_signals(), out_of_space_named(output.resolve().parent):
         sweep_scratch_folders()
         return _analyse(path, output, ranks, timeline_limit_mb, strict, steps, pretty, reporter,
-                        trace_point_overrides(fp_op, bp_op), report_options, timeline_summary, models, step_range)
+                        trace_point_overrides(fp_op, bp_op), report_options, timeline_summary, models, step_range,
+                        rank_map)
 
 
 def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_mb: float | None, strict: bool,
              steps: list[int] | None, pretty: bool, reporter: Reporter, overrides: dict[str, str],
              report_options: ReportOptions, timeline_summary: bool, models: list[int] | None,
-             step_range: str | None) -> RunResult:
+             step_range: str | None, rank_map: str | Path | None = None) -> RunResult:
     timings: dict[str, float] = {}
     notices: list[str] = []
     health = HealthLedger()
 
     started = time.perf_counter()
-    sources = discover(path, ranks, models, step_range, health.for_source(str(path), -1))
+    sources = discover(path, ranks, models, step_range, health.for_source(str(path), -1), rank_map)
     if not sources:
         wanted = f" for ranks {ranks}" if ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
@@ -209,24 +216,34 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
     failure, whatever it is, becomes its trace_health row (source_failed) and the run goes on.
     Returns the part folders, the sources skipped and the ranks read.
 
-    Recoverable problems a reader meets (a cut-short last record, unnamed tasks) go to the ledger.
+    Several sources may hold one rank (discover's source model): each row they write carries the source's
+    capture (the profiling cycle) where the table has that column. A source discover marked superseded (an
+    msprof copy less complete than another of the same job) is not read: it becomes a trace_health row
+    (superseded). A source without a rank fails with discover's message. Recoverable problems a reader
+    meets (a cut-short last record, unnamed tasks) go to the ledger.
     """
     source_bytes = [_size(s) for s in sources]
     reporter.stage("ingest", sum(source_bytes))
-    part_dirs, skipped, read_from = [], [], {}
+    part_dirs, skipped, ranks_read = [], [], set()
     for index, source in enumerate(sources):
         part_dir = parts_root / f"source-{index}"
-        sink = TableSink(part_dir)
         location = _location(source)
         warn = health.for_source(str(location), source.rank)
+        if source.superseded_by is not None:
+            warn(f"{location}: superseded by {source.superseded_by}, a more complete copy of the same msprof job "
+                 f"and rank ({source.superseded_why}); not read", check="superseded", action="superseded",
+                 path=location)
+            reporter.advance(source_bytes[index])
+            continue
+        sink = TableSink(part_dir)
         try:
-            if source.rank in read_from:
-                raise InputError(location, f"rank {source.rank} was already read from {read_from[source.rank]}")
+            if source.problem is not None:
+                raise InputError(location, source.problem)
             for table_name, table in ingest.read(source, warn):
-                sink.write(table_name, table)
+                sink.write(table_name, _with_capture(table_name, table, source.capture))
             sink.close()
             part_dirs.append(part_dir)
-            read_from[source.rank] = location
+            ranks_read.add(source.rank)
         except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
             raise_if_interrupted()
             sink.close()
@@ -239,7 +256,15 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
                  path=getattr(error, "path", None), offset=getattr(error, "offset", None),
                  line=getattr(error, "line", None))
         reporter.advance(source_bytes[index])
-    return part_dirs, skipped, sorted(read_from)
+    return part_dirs, skipped, sorted(ranks_read)
+
+
+def _with_capture(table_name: str, table: pa.Table, capture: int) -> pa.Table:
+    """The table with the source's capture in its `capture` column, where the table declares one."""
+    spec = catalog().get(table_name)
+    if spec is None or "capture" not in spec.schema.names or "capture" in table.column_names:
+        return table
+    return table.append_column("capture", pa.repeat(pa.scalar(capture, pa.int32()), table.num_rows))
 
 
 def source_error(exc: Exception, location: Path) -> ProfpipeError:
@@ -288,6 +313,8 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
         "versions": versions,
         "sources": [{
             "family": s.family, "layout": s.layout, "rank": s.rank, "device_id": s.device_id,
+            "capture": s.capture, "rank_from": s.rank_from,
+            **({"superseded_by": str(s.superseded_by)} if s.superseded_by is not None else {}),
             "directory": str(s.directory),
             "files": [{"role": role, "path": str(p), "bytes": p.stat().st_size, "fingerprint": fingerprint(p)}
                       for role, p in s.all_files()],

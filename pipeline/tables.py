@@ -58,6 +58,9 @@ def conform(name: str, table: pa.Table) -> pa.Table:
     """Return `table` cast to the declared schema of `name` (absent nullable columns become null);
     raise SchemaError if it cannot be."""
     spec = catalog()[name]
+    if "capture" in spec.schema.names and "capture" not in table.column_names:
+        # readers never write the capture: the run adds the source's (run._ingest); alone, a source is capture 0
+        table = table.append_column("capture", pa.repeat(pa.scalar(0, pa.int32()), table.num_rows))
     for field in spec.schema:  # a source that lacks an optional column leaves it null
         if field.nullable and field.name not in table.column_names:
             table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))

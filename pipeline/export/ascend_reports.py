@@ -362,7 +362,8 @@ class _RankReports:
     def _timeline_metadata(self, threads: list[tuple]) -> list[dict]:
         labels = {self.device: "AI Core Op", 10000: "Communication Op", 9000: "AI CPU Op"}
         pids = {0: self.device, 1: 10000, 2: 9000}
-        used = sorted({(pids[lane], tid) for lane, tid in threads})
+        # a task without a stream id (NULL tid) sorts last instead of failing the comparison
+        used = sorted({(pids[lane], tid) for lane, tid in threads}, key=lambda u: (u[0], u[1] is None, u[1] or 0))
         meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": labels[pid]}}
                 for pid in sorted({p for p, _ in used})]
         meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,

@@ -125,8 +125,10 @@ _EVENTS_SQL = f"""
 WITH spans AS (
     SELECT * FROM timeline_spans
 ), lanes AS (
-    SELECT rank, lane, label FROM run_info, (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
-        (3, CASE device_type WHEN 'ascend' THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
+    SELECT rank, lane, label
+    FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM run_info GROUP BY rank),  -- a rank may have several sources
+         (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'),
+        (3, CASE WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END), (4, 'HCCL'),
         (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'),
         (9, 'MindData get_next')) AS l(lane, label)
 ), threads AS (

@@ -77,7 +77,7 @@ def write_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path) -> list[Pat
     """Write every MindSpore-compatible report that has rows, one set per rank; return the paths."""
     reports_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    ranks = [row[0] for row in con.execute("SELECT rank FROM run_info ORDER BY rank").fetchall()]
+    ranks = [row[0] for row in con.execute("SELECT DISTINCT rank FROM run_info ORDER BY rank").fetchall()]
     for rank in ranks:
         for prefix, query in _REPORTS.items():
             result = con.execute(query, {"rank": rank})

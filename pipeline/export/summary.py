@@ -26,7 +26,8 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
     for rank, device_type, layout, model_id, models in con.execute("""
             SELECT rank, device_type, layout, try_cast(metadata_json->>'$.model_id' AS INTEGER),
                    try_cast(metadata_json->'$.models' AS INTEGER[])
-            FROM run_info ORDER BY rank""").fetchall():
+            FROM (SELECT DISTINCT ON (rank) * FROM run_info ORDER BY rank, capture, device_type = 'cpu', layout)
+            ORDER BY rank""").fetchall():  # one entry per rank: its first capture's device source describes it
         ranks.append({
             "rank": rank, "device_type": device_type, "layout": layout, "model_id": model_id, "models": models,
             "host_ops": _scalar(con, "SELECT count(*) FROM host_op WHERE rank = ?", rank),

@@ -1,20 +1,21 @@
--- step_communication: one row per communication span of a step (rank, step, stream, pair): the time between a start and an end trace point.
+-- step_communication: one row per communication span of a step (rank, capture, step, stream, pair): the time between a start and an end trace point.
 -- Columns:
---   rank, step, stream_id.
+--   rank, capture, step, stream_id.
 --   pair: 0-based index of the span within the step and stream (points are paired in order: 0-1, 2-3, ...).
 --   start_ns, end_ns, dur_ns [ns].  start_tag, end_tag: raw trace tags.
 --   op_name: the op the trace names for the start point (else the end point); NULL when unknown.
 --   op_label: its short name (e.g. AllGather-op136), else 'parallel' - the suffix MindSpore uses in column names.
 -- A stream with an odd number of points in a step has no rows for that step (MindSpore skips it too).
 WITH points AS (
-    SELECT rank, step, stream_id, tag, op_name, ts_ns,
-           row_number() OVER (PARTITION BY rank, step, stream_id ORDER BY seq) - 1 AS position,
-           count(*) OVER (PARTITION BY rank, step, stream_id) AS points_in_stream
+    SELECT rank, capture, step, stream_id, tag, op_name, ts_ns,
+           row_number() OVER (PARTITION BY rank, capture, step, stream_id ORDER BY seq) - 1 AS position,
+           count(*) OVER (PARTITION BY rank, capture, step, stream_id) AS points_in_stream
     FROM step_point
     WHERE kind IN ('comm_start', 'comm_end')
 )
 SELECT
     rank,
+    capture,
     step,
     stream_id,
     position // 2 AS pair,
@@ -28,4 +29,4 @@ SELECT
                                      max(op_name) FILTER (WHERE position % 2 = 1)), '[^/]*$'), 'parallel') AS op_label
 FROM points
 WHERE points_in_stream % 2 = 0
-GROUP BY rank, step, stream_id, position // 2
+GROUP BY rank, capture, step, stream_id, position // 2

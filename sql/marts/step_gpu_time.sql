@@ -1,6 +1,6 @@
--- step_gpu_time: one row per step (rank, step) of a GPU trace: what its device work was, how long the GPU idled, how late kernels started after their launch, and the DataLoader / forward / backward / optimizer split of its host time.
+-- step_gpu_time: one row per step (rank, capture, step) of a GPU trace: what its device work was, how long the GPU idled, how late kernels started after their launch, and the DataLoader / forward / backward / optimizer split of its host time.
 -- Columns:
---   rank, step, step_ns (step_phases.total_ns).
+--   rank, capture, step, step_ns (step_phases.total_ns).
 --   A step's device work is what the step launched (the runtime call that started it lies in the step
 --   window: the GPU lags the host), else what starts in the window. Durations are summed per kind:
 --   compute_ns (kernels other than NCCL), communication_ns (NCCL kernels), memcpy_ns, memset_ns.
@@ -14,37 +14,37 @@
 --     engine); backward_ns: first backward event to the BP point; optimizer_ns: its optimizer spans.
 --     NULL where the trace has no such marker.
 WITH steps AS (
-    SELECT p.rank, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
-    FROM step_phases p WHERE p.rank IN (SELECT rank FROM run_info WHERE device_type = 'gpu')
+    SELECT p.rank, p.capture, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
+    FROM step_phases p WHERE (p.rank, p.capture) IN (SELECT (rank, capture) FROM run_info WHERE device_type = 'gpu')
 ), work AS (
-    SELECT d.rank, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
+    SELECT d.rank, d.capture, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
            coalesce(a.start_ns, d.start_ns) AS placed_ns
     FROM (SELECT * FROM device_exec WHERE kind IN ('kernel', 'memcpy', 'memset')) d
-    ASOF LEFT JOIN host_api a ON a.rank = d.rank AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
+    ASOF LEFT JOIN host_api a ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
 ), placed AS (  -- the step whose window holds the launch (an ASOF join: one step per activity)
     SELECT s.step, w.*
-    FROM work w ASOF JOIN steps s ON s.rank = w.rank AND w.placed_ns >= s.start_ns
+    FROM work w ASOF JOIN steps s ON s.rank = w.rank AND s.capture = w.capture AND w.placed_ns >= s.start_ns
     WHERE w.placed_ns < s.end_ns
 ), device AS (
-    SELECT rank, step,
+    SELECT rank, capture, step,
            coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel' AND NOT regexp_matches(name, '(?i)nccl')), 0) AS compute_ns,
            coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel' AND regexp_matches(name, '(?i)nccl')), 0) AS communication_ns,
            coalesce(sum(dur_ns) FILTER (WHERE kind = 'memcpy'), 0) AS memcpy_ns,
            coalesce(sum(dur_ns) FILTER (WHERE kind = 'memset'), 0) AS memset_ns,
            count(*) AS kernels,
            avg(start_ns - launched_ns)::BIGINT AS launch_delay_avg_ns, max(start_ns - launched_ns) AS launch_delay_max_ns
-    FROM placed GROUP BY rank, step
+    FROM placed GROUP BY rank, capture, step
 ), annotations AS (
-    SELECT s.rank, s.step,
+    SELECT s.rank, s.capture, s.step,
            sum(h.dur_ns) FILTER (WHERE h.category = 'dataloader') AS dataloader_ns,
            sum(h.dur_ns) FILTER (WHERE h.category = 'forward') AS forward_spans_ns,
            sum(h.dur_ns) FILTER (WHERE h.category = 'optimizer') AS optimizer_ns,
            min(h.start_ns) FILTER (WHERE h.category = 'backward') AS backward_start_ns
-    FROM host_op h ASOF JOIN steps s ON s.rank = h.rank AND h.start_ns >= s.start_ns
+    FROM host_op h ASOF JOIN steps s ON s.rank = h.rank AND s.capture = h.capture AND h.start_ns >= s.start_ns
     WHERE h.start_ns < s.end_ns
-    GROUP BY s.rank, s.step
+    GROUP BY s.rank, s.capture, s.step
 )
-SELECT s.rank, s.step, s.total_ns AS step_ns,
+SELECT s.rank, s.capture, s.step, s.total_ns AS step_ns,
        coalesce(d.compute_ns, 0) AS compute_ns, coalesce(d.communication_ns, 0) AS communication_ns,
        coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
        coalesce(busy.busy_ns, 0) AS busy_ns, s.total_ns - coalesce(busy.busy_ns, 0) AS idle_ns,
@@ -54,8 +54,9 @@ SELECT s.rank, s.step, s.total_ns AS step_ns,
        s.bp_ns - a.backward_start_ns AS backward_ns,
        a.optimizer_ns
 FROM steps s
-LEFT JOIN device d USING (rank, step)
-LEFT JOIN annotations a USING (rank, step)
-LEFT JOIN step_overlap o USING (rank, step)
-LEFT JOIN (SELECT rank, step, sum(dur_ns) AS busy_ns FROM stg_overlap_segment
-           WHERE category IN ('computation', 'pure_communication') GROUP BY rank, step) busy USING (rank, step)
+LEFT JOIN device d USING (rank, capture, step)
+LEFT JOIN annotations a USING (rank, capture, step)
+LEFT JOIN step_overlap o USING (rank, capture, step)
+LEFT JOIN (SELECT rank, capture, step, sum(dur_ns) AS busy_ns FROM stg_overlap_segment
+           WHERE category IN ('computation', 'pure_communication') GROUP BY rank, capture, step) busy
+     USING (rank, capture, step)

@@ -1,10 +1,11 @@
--- step_phases: one row per step (rank, step) split into iteration gap, forward+backward and tail.
+-- step_phases: one row per step (rank, capture, step) split into iteration gap, forward+backward and tail.
 -- Columns:
---   rank, step, start_ns, fp_ns, bp_ns, end_ns (rank clock) and fp_op, bp_op (ops at the FP start and BP end).
+--   rank, capture (profiling cycle), step, start_ns, fp_ns, bp_ns, end_ns (rank clock) and fp_op, bp_op (ops at the FP start and BP end).
 --   total_ns = end - start; iteration_interval_ns = fp - start (waiting for data and launch);
 --   fp_and_bp_ns = bp - fp; tail_ns = end - bp. Inference runs (no BP point): fp_and_bp_ns = end - fp, tail_ns NULL.
 SELECT
     rank,
+    capture,
     step,
     start_ns,
     fp_ns,

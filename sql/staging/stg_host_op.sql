@@ -1,12 +1,13 @@
 -- stg_host_op: one row per execution of a framework op, with the names MindSpore derives from the scope path.
 -- Columns:
---   rank, side, tid, op_name, start_ns, dur_ns: as in host_op.
+--   rank, capture, side, tid, op_name, start_ns, dur_ns: as in host_op.
 --   end_ns: start_ns + dur_ns.
 --   short_name: text after the last '/' (e.g. MatMul-op0).
 --   op_type: short_name up to its last '-' (e.g. MatMul); the whole short_name when it has none.
 --   subgraph: first element of the scope path (Default, Gradients, recompute_Default...).
 SELECT
     rank,
+    capture,
     side,
     tid,
     op_name,

@@ -1,6 +1,6 @@
--- stg_step: one row per (rank, step) with its four base points and the ops that carry them.
+-- stg_step: one row per (rank, capture, step) with its four base points and the ops that carry them.
 -- Columns:
---   rank, step.
+--   rank, capture (the profiling cycle: each cycle numbers its own steps), step.
 --   start_ns: step start (MindSpore: where the previous step ended; the first step at its FP start).
 --   fp_ns: FP start (first forward op starts).  bp_ns: BP end (last backward op ends).  end_ns: step end.
 --   fp_op, bp_op, end_op: ops that carry those points. In order of precedence: the user's override
@@ -14,6 +14,7 @@
 WITH points AS (
     SELECT
         rank,
+        capture,
         step,
         max(ts_ns) FILTER (WHERE kind = 'step_start') AS start_ns,
         max(ts_ns) FILTER (WHERE kind = 'fp_start') AS fp_ns,
@@ -23,43 +24,46 @@ WITH points AS (
         max(op_name) FILTER (WHERE kind = 'bp_end') AS bp_op,
         max(op_name) FILTER (WHERE kind = 'step_end') AS end_op
     FROM step_point
-    GROUP BY rank, step
+    GROUP BY rank, capture, step
 ), options AS (
     SELECT max(value) FILTER (WHERE name = 'fp_op') AS fp_override,
            max(value) FILTER (WHERE name = 'bp_op') AS bp_override
     FROM run_option
 ), ops AS (
-    SELECT rank, op_name, start_ns, end_ns FROM stg_device_exec WHERE op_name IS NOT NULL
+    SELECT rank, capture, op_name, start_ns, end_ns FROM stg_device_exec WHERE op_name IS NOT NULL
     UNION ALL
-    SELECT rank, op_name, start_ns, end_ns FROM stg_host_op
+    SELECT rank, capture, op_name, start_ns, end_ns FROM stg_host_op
 ), first_step AS (
-    SELECT rank, arg_min(fp_ns, step) AS fp_ns, arg_min(bp_ns, step) AS bp_ns
+    SELECT rank, capture, arg_min(fp_ns, step) AS fp_ns, arg_min(bp_ns, step) AS bp_ns
     FROM points WHERE fp_ns IS NOT NULL AND end_ns IS NOT NULL
-    GROUP BY rank
+    GROUP BY rank, capture
 ), ordered_ops AS (
     -- only the ops up to the first step's points are looked at: a prefix in start order keeps positions
-    SELECT o.*, row_number() OVER (PARTITION BY o.rank ORDER BY o.start_ns, o.op_name) AS position
-    FROM ops o JOIN first_step f ON f.rank = o.rank
+    SELECT o.*, row_number() OVER (PARTITION BY o.rank, o.capture ORDER BY o.start_ns, o.op_name) AS position
+    FROM ops o JOIN first_step f ON f.rank = o.rank AND f.capture = o.capture
     WHERE o.start_ns <= greatest(f.fp_ns, coalesce(f.bp_ns, f.fp_ns))
 ), derived AS (
     SELECT
         f.rank,
+        f.capture,
         (SELECT arg_max(o.op_name, o.position) FROM ordered_ops o
-         WHERE o.rank = f.rank AND o.start_ns <= f.fp_ns) AS fp_op,
+         WHERE o.rank = f.rank AND o.capture = f.capture AND o.start_ns <= f.fp_ns) AS fp_op,
         (SELECT any_value(o.op_name) FROM ordered_ops o
-         WHERE o.rank = f.rank AND o.position = (SELECT count(*) FROM ops e
-                                                 WHERE e.rank = f.rank AND e.end_ns < f.bp_ns)) AS bp_op
+         WHERE o.rank = f.rank AND o.capture = f.capture
+           AND o.position = (SELECT count(*) FROM ops e
+                             WHERE e.rank = f.rank AND e.capture = f.capture AND e.end_ns < f.bp_ns)) AS bp_op
     FROM first_step f
 )
 SELECT
     p.rank,
+    p.capture,
     p.step,
     p.start_ns,
     CASE WHEN fp_override IS NULL THEN p.fp_ns
-         ELSE (SELECT min(o.start_ns) FROM ops o WHERE o.rank = p.rank AND o.op_name = fp_override
+         ELSE (SELECT min(o.start_ns) FROM ops o WHERE o.rank = p.rank AND o.capture = p.capture AND o.op_name = fp_override
                AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS fp_ns,
     CASE WHEN bp_override IS NULL THEN p.bp_ns
-         ELSE (SELECT max(o.end_ns) FROM ops o WHERE o.rank = p.rank AND o.op_name = bp_override
+         ELSE (SELECT max(o.end_ns) FROM ops o WHERE o.rank = p.rank AND o.capture = p.capture AND o.op_name = bp_override
                AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS bp_ns,
     p.end_ns,
     coalesce(fp_override, p.fp_op, d.fp_op) AS fp_op,
@@ -70,4 +74,4 @@ SELECT
          WHEN d.fp_op IS NOT NULL THEN 'derived' END AS point_source
 FROM points p
 CROSS JOIN options
-LEFT JOIN derived d USING (rank)
+LEFT JOIN derived d USING (rank, capture)
