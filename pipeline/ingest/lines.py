@@ -169,9 +169,10 @@ def drop_duplicate_lines(frame: pl.DataFrame, warn: Warn, path: Path | str, what
                      f"repeated {what} (the same text as an earlier line)", tables=tables)
 
 
-def load_json(path: Path, what: str) -> Any:
-    """A small JSON file parsed with Python's parser: errors name the file and place; NaN/Infinity, bad
-    UTF-8 and nesting deeper than MAX_JSON_DEPTH are errors (never a RecursionError)."""
+def load_json(path: Path, what: str, allow_non_finite: bool = False) -> Any:
+    """A small JSON file parsed with Python's parser: errors name the file and place; bad UTF-8 and
+    nesting deeper than MAX_JSON_DEPTH are errors (never a RecursionError), and so are NaN/Infinity
+    unless `allow_non_finite` (then they are floats the caller checks)."""
     data = path.read_bytes()
     if not data.strip():
         raise InputError(path, f"empty file, expected {what}")
@@ -187,7 +188,7 @@ def load_json(path: Path, what: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        return json.loads(text, parse_constant=no_constant)
+        return json.loads(text, parse_constant=None if allow_non_finite else no_constant)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"invalid JSON ({exc.msg}), expected {what}", line=exc.lineno, offset=exc.pos) from None
     except (ValueError, RecursionError) as exc:
