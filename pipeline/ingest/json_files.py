@@ -16,12 +16,13 @@ from ..errors import InputError
 def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, files: list[Path], what: str) -> None:
     """CREATE TABLE `table` AS `select_sql`, whose `$files` parameter is the list of paths.
 
-    An empty file (DuckDB would read it as no events at all) or one that DuckDB cannot parse
+    An empty or whitespace-only file (DuckDB would read it as no events at all) or one that DuckDB cannot parse
     (truncated, not JSON, wrong types) raises InputError naming it and saying it is not `what`.
     """
     for path in files:
-        if path.stat().st_size == 0:
-            raise InputError(path, f"empty file, expected {what}")
+        if _blank(path):
+            raise InputError(path, f"empty file, expected {what}" if path.stat().st_size == 0 else
+                             f"only whitespace, expected {what}")
     try:
         con.execute(f"CREATE TABLE {table} AS {select_sql}", {"files": [str(f) for f in files]})
     except duckdb.Error as error:
@@ -31,6 +32,15 @@ def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, fi
             except duckdb.Error as file_error:
                 raise InputError(path, f"not {what} ({_first_line(file_error)})") from None
         raise InputError(files[0].parent, f"could not read the files as {what} ({_first_line(error)})") from None
+
+
+def _blank(path: Path) -> bool:
+    """Whether the file holds nothing but whitespace (read until its first other byte)."""
+    with open(path, "rb") as handle:
+        while block := handle.read(1024 * 1024):
+            if block.strip():
+                return False
+    return True
 
 
 def _first_line(error: Exception) -> str:
