@@ -203,3 +203,23 @@ def _nesting_depth(data: bytes) -> int:
     codes = np.frombuffer(data, dtype=np.uint8)
     steps = (np.isin(codes, (0x5B, 0x7B)).astype(np.int64) - np.isin(codes, (0x5D, 0x7D)).astype(np.int64))
     return int(np.cumsum(steps).max()) if steps.size else 0
+
+
+def required_columns(table: str) -> list[str]:
+    """The columns of normalized table `table` that may not be null (rank left out: readers add it last)."""
+    from ..tables import catalog
+
+    return [f.name for f in catalog()[table].schema if not f.nullable and f.name != "rank"]
+
+
+def drop_incomplete(frame: pl.DataFrame, table: str, warn: Warn, path: Path | str,
+                    line_column: str = "line_no") -> pl.DataFrame:
+    """`frame` without the rows that lack a value `table` requires (a damaged record whose field was
+    empty, N/A or unreadable), reported as one malformed_record row."""
+    needed = [c for c in required_columns(table) if c in frame.columns]
+    if not needed:
+        return frame
+    return drop_rows(frame, pl.any_horizontal(pl.col(needed).is_null()), warn, path, "malformed_record",
+                     f"records without a value for {', '.join(needed)} (empty, N/A or unreadable)",
+                     line_column=line_column, tables=table, example=pl.concat_str(
+                         [pl.col(c).cast(pl.String).fill_null("null") for c in needed], separator=", "))

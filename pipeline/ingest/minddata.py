@@ -371,8 +371,9 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
     fields = lines.select("line_no", "line", pl.col("line").str.split(" ").alias("f")).select(
         "line_no", "line", *[pl.col("f").list.get(i, null_on_oob=True).cast(pl.Int64, strict=False).alias(name)
                              for i, name in enumerate(("type", "extra", "batch", "value", "ts_ms"))])
-    in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT) for c in ("extra", "batch", "value"))
-    ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, MAX_NS // 1_000_000)
+    in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT).fill_null(False)
+                                 for c in ("extra", "batch", "value"))
+    ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, MAX_NS // 1_000_000).fill_null(False)
     ts_given = pl.col("line").str.count_matches(" ") >= 4
     fields = drop_rows(fields, ~(in_range & ts_ok & (pl.col("ts_ms").is_not_null() | ~ts_given)), warn, path,
                        "out_of_range", f"{trace} records with a negative or out-of-range number", tables=tables)
@@ -459,7 +460,7 @@ def _get_next_tables(source: Source, fields: pl.DataFrame, per_ms: int, to_ns: i
         pl.col("start").cast(pl.Int64, strict=False), pl.col("end").cast(pl.Int64, strict=False),
         pl.col("size").cast(pl.Int64, strict=False))
     rows = drop_rows(rows, ~(pl.col("start").is_between(0, MAX_NS // to_ns) & pl.col("end").is_between(0, MAX_NS // to_ns)
-                             & pl.col("size").is_between(0, _MAX_COUNT)), warn, path, "out_of_range",
+                             & pl.col("size").is_between(0, _MAX_COUNT)).fill_null(False), warn, path, "out_of_range",
                      "get_next records with a negative or out-of-range number", tables=tables)
     rows = drop_rows(rows, pl.col("end") < pl.col("start"), warn, path, "negative_duration",
                      "get_next records that end before they start", tables=tables)

@@ -26,8 +26,8 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
-from .lines import (MAX_NS, complete_text, drop_duplicate_lines, drop_rows, iter_line_frames, load_json, read_lines,
-                    require)
+from .lines import (MAX_NS, complete_text, drop_duplicate_lines, drop_incomplete, drop_rows, iter_line_frames,
+                    load_json, read_lines, require)
 from .run_info import run_info
 
 _INT = r"-?\d+"
@@ -158,7 +158,8 @@ def _checked_spans(frame: pl.DataFrame, path: Path, warn: Warn, table: str, what
         ("non_finite", ~pl.col("dur").is_finite(), f"{what} with a non-finite duration"),
         ("negative_duration", pl.col("dur") < 0, f"{what} with a negative duration"),
         ("out_of_range", pl.col("dur") > MAX_NS, f"{what} with a duration beyond {MAX_NS} ns"),
-        ("out_of_range", ~pl.col("start_ns").is_between(-shift_ns, MAX_NS - shift_ns),
+        ("out_of_range", ~(pl.col("start_ns").is_between(0, MAX_NS)
+                           & pl.col("start_ns").is_between(-shift_ns, MAX_NS - shift_ns)),
          f"{what} with a start time outside 0..{MAX_NS} ns"),
     ]
     for check, bad, text in checks:
@@ -233,6 +234,7 @@ def _kernel_summary(path: Path, warn: Warn) -> pl.DataFrame:
             pl.col("stream_id").cast(pl.Int64, strict=False).is_not_null(), "an integer stream_id")
     frame = drop_rows(frame, ~pl.struct(_KERNEL_SUMMARY_COLUMNS).is_first_distinct(), warn, path, "duplicate_record",
                       "repeated kernel summary rows", tables="kernel_meta", example=pl.col("name"))
+    frame = drop_incomplete(frame, "kernel_meta", warn, path)
     return frame.select(pl.col("name"), pl.col("type").alias("launch_api"),
                         pl.col("op_full_name").alias("op_name"),
                         pl.col("stream_id").cast(pl.Int64), "block_dim", "grid_dim")
@@ -291,8 +293,8 @@ def _step_points_per_step(path: Path, lines: pl.DataFrame, tokens: pl.DataFrame,
             "'op,ns' for the 4 base points and 'op,start_ns,end_ns' for communication ops", lines=lines)
     parsed = parsed.with_columns(pl.col("2").cast(pl.Int64, strict=False).alias("t0"),
                                  pl.col("3").cast(pl.Int64, strict=False).alias("t1"))
-    in_range = (pl.col("t0").is_between(0, MAX_NS)
-                & (pl.col("3").is_null() | pl.col("t1").is_between(0, MAX_NS))).all().over("line_no")
+    in_range = (pl.col("t0").is_between(0, MAX_NS).fill_null(False)
+                & (pl.col("3").is_null() | pl.col("t1").is_between(0, MAX_NS).fill_null(False))).all().over("line_no")
     parsed = drop_rows(parsed, ~in_range & (pl.col("pos") == 0), warn, path, "out_of_range",
                        f"steps with a time outside 0..{MAX_NS} ns", tables="step_point",
                        example=pl.col("token")).filter(in_range)

@@ -118,9 +118,10 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
                           c["duration"]], warn)
     tables = "device_exec,task_desc"
     for path in frame["file"].unique(maintain_order=True).to_list():
-        frame = drop_rows(frame, (pl.col("file") == path) & (pl.col(c["start"]).is_null() | pl.col(c["duration"]).is_null()),
-                          warn, path, "malformed_record", "task rows without a start time or duration (N/A or empty)",
-                          line_column="line", tables=tables, example=pl.col(c["name"]))
+        frame = drop_rows(frame, (pl.col("file") == path) & (pl.col(c["start"]).is_null() | pl.col(c["duration"]).is_null()
+                                                             | pl.col(c["name"]).is_null()),
+                          warn, path, "malformed_record", "task rows without a name, start time or duration (N/A or empty)",
+                          line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     parsed = frame.select(
         pl.col(c["stream_id"]).cast(pl.Int64, strict=False), pl.col(c["task_id"]).cast(pl.Int64, strict=False),
@@ -139,8 +140,13 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
-        "task_type": frame[c["task_type"]],
-    }).filter(is_op).unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
+        "task_type": frame[c["task_type"]], "file": frame["file"], "line": frame["line"],
+    }).filter(is_op)
+    for path in tasks["file"].unique(maintain_order=True).to_list():
+        tasks = drop_rows(tasks, (pl.col("file") == path) & (pl.col("task_id").is_null() | pl.col("stream_id").is_null()),
+                          warn, path, "malformed_record", "op task rows without a task or stream id (N/A or empty); "
+                          "their op types", line_column="line", tables="task_desc", example=pl.col("op_name"))
+    tasks = tasks.drop("file", "line").unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
     return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
 

@@ -42,7 +42,7 @@ from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv
 from ..health import Warn
-from .lines import MAX_NS, load_json
+from .lines import MAX_NS, load_json, required_columns
 from .run_info import run_info
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
@@ -192,9 +192,27 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     with duckdb.connect() as con:
         _load_events(con, timelines, warn)
         for table, sql in queries:
-            rows = _query(con, sql, table, timelines)
+            rows = _complete(_query(con, sql, table, timelines), table, warn, timelines)
             if rows.num_rows:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
+
+
+def _complete(rows: pa.Table, table: str, warn: Warn, files: list[Path]) -> pa.Table:
+    """`rows` without those lacking a value the table requires (an event without a name, a time, or a
+    communication op to belong to), reported as one ledger row."""
+    needed = [c for c in required_columns(table) if c in rows.column_names]
+    if not needed or not any(rows.column(c).null_count for c in needed):
+        return rows
+    frame = pl.from_arrow(rows)
+    incomplete = frame.filter(pl.any_horizontal(pl.col(needed).is_null()))
+    missing = [c for c in needed if incomplete[c].null_count()]
+    unlinked = table == "comm_task" and missing == ["iteration"]
+    where = files[0] if len(files) == 1 else files[0].parent
+    warn(f"{where}: {incomplete.height} {table} rows without {', '.join(missing)}"
+         f"{' (tasks before any communication op)' if unlinked else ''}; left out",
+         check="unlinked" if unlinked else "malformed_record", action="dropped", rows=incomplete.height, path=where,
+         tables=table)
+    return frame.filter(~pl.any_horizontal(pl.col(needed).is_null())).to_arrow()
 
 
 def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Path]) -> pa.Table:
