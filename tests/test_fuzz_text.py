@@ -470,3 +470,17 @@ def test_minddata_nan_queue_sizes_keep_their_sample_numbers(tmp_path: Path) -> N
     samples = outcome.tables["queue_sample"].filter(
         pc.equal(outcome.tables["queue_sample"]["op_id"], 0))["sample"].to_pylist()
     assert samples == list(range(1, len(sizes)))
+
+
+@pytest.mark.parametrize("name", ["step_trace_graph", "step_trace_async"])
+@pytest.mark.parametrize("first", [0, 1, 2])
+def test_step_trace_lines_moved_are_reported(name: str, first: int, tmp_path: Path) -> None:
+    """Step-trace lines swapped (points of the graph layout, steps of the per-step one) change what each
+    point means: the steps whose points fall out of order are named in a ledger row (kept)."""
+    role = ROLES[name]
+    lines = (role.fixture / role.relative).read_bytes().split(b"\n")
+    lines[first], lines[first + 1] = lines[first + 1], lines[first]
+    folder, target = _damage(tmp_path, role, b"\n".join(lines))
+    outcome = read_damaged(folder)
+    [row] = outcome.health
+    assert (row.check, row.action, row.path) == ("malformed_record", "kept", str(target)) and row.rows >= 1

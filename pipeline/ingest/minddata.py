@@ -422,6 +422,13 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
         warn(f"{path}, byte {end}: the last record has no terminating NUL byte (the file was cut short?); dropped",
              check="truncated", action="dropped", rows=1, path=path, offset=end,
              example=text[end:end + 120].decode("utf-8", "replace"), tables=_TABLES["get_next_raw"])
+    try:
+        text[:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        warn(f"{path}, byte {exc.start}: bytes that are not UTF-8 in the records; read as U+FFFD",
+             check="bad_encoding", action="repaired", rows=1, path=path, offset=exc.start,
+             example=text[max(exc.start - 40, 0):exc.start + 40].decode("utf-8", "replace"),
+             tables=_TABLES["get_next_raw"])
     rows = []
     offset = 0
     for line, record in enumerate(text[:end].split(b"\x00"), start=1):

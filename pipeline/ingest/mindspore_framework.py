@@ -270,9 +270,14 @@ def _check_point_order(path: Path, points: pl.DataFrame, warn: Warn) -> None:
     order = pl.lit(False)
     for earlier, later in zip(_BASE_KINDS, _BASE_KINDS[1:]):
         order = order | (pl.col(earlier) > pl.col(later)).fill_null(False)
+    outside = (points.join(base.select("step", "step_start", "step_end"), on="step")
+               .filter(~pl.col("ts_ns").is_between(pl.col("step_start"), pl.col("step_end")).fill_null(True))
+               .select("step").unique())
+    order = order | pl.col("step").is_in(outside["step"].implode())
     bad = base.filter(order | (pl.col("step_start") < pl.col("step_start").shift(1)).fill_null(False))
     if bad.height:
-        warn(f"{path}: {bad.height} steps have points out of order (start, FP, BP, end, and steps in time order), "
+        warn(f"{path}: {bad.height} steps have points out of order (start, FP, BP, communication, end, within the "
+             "step, and steps in time order), "
              f"the first step {bad['step'][0]}; kept as written", check="malformed_record", action="kept",
              rows=bad.height, path=path, tables="step_point")
 
