@@ -484,3 +484,30 @@ def test_step_trace_lines_moved_are_reported(name: str, first: int, tmp_path: Pa
     outcome = read_damaged(folder)
     [row] = outcome.health
     assert (row.check, row.action, row.path) == ("malformed_record", "kept", str(target)) and row.rows >= 1
+
+
+def _cut_inside_last_line(data: bytes) -> bytes:
+    return data[: data.rstrip(b"\n").rfind(b"\n") + 4]
+
+
+def _duplicate_second_line(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    return b"\n".join(lines[:2] + lines[1:])
+
+
+@pytest.mark.parametrize("name, damage", [
+    ("cpu_op", _cut_inside_last_line), ("activity", _duplicate_second_line), ("md_iterator", _cut_inside_last_line),
+    ("op_summary", _duplicate_second_line), ("step_trace_raw", _cut_inside_last_line),
+    ("hccl_trace", lambda data: data.replace(b'"dur": 120.25', b'"dur": -120.25')),
+])
+def test_whole_pipeline_on_damaged_text(name: str, damage: Callable[[bytes], bytes], tmp_path: Path) -> None:
+    """The whole pipeline on a damaged file: a partial run (exit 3) whose trace_health names the file."""
+    from fuzzing import analyse_damaged
+
+    role = ROLES[name]
+    folder, target = _damage(tmp_path, role, damage((role.fixture / role.relative).read_bytes()))
+    result = analyse_damaged(folder, tmp_path / "out")
+    assert not isinstance(result, Exception), result
+    assert result.exit_code == 3
+    rows = result.summary["health"]["rows"]
+    assert any(r["first_file"] == str(target) and r["action"] == "dropped" for r in rows), rows
