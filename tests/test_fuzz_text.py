@@ -511,3 +511,20 @@ def test_whole_pipeline_on_damaged_text(name: str, damage: Callable[[bytes], byt
     assert result.exit_code == 3
     rows = result.summary["health"]["rows"]
     assert any(r["first_file"] == str(target) and r["action"] == "dropped" for r in rows), rows
+
+
+def test_repeated_msprof_events_are_counted_once(tmp_path: Path) -> None:
+    """A timeline-only export whose events are repeated: the tasks are counted once, the repeats reported."""
+    folder = tmp_path / "in"
+    shutil.copytree(MSPROF, folder)
+    shutil.rmtree(folder / MSPROF_DEVICE / "summary")
+    base = read_damaged(folder)
+    target = folder / ROLES["msprof_json"].relative
+    events = json.loads(target.read_text())
+    tasks = [e for e in events if e.get("ph") == "X"]
+    target.write_text(json.dumps(events + tasks))
+    outcome = read_damaged(folder)
+    [row] = outcome.health
+    assert (row.check, row.action, row.rows, row.path) == ("duplicate_record", "dropped", len(tasks), str(target))
+    for table in ("device_exec", "step_point", "comm_task"):
+        assert outcome.rows(table) == base.rows(table) > 0
