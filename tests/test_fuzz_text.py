@@ -528,3 +528,22 @@ def test_repeated_msprof_events_are_counted_once(tmp_path: Path) -> None:
     assert (row.check, row.action, row.rows, row.path) == ("duplicate_record", "dropped", len(tasks), str(target))
     for table in ("device_exec", "step_point", "comm_task"):
         assert outcome.rows(table) == base.rows(table) > 0
+
+
+@pytest.mark.parametrize("name", ["activity", "md_device_queue", "op_summary", "md_aicpu"])
+def test_every_line_boundary_and_mid_line_cut(name: str, tmp_path: Path, tmp_path_factory) -> None:
+    """Exhaustively for small files: a cut at every line boundary keeps exactly the complete lines' records
+    with no ledger row; a cut inside every line also drops that partial line, with one `truncated` row."""
+    role = ROLES[name]
+    original = (role.fixture / role.relative).read_bytes()
+    base = _baseline(role.fixture, tmp_path_factory)
+    ends = [i + 1 for i, byte in enumerate(original) if byte == 0x0A]
+    for end in ends[:-1]:
+        for cut, partial in ((original[:end], False), (original[: end + 3], True)):
+            folder, target = _damage(tmp_path, role, cut)
+            outcome = read_damaged(folder)
+            if outcome.errors:  # only a header, or nothing complete left: the file has no records
+                assert role.count(cut) == 0 and _lossy_about(outcome, target)
+                continue
+            _check_counts(role, outcome, base, original, cut)
+            assert [(e.check, e.rows) for e in outcome.health] == ([("truncated", 1)] if partial else []), end
