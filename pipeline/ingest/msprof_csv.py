@@ -191,6 +191,15 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
     _check_numbers(frame, parsed, ["step", "fp", "bp", "end", "time"])
     points = []
     bad_spans: list[tuple[str, int, str]] = []
+    backwards = [(path, line, step) for (step, _, _, end, time), path, line in
+                 zip(parsed.iter_rows(), frame["file"].to_list(), frame["line"].to_list()) if end - time < 0]
+    if backwards:
+        warn(f"{backwards[0][0]}, line {backwards[0][1]}: {len(backwards)} iterations whose time is longer than "
+             "their end (they would start before 0); left out", check="out_of_range", action="dropped",
+             rows=len(backwards), path=backwards[0][0], line=backwards[0][1], example=f"iteration {backwards[0][2]}",
+             tables=tables)
+        keep = pl.Series([end - time >= 0 for (_, _, _, end, time) in parsed.iter_rows()])
+        parsed, frame = parsed.filter(keep), frame.filter(keep)
     for (step, fp, bp, end, time), reduces, path, line in zip(parsed.iter_rows(), frame["reduces"].to_list(),
                                                               frame["file"].to_list(), frame["line"].to_list()):
         points += [(step, "step_start", end - time, -1), (step, "step_end", end, 1_000_000)]

@@ -193,8 +193,26 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         _load_events(con, timelines, warn)
         for table, sql in queries:
             rows = _complete(_query(con, sql, table, timelines), table, warn, timelines)
+            if table == "step_point":
+                rows = _forward_steps(rows, warn, timelines)
             if rows.num_rows:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
+
+
+def _forward_steps(rows: pa.Table, warn: Warn, files: list[Path]) -> pa.Table:
+    """Step points without the steps that end before they start (an Iteration End before the iteration's
+    start), reported as one negative_duration row."""
+    frame = pl.from_arrow(rows)
+    ends = frame.group_by("step").agg(pl.col("ts_ns").filter(pl.col("kind") == "step_start").min().alias("start"),
+                                      pl.col("ts_ns").filter(pl.col("kind") == "step_end").max().alias("end"))
+    backwards = ends.filter(pl.col("end") < pl.col("start"))["step"]
+    if not backwards.len():
+        return rows
+    where = files[0] if len(files) == 1 else files[0].parent
+    warn(f"{where}: {backwards.len()} steps end before they start (the first, step {backwards.min()}); left out",
+         check="negative_duration", action="dropped", rows=backwards.len(), path=where,
+         example=f"step {backwards.min()}", tables="step_point")
+    return frame.filter(~pl.col("step").is_in(backwards.implode())).to_arrow()
 
 
 def _complete(rows: pa.Table, table: str, warn: Warn, files: list[Path]) -> pa.Table:
