@@ -547,3 +547,12 @@ def test_every_line_boundary_and_mid_line_cut(name: str, tmp_path: Path, tmp_pat
                 continue
             _check_counts(role, outcome, base, original, cut)
             assert [(e.check, e.rows) for e in outcome.health] == ([("truncated", 1)] if partial else []), end
+
+
+def test_json_array_cut_after_a_comma_is_an_error(tmp_path: Path) -> None:
+    """DuckDB reads `[{...}, {...}, ` as a complete array: the readers check that the value is closed."""
+    role = ROLES["msprof_json"]
+    data = (role.fixture / role.relative).read_bytes()
+    folder, target = _damage(tmp_path, role, data[: data.index(b"}, {", 400) + 3])
+    [error] = read_damaged(folder).errors
+    assert str(target) in str(error) and "cut short" in str(error)

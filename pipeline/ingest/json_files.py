@@ -32,6 +32,11 @@ def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, fi
             except duckdb.Error as file_error:
                 raise InputError(path, f"not {what} ({_first_line(file_error)})") from None
         raise InputError(files[0].parent, f"could not read the files as {what} ({_first_line(error)})") from None
+    for path in files:  # DuckDB reads an array cut just after a comma as complete
+        end = _last_byte(path)
+        if end[0] not in b"]}":
+            raise InputError(path, f"not {what} (the file ends before its JSON value does: cut short?)",
+                             offset=end[1])
 
 
 def _blank(path: Path) -> bool:
@@ -41,6 +46,21 @@ def _blank(path: Path) -> bool:
             if block.strip():
                 return False
     return True
+
+
+def _last_byte(path: Path) -> tuple[int, int]:
+    """The last byte of the file that is not whitespace, and its offset (DuckDB reads an array cut after a
+    comma as a complete one: a JSON value must end with a bracket)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        step = 4096
+        while True:
+            start = max(size - step, 0)
+            handle.seek(start)
+            tail = handle.read(size - start).rstrip()
+            if tail or start == 0:
+                return (tail[-1], start + len(tail) - 1) if tail else (0x20, 0)
+            size, step = start, step * 2
 
 
 def _first_line(error: Exception) -> str:
