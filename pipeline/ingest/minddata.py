@@ -173,12 +173,16 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
 
     op_ids = sorted(ops)
     workers = [ops[i].get("num_workers") for i in op_ids]
-    bad_workers = [w for w in workers if _is_int(w) and not 0 <= w <= _MAX_COUNT]
-    if bad_workers:
-        warn(f"{path}: {len(bad_workers)} ops with num_workers out of range, e.g. {bad_workers[0]}; left out (null)",
-             check="out_of_range", action="dropped", rows=len(bad_workers), path=path, example=str(bad_workers[0]),
-             tables="data_op")
-        workers = [None if w in bad_workers else w for w in workers]
+    for check, bad in (("out_of_range", lambda w: _is_int(w) and not 0 <= w <= _MAX_COUNT),
+                       ("non_finite", lambda w: isinstance(w, float) and not math.isfinite(w)),
+                       ("malformed_record", lambda w: w is not None and not _is_int(w)
+                        and not (isinstance(w, float) and not math.isfinite(w)))):
+        found = [json.dumps(w) for w in workers if bad(w)]
+        if found:
+            warn(f"{path}: {len(found)} ops with a num_workers that is not a worker count, e.g. {found[0][:40]}; "
+                 "left out (null)", check=check, action="dropped", rows=len(found), path=path, example=found[0],
+                 tables="data_op")
+    workers = [w if _is_int(w) and 0 <= w <= _MAX_COUNT else None for w in workers]
     yield "data_op", pa.table({
         "rank": pa.array([source.rank] * len(op_ids), pa.int32()),
         "op_id": op_ids, "op_type": [ops[i]["op_type"] for i in op_ids],
