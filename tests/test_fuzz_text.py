@@ -556,3 +556,13 @@ def test_json_array_cut_after_a_comma_is_an_error(tmp_path: Path) -> None:
     folder, target = _damage(tmp_path, role, data[: data.index(b"}, {", 400) + 3])
     [error] = read_damaged(folder).errors
     assert str(target) in str(error) and "cut short" in str(error)
+
+
+@pytest.mark.parametrize("name", ["msprof_json", "hccl_trace"])
+def test_json_trace_starting_with_bad_utf8_is_an_error(name: str, tmp_path: Path) -> None:
+    """DuckDB quotes the bad bytes in its message, which Python cannot decode: still an InputError."""
+    role = ROLES[name]
+    data = (role.fixture / role.relative).read_bytes()
+    folder, target = _damage(tmp_path, role, b"\x80" + data[1:])
+    [error] = read_damaged(folder).errors
+    assert str(target) in str(error)

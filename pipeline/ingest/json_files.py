@@ -25,13 +25,13 @@ def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, fi
                              f"only whitespace, expected {what}")
     try:
         con.execute(f"CREATE TABLE {table} AS {select_sql}", {"files": [str(f) for f in files]})
-    except duckdb.Error as error:
+    except (duckdb.Error, UnicodeDecodeError) as error:  # DuckDB's message may quote bytes that are not UTF-8
         for path in files:  # materialized, so every value is converted as in the failed query
             try:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE json_probe AS {select_sql}", {"files": [str(path)]})
-            except duckdb.Error as file_error:
-                raise InputError(path, f"not {what} ({_first_line(file_error)})") from None
-        raise InputError(files[0].parent, f"could not read the files as {what} ({_first_line(error)})") from None
+            except (duckdb.Error, UnicodeDecodeError) as file_error:
+                raise InputError(path, f"not {what} ({first_line(file_error)})") from None
+        raise InputError(files[0].parent, f"could not read the files as {what} ({first_line(error)})") from None
     for path in files:  # DuckDB reads an array cut just after a comma as complete
         end = _last_byte(path)
         if end[0] not in b"]}":
@@ -63,5 +63,7 @@ def _last_byte(path: Path) -> tuple[int, int]:
             size, step = start, step * 2
 
 
-def _first_line(error: Exception) -> str:
+def first_line(error: Exception) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"bytes that are not UTF-8 near byte {error.start} of DuckDB's message: not UTF-8 text?"
     return str(error).strip().splitlines()[0]

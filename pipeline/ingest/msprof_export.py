@@ -238,19 +238,19 @@ def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Pat
     not a number, ...) is an InputError naming the file, found by running the query on each file alone."""
     try:
         return con.sql(sql).to_arrow_table()
-    except duckdb.Error as error:
+    except (duckdb.Error, UnicodeDecodeError) as error:  # a message quoting bytes that are not UTF-8
         for path in files:
             con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events WHERE filename = ?",
                         [str(path)])
             try:
                 con.sql(sql).fetchall()
-            except duckdb.Error as file_error:
+            except (duckdb.Error, UnicodeDecodeError) as file_error:
                 raise InputError(path, f"events of the wrong type for {table} "
-                                       f"({str(file_error).strip().splitlines()[0]})") from None
+                                       f"({json_files.first_line(file_error)})") from None
             finally:
                 con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
         raise InputError(files[0].parent, f"events of the wrong type for {table} "
-                                          f"({str(error).strip().splitlines()[0]})") from None
+                                          f"({json_files.first_line(error)})") from None
 
 
 def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]], dict[str, list[Path]]]:
