@@ -61,11 +61,25 @@ def test_empty_step_trace_is_pynative_not_an_error(tmp_path):
     assert result.summary["ranks"][0]["steps"] == {"count": 0}
 
 
-@pytest.mark.parametrize("kind", ["cpu_op", "cpu_framework", "gpu_op", "activity", "gpu_framework",
-                                  "step_trace", "start_time"])
+@pytest.mark.parametrize("kind", ["step_trace", "start_time"])
 def test_truncated_file(tmp_path, kind):
     error = _error(tmp_path, kind, lambda data: data[: len(data) * 2 // 3])
     assert error.line is not None and error.line >= 1
+
+
+@pytest.mark.parametrize("kind", ["cpu_op", "cpu_framework", "gpu_op", "activity", "gpu_framework"])
+def test_truncated_file_keeps_the_complete_lines(tmp_path, kind):
+    """A file cut inside a line: the complete lines are read, the partial one is dropped and reported;
+    --strict makes that loss fatal."""
+    copy, target = _damaged(tmp_path, kind, lambda data: data[: len(data) * 2 // 3])
+    complete = target.read_bytes().count(b"\n")
+    result = run(copy, tmp_path / "out")
+    assert result.exit_code == 3
+    [row] = [r for r in result.summary["health"]["rows"] if r["check"] == "truncated"]
+    assert (row["action"], row["rows"], row["first_file"], row["first_line"]) == ("dropped", 1, str(target),
+                                                                                   complete + 1)
+    with pytest.raises(ProfpipeError, match="--strict: .*ends in the middle of this line"):
+        run(copy, tmp_path / "out2", strict=True)
 
 
 @pytest.mark.parametrize("kind", ["cpu_op", "gpu_op", "activity", "gpu_framework", "step_trace", "start_time",

@@ -180,7 +180,9 @@ def test_non_numeric_sizes_leave_out_that_queue_only(tmp_path: Path):
 def test_bad_pipeline_file_is_left_out_with_the_rest_analysed(text: str, message: str, tmp_path: Path):
     folder = _logs(tmp_path / "logs", text, **{"dataset_iterator_profiling_0.txt": "0 2 1 5 100\n1 8 1 3 100\n"})
     result = run(folder, tmp_path / "out")
-    assert result.exit_code == 0
+    assert result.exit_code == 3  # partial: a log was left out (a trace_health row)
+    [row] = result.summary["health"]["rows"]
+    assert (row["action"], row["first_file"]) == ("dropped", str(folder / "pipeline_profiling_0.json"))
     warnings = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
     assert any("pipeline_profiling_0.json" in w and message in w and "pipeline tree" in w for w in warnings), warnings
     assert query(tmp_path / "out", "SELECT count(*) FROM data_op")[0][0] == 0

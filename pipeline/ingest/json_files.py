@@ -16,22 +16,54 @@ from ..errors import InputError
 def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, files: list[Path], what: str) -> None:
     """CREATE TABLE `table` AS `select_sql`, whose `$files` parameter is the list of paths.
 
-    An empty file (DuckDB would read it as no events at all) or one that DuckDB cannot parse
+    An empty or whitespace-only file (DuckDB would read it as no events at all) or one that DuckDB cannot parse
     (truncated, not JSON, wrong types) raises InputError naming it and saying it is not `what`.
     """
     for path in files:
-        if path.stat().st_size == 0:
-            raise InputError(path, f"empty file, expected {what}")
+        if _blank(path):
+            raise InputError(path, f"empty file, expected {what}" if path.stat().st_size == 0 else
+                             f"only whitespace, expected {what}")
     try:
         con.execute(f"CREATE TABLE {table} AS {select_sql}", {"files": [str(f) for f in files]})
-    except duckdb.Error as error:
+    except (duckdb.Error, UnicodeDecodeError) as error:  # DuckDB's message may quote bytes that are not UTF-8
         for path in files:  # materialized, so every value is converted as in the failed query
             try:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE json_probe AS {select_sql}", {"files": [str(path)]})
-            except duckdb.Error as file_error:
-                raise InputError(path, f"not {what} ({_first_line(file_error)})") from None
-        raise InputError(files[0].parent, f"could not read the files as {what} ({_first_line(error)})") from None
+            except (duckdb.Error, UnicodeDecodeError) as file_error:
+                raise InputError(path, f"not {what} ({first_line(file_error)})") from None
+        raise InputError(files[0].parent, f"could not read the files as {what} ({first_line(error)})") from None
+    for path in files:  # DuckDB reads an array cut just after a comma as complete
+        end = _last_byte(path)
+        if end[0] not in b"]}":
+            raise InputError(path, f"not {what} (the file ends before its JSON value does: cut short?)",
+                             offset=end[1])
 
 
-def _first_line(error: Exception) -> str:
+def _blank(path: Path) -> bool:
+    """Whether the file holds nothing but whitespace (read until its first other byte)."""
+    with open(path, "rb") as handle:
+        while block := handle.read(1024 * 1024):
+            if block.strip():
+                return False
+    return True
+
+
+def _last_byte(path: Path) -> tuple[int, int]:
+    """The last byte of the file that is not whitespace, and its offset (DuckDB reads an array cut after a
+    comma as a complete one: a JSON value must end with a bracket)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        step = 4096
+        while True:
+            start = max(size - step, 0)
+            handle.seek(start)
+            tail = handle.read(size - start).rstrip()
+            if tail or start == 0:
+                return (tail[-1], start + len(tail) - 1) if tail else (0x20, 0)
+            size, step = start, step * 2
+
+
+def first_line(error: Exception) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"bytes that are not UTF-8 near byte {error.start} of DuckDB's message: not UTF-8 text?"
     return str(error).strip().splitlines()[0]

@@ -22,6 +22,7 @@ folder with MindData logs alone is a source of its own (run_info layout 'minddat
 from __future__ import annotations
 
 import json
+import math
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
-from .lines import read_lines, require
+from .lines import MAX_NS, drop_duplicate_lines, drop_rows, load_json, read_lines, require
 from .run_info import run_info
 
 #: What is left out of the analysis when a log cannot be read, by role.
@@ -46,8 +47,17 @@ _LEFT_OUT = {
     "get_next_gpu": "the get_next queue",
     "get_next_raw": "the get_next queue",
 }
+#: The tables each log gives, by role (named in the ledger when a log is left out).
+_TABLES = {
+    "pipeline": "data_op,queue_sample", "cpu_utilization": "data_cpu_sample",
+    "device_queue": "data_batch_time,queue_sample", "iterator": "data_batch_time,queue_sample",
+    "get_next_ascend": "queue_sample,data_batch_time", "get_next_gpu": "queue_sample,data_batch_time",
+    "get_next_raw": "queue_sample,data_batch_time",
+}
 _BATCH_TIME_KINDS = ("pipeline", "push", "batch")
 _INT = r"-?\d+"
+#: Largest id, count or size a MindData log may hold (larger ones are damage; the columns are int64).
+_MAX_COUNT = 2**62
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -68,29 +78,26 @@ def read_logs(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         if role in source.files:
             yield from _guarded(role, reader(source, role, warn), warn)
     for path in source.slices.get("get_next_raw", []):
-        yield from _guarded("get_next_raw", _get_next_raw(source, path), warn)
+        yield from _guarded("get_next_raw", _get_next_raw(source, path, warn), warn)
 
 
 def _guarded(role: str, tables: Iterator[tuple[str, pa.Table]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    """The tables of one log (a reader's generator, run here), all or nothing: on bad input, a warning instead."""
+    """The tables of one log (a reader's generator, run here), all or nothing: on bad input, a ledger row
+    (the log's records dropped) instead."""
     try:
         produced = list(tables)
     except InputError as exc:
-        warn(f"{exc}; MindData analysis without it: {_LEFT_OUT[role]} left out")
+        cut = "cut short" in exc.problem or "truncated" in exc.problem or "unexpected end" in exc.problem.lower()
+        warn(f"{exc}; MindData analysis without it: {_LEFT_OUT[role]} left out",
+             check="truncated" if cut else "malformed_record", action="dropped", path=exc.path, line=exc.line,
+             offset=exc.offset, tables=_TABLES[role])
         return
     yield from produced
 
 
 def _load_json(path: Path, what: str) -> dict[str, Any]:
-    if path.stat().st_size == 0:
-        raise InputError(path, f"empty file, expected {what}")
-    try:
-        data = json.loads(path.read_bytes())
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "not UTF-8 text", offset=exc.start) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON ({exc.msg}), expected {what}", line=exc.lineno,
-                         offset=exc.pos) from None
+    """The log's JSON object (NaN and Infinity are read as floats and checked where they are used)."""
+    data = load_json(path, what, allow_non_finite=True)
     if not isinstance(data, dict):
         raise InputError(path, f"expected {what}, got a JSON {type(data).__name__}")
     return data
@@ -104,6 +111,26 @@ def _number_list(path: Path, values: Any, where: str, integers: bool = False) ->
     return values
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bad_number(value: float, low: float = 0, high: float = _MAX_COUNT) -> str | None:
+    """The ledger check a number breaks ('non_finite', 'out_of_range'), or None when it lies in low..high."""
+    if not math.isfinite(value):
+        return "non_finite"
+    return None if low <= value <= high else "out_of_range"
+
+
+def _report_values(warn: Warn, path: Path, found: dict[str, list[str]], what: str, table: str,
+                   action: str = "dropped") -> None:
+    """One ledger row per check for the bad values collected in `found` (check -> examples)."""
+    for check, examples in found.items():
+        warn(f"{path}: {len(examples)} {what} {'not finite' if check == 'non_finite' else 'out of range'}, "
+             f"e.g. {examples[0]}; left out", check=check, action=action, rows=len(examples), path=path,
+             example=examples[0], tables=table)
+
+
 # --- pipeline_profiling_N.json -------------------------------------------------------------------
 
 def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -112,12 +139,19 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
     interval, op_info = data.get("sampling_interval"), data.get("op_info")
     if not isinstance(op_info, list) or not op_info:
         raise InputError(path, "expected a non-empty op_info list")
-    if interval is not None and not isinstance(interval, (int, float)):
+    if interval is not None and (not isinstance(interval, (int, float)) or isinstance(interval, bool)):
         raise InputError(path, f"sampling_interval: expected a number, got {json.dumps(interval)[:40]}")
+    if interval is not None and _bad_number(interval, high=1e12):
+        warn(f"{path}: sampling_interval {interval} is not a finite non-negative number; left out (null)",
+             check=_bad_number(interval, high=1e12), action="dropped", rows=1, path=path, example=str(interval),
+             tables="data_op")
+        interval = None
     ops: dict[int, dict[str, Any]] = {}
     for index, op in enumerate(op_info):
-        if not isinstance(op, dict) or not isinstance(op.get("op_id"), int) or not isinstance(op.get("op_type"), str):
+        if not isinstance(op, dict) or not _is_int(op.get("op_id")) or not isinstance(op.get("op_type"), str):
             raise InputError(path, f"op_info[{index}]: expected an object with integer op_id and string op_type")
+        if not -_MAX_COUNT <= op["op_id"] <= _MAX_COUNT:
+            raise InputError(path, f"op_info[{index}]: op id {op['op_id']} is out of range (within ±{_MAX_COUNT})")
         if op["op_id"] in ops:
             raise InputError(path, f"op_info[{index}]: op id {op['op_id']} appears twice")
         ops[op["op_id"]] = op
@@ -131,13 +165,24 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
         for index, child in enumerate(kids):
             if child in parent:
                 warn(f"{path}: op {child} is a child of both op {parent[child][0]} and op {op_id}; "
-                     f"its link under op {op_id} is left out of the tree")
+                     f"its link under op {op_id} is left out of the tree", check="conflicting_entry",
+                     action="kept", rows=1, path=path, tables="data_op")
                 continue
             parent[child] = (op_id, index)
     order, pipeline_parent = _pipeline_tree(path, children, queues, warn)
 
     op_ids = sorted(ops)
     workers = [ops[i].get("num_workers") for i in op_ids]
+    for check, bad in (("out_of_range", lambda w: _is_int(w) and not 0 <= w <= _MAX_COUNT),
+                       ("non_finite", lambda w: isinstance(w, float) and not math.isfinite(w)),
+                       ("malformed_record", lambda w: w is not None and not _is_int(w)
+                        and not (isinstance(w, float) and not math.isfinite(w)))):
+        found = [json.dumps(w) for w in workers if bad(w)]
+        if found:
+            warn(f"{path}: {len(found)} ops with a num_workers that is not a worker count, e.g. {found[0][:40]}; "
+                 "left out (null)", check=check, action="dropped", rows=len(found), path=path, example=found[0],
+                 tables="data_op")
+    workers = [w if _is_int(w) and 0 <= w <= _MAX_COUNT else None for w in workers]
     yield "data_op", pa.table({
         "rank": pa.array([source.rank] * len(op_ids), pa.int32()),
         "op_id": op_ids, "op_type": [ops[i]["op_type"] for i in op_ids],
@@ -150,15 +195,16 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
         "pipeline_order": pa.array([order.get(i) for i in op_ids], pa.int32()),
         "pipeline_parent_id": pa.array([pipeline_parent.get(i) for i in op_ids], pa.int64()),
     })
-    sampled = [(i, queues[i]) for i in op_ids if queues[i] is not None and queues[i][1]]
-    if sampled:
+    samples = [(i, n, size, queues[i][0]) for i in op_ids if queues[i] is not None
+               for n, size in enumerate(queues[i][1]) if size is not None]
+    if samples:
         yield "queue_sample", pa.table({
-            "rank": pa.array([source.rank] * sum(len(q[1]) for _, q in sampled), pa.int32()),
-            "queue": ["op_output"] * sum(len(q[1]) for _, q in sampled),
-            "op_id": [i for i, q in sampled for _ in q[1]],
-            "sample": [n for _, q in sampled for n in range(len(q[1]))],
-            "size": pa.array([round(s) for _, q in sampled for s in q[1]], pa.int64()),
-            "capacity": pa.array([q[0] for _, q in sampled for _ in q[1]], pa.int64()),
+            "rank": pa.array([source.rank] * len(samples), pa.int32()),
+            "queue": ["op_output"] * len(samples),
+            "op_id": [s[0] for s in samples],
+            "sample": [s[1] for s in samples],
+            "size": pa.array([round(s[2]) for s in samples], pa.int64()),
+            "capacity": pa.array([s[3] for s in samples], pa.int64()),
         })
 
 
@@ -168,7 +214,9 @@ def _children(path: Path, op_id: int, op: dict[str, Any], ops: dict[int, Any], w
     kids = _number_list(path, raw, f"op {op_id} children", integers=True)
     missing = [k for k in kids if k not in ops]
     if missing:
-        warn(f"{path}: op {op_id} lists children {missing} that are not in op_info; left out of the tree")
+        warn(f"{path}: op {op_id} lists children {missing} that are not in op_info; left out of the tree",
+             check="unlinked", action="kept", rows=len(missing), path=path, example=str(missing[0]),
+             tables="data_op")
     return [k for k in kids if k in ops]
 
 
@@ -182,16 +230,26 @@ def _output_queue(path: Path, op_id: int, op: dict[str, Any], warn: Warn) -> tup
     if not isinstance(queue, dict):
         raise InputError(path, f"op {op_id} metrics.output_queue: expected an object")
     capacity = queue.get("length")
-    if capacity is not None and (not isinstance(capacity, int) or capacity <= 0):
+    if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= _MAX_COUNT):
         warn(f"{path}: op {op_id} output queue length {json.dumps(capacity)[:40]} is not a positive integer; "
-             "its queue usage is left out")
+             "its queue usage is left out", check="out_of_range" if _is_int(capacity) else "malformed_record",
+             action="dropped", rows=1, path=path, example=json.dumps(capacity)[:40], tables="data_op")
         capacity = None
     try:
         sizes = _number_list(path, queue.get("size") or [], f"op {op_id} output_queue.size")
     except InputError as exc:
-        warn(f"{exc}; the op's queue samples are left out")
+        raw = queue.get("size")
+        warn(f"{exc}; the op's queue samples are left out", check="malformed_record", action="dropped",
+             rows=len(raw) if isinstance(raw, list) else None, path=path, tables="queue_sample")
         sizes = []
-    return capacity, sizes
+    found: dict[str, list[str]] = {}
+    for size in sizes:
+        check = _bad_number(size)
+        if check:
+            found.setdefault(check, []).append(str(size))
+    _report_values(warn, path, found, f"op {op_id} output queue sizes", "queue_sample")
+    # a sample keeps its position (the sample number) even when one before it is left out
+    return capacity, [None if _bad_number(size) else size for size in sizes]
 
 
 def _pipeline_tree(path: Path, children: dict[int, list[int]], queues: dict[int, Any],
@@ -208,7 +266,8 @@ def _pipeline_tree(path: Path, children: dict[int, list[int]], queues: dict[int,
             child = pending.popleft()
             if child in seen:
                 warn(f"{path}: op {child} is reached again below op {op_id} (a cycle in children); "
-                     "that link is left out of the tree")
+                     "that link is left out of the tree", check="conflicting_entry", action="kept", rows=1,
+                     path=path, tables="data_op")
                 continue
             seen.add(child)
             if queues[child] is None:
@@ -229,15 +288,35 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
     rows: dict[str, list[Any]] = {k: [] for k in ("scope", "op_id", "sample", "user_pct", "sys_pct",
                                                   "io_pct", "idle_pct", "memory_mb", "ts_ns")}
     stamps = _number_list(path, data.get("time_stamp") or [], "time_stamp")
+    found: dict[str, list[str]] = {}
+    for stamp in stamps:
+        check = _bad_number(stamp, high=MAX_NS / 1_000_000)
+        if check:
+            found.setdefault(check, []).append(str(stamp))
+    _report_values(warn, path, found, "time_stamp values (s)", "data_cpu_sample")
+    stamps_ns = [None if _bad_number(t, high=MAX_NS / 1_000_000) else round(t * 1_000_000) for t in stamps]
+    bad_values: dict[str, list[str]] = {}
+
+    def checked(values: list[float]) -> list[float | None]:
+        """The values with the non-finite and negative ones left out (null), collected for the ledger."""
+        kept = []
+        for value in values:
+            check = _bad_number(value, high=1e18)
+            if check:
+                bad_values.setdefault(check, []).append(str(value))
+            kept.append(None if check else value)
+        return kept
 
     def add(scope: str, op_id: int | None, metrics: Any, where: str, memory: tuple[str, str] | None = None) -> None:
         if not isinstance(metrics, dict):
             raise InputError(path, f"{where}: expected an object of utilization lists")
-        series = {f"{key}_pct": _number_list(path, metrics.get(f"{key}_utilization") or [], f"{where}.{key}_utilization")
+        series = {f"{key}_pct": checked(_number_list(path, metrics.get(f"{key}_utilization") or [],
+                                                     f"{where}.{key}_utilization"))
                   for key in ("user", "sys", "io", "idle")}
         if memory and isinstance(data.get(memory[0]), dict):
-            series["memory_mb"] = _number_list(path, data[memory[0]].get(memory[1]) or [], f"{memory[0]}.{memory[1]}")
-        series["ts_ns"] = [round(t * 1_000_000) for t in stamps]
+            series["memory_mb"] = checked(_number_list(path, data[memory[0]].get(memory[1]) or [],
+                                                       f"{memory[0]}.{memory[1]}"))
+        series["ts_ns"] = stamps_ns
         # the lists of one object may differ in length (MindSpore 2.10 writes 2 user, 4 idle samples)
         for n in range(max(len(v) for key, v in series.items() if key != "ts_ns")):
             rows["scope"].append(scope)
@@ -254,10 +333,24 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
     op_info = data.get("op_info") or []
     if not isinstance(op_info, list):
         raise InputError(path, "op_info: expected a list")
+    seen: dict[int, Any] = {}
     for index, op in enumerate(op_info):
-        if not isinstance(op, dict) or not isinstance(op.get("op_id"), int):
-            raise InputError(path, f"op_info[{index}]: expected an object with an integer op_id")
+        if not isinstance(op, dict) or not _is_int(op.get("op_id")) or not -_MAX_COUNT <= op["op_id"] <= _MAX_COUNT:
+            raise InputError(path, f"op_info[{index}]: expected an object with an integer op_id (within ±{_MAX_COUNT})")
+        if op["op_id"] in seen:
+            same = seen[op["op_id"]] == op
+            warn(f"{path}: op_info[{index}]: op {op['op_id']} appears again"
+                 f"{'' if same else ' with other samples'}; only its first entry is read",
+                 check="duplicate_record" if same else "conflicting_entry", action="dropped", rows=1, path=path,
+                 example=f"op_info[{index}]", tables="data_cpu_sample")
+            continue
+        seen[op["op_id"]] = op
         add("op", op["op_id"], op.get("metrics"), f"op_info[{index}] (op {op['op_id']}).metrics")
+    for check, examples in bad_values.items():
+        warn(f"{path}: {len(examples)} utilization or memory values "
+             f"{'not finite' if check == 'non_finite' else 'negative or beyond 1e18'}, e.g. {examples[0]}; "
+             "left out (null)", check=check, action="dropped", rows=len(examples), path=path, example=examples[0],
+             tables="data_cpu_sample")
     yield "data_cpu_sample", pa.table({
         **rows, "rank": pa.array([source.rank] * len(rows["sample"]), pa.int32()),
         **{key: pa.array(rows[key], pa.float64()) for key in ("user_pct", "sys_pct", "io_pct", "idle_pct", "memory_mb")},
@@ -267,16 +360,27 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
 # --- device_queue_profiling_N.txt / dataset_iterator_profiling_N.txt -----------------------------
 
 def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """`type extra batch value [timestamp_ms]` records. A cut last line, repeated lines and records with a
+    negative or out-of-range number are left out and reported."""
     path = source.files[role]
     if path.stat().st_size == 0:
         raise InputError(path, "empty file, expected `type extra batch value [timestamp]` records")
-    lines = read_lines(path, newline_terminated=False)
+    lines = read_lines(path, warn=warn, allow_blank=False)
     require(path, lines, pl.col("line").str.contains(rf"^\s*[01] {_INT} {_INT} {_INT}( {_INT})?\s*$"),
             "`type extra batch value [timestamp_ms]` (integers, type 0 or 1)")
-    fields = lines.select("line_no", pl.col("line").str.strip_chars().str.split(" ").alias("f")).select(
-        "line_no", *[pl.col("f").list.get(i, null_on_oob=True).cast(pl.Int64).alias(name)
-                     for i, name in enumerate(("type", "extra", "batch", "value", "ts_ms"))])
     trace = "device_queue" if role == "device_queue" else "iterator"
+    tables = "data_batch_time,queue_sample"
+    lines = drop_duplicate_lines(lines.with_columns(pl.col("line").str.strip_chars()), warn, path,
+                                 f"{trace} records", tables=tables)
+    fields = lines.select("line_no", "line", pl.col("line").str.split(" ").alias("f")).select(
+        "line_no", "line", *[pl.col("f").list.get(i, null_on_oob=True).cast(pl.Int64, strict=False).alias(name)
+                             for i, name in enumerate(("type", "extra", "batch", "value", "ts_ms"))])
+    in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT).fill_null(False)
+                                 for c in ("extra", "batch", "value"))
+    ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, MAX_NS // 1_000_000).fill_null(False)
+    ts_given = pl.col("line").str.count_matches(" ") >= 4
+    fields = drop_rows(fields, ~(in_range & ts_ok & (pl.col("ts_ms").is_not_null() | ~ts_given)), warn, path,
+                       "out_of_range", f"{trace} records with a negative or out-of-range number", tables=tables)
     times = fields.filter(pl.col("type") == 0)
     require(path, times, pl.col("extra").is_between(0, 2), "time record sub-type 0 (pipeline), 1 (push) or 2 (batch)",
             lines)
@@ -300,41 +404,77 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
 def _get_next(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """`name start end queue_size` rows (MindSpore often loses the header line); GetNext rows only."""
     path = source.files[role]
-    lines = read_lines(path, newline_terminated=False)
+    lines = read_lines(path, warn=warn, allow_blank=False)
     lines = lines.filter(~pl.col("line").str.starts_with("node_name"))
     require(path, lines, pl.col("line").str.contains(rf"^\s*\S+\s+{_INT}\s+{_INT}\s+{_INT}\s*$"),
             "`node_name start_time end_time queue_size` (integer times and size)")
-    fields = lines.select(pl.col("line").str.extract_groups(
-        rf"^\s*(?<name>\S+)\s+(?<start>{_INT})\s+(?<end>{_INT})\s+(?<size>{_INT})")).unnest("line")
-    yield from _get_next_tables(source, fields, 1_000_000 if role == "get_next_gpu" else 1_000,
-                                1 if role == "get_next_gpu" else 1_000)
+    lines = drop_duplicate_lines(lines.with_columns(pl.col("line").str.strip_chars()), warn, path,
+                                 "get_next records", tables=_TABLES[role])
+    fields = lines.with_columns(pl.col("line").str.extract_groups(
+        rf"^\s*(?<name>\S+)\s+(?<start>{_INT})\s+(?<end>{_INT})\s+(?<size>{_INT})").alias("g")).unnest("g")
+    per_ms, to_ns = (1_000_000, 1) if role == "get_next_gpu" else (1_000, 1_000)
+    yield from _get_next_tables(source, fields, per_ms, to_ns, warn, path, _TABLES[role])
 
 
-def _get_next_raw(source: Source, path: Path) -> Iterator[tuple[str, pa.Table]]:
+def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Era A raw records `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>` (any field order),
-    NUL separated, times in µs."""
+    each ended by a NUL byte, times in µs. A last record without its NUL (the file was cut) is dropped
+    and reported."""
     text = path.read_bytes()
-    records = [r for r in text.split(b"\x00") if r.strip()]
+    end = text.rfind(b"\x00") + 1
+    if text[end:].strip(b"\x00 \t\r\n"):
+        warn(f"{path}, byte {end}: the last record has no terminating NUL byte (the file was cut short?); dropped",
+             check="truncated", action="dropped", rows=1, path=path, offset=end,
+             example=text[end:end + 120].decode("utf-8", "replace"), tables=_TABLES["get_next_raw"])
+    try:
+        text[:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        warn(f"{path}, byte {exc.start}: bytes that are not UTF-8 in the records; read as U+FFFD",
+             check="bad_encoding", action="repaired", rows=1, path=path, offset=exc.start,
+             example=text[max(exc.start - 40, 0):exc.start + 40].decode("utf-8", "replace"),
+             tables=_TABLES["get_next_raw"])
     rows = []
     offset = 0
-    for record in records:
-        offset = text.index(record, offset)
+    for line, record in enumerate(text[:end].split(b"\x00"), start=1):
+        if not record.strip():
+            offset += len(record) + 1
+            continue
         fields = dict(part.split(":", 1) for part in record.decode("utf-8", "replace").split(",") if ":" in part)
         fields = {k.strip(): v.strip() for k, v in fields.items()}
         try:
-            rows.append((fields["Node"], int(fields["Run start"]), int(fields["Run end"]), int(fields["queue size"])))
+            rows.append((line, fields["Node"], int(fields["Run start"]), int(fields["Run end"]),
+                         int(fields["queue size"]), record.decode("utf-8", "replace")))
         except (KeyError, ValueError):
             raise InputError(path, f"expected `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>`, "
                                    f"got {record[:80]!r}", offset=offset) from None
-    fields = pl.DataFrame(rows, schema={"name": pl.String, "start": pl.Int64, "end": pl.Int64, "size": pl.Int64},
-                          orient="row")
-    yield from _get_next_tables(source, fields, 1_000, 1_000)
+        offset += len(record) + 1
+    if not rows:
+        raise InputError(path, "no records (expected NUL-separated `Node:<name>, queue size:<q>, ...` records)")
+    big = [r for r in rows if not all(0 <= v <= _MAX_COUNT for v in r[2:5])]
+    if big:
+        warn(f"{path}: {len(big)} records with a negative or out-of-range number, e.g. {big[0][5][:80]!r}; left out",
+             check="out_of_range", action="dropped", rows=len(big), path=path, example=big[0][5],
+             tables=_TABLES["get_next_raw"])
+        rows = [r for r in rows if r not in big]
+    fields = pl.DataFrame([r[:5] + (r[5],) for r in rows],
+                          schema={"line_no": pl.Int64, "name": pl.String, "start": pl.Int64, "end": pl.Int64,
+                                  "size": pl.Int64, "line": pl.String}, orient="row")
+    fields = drop_duplicate_lines(fields, warn, path, "get_next records", tables=_TABLES["get_next_raw"])
+    yield from _get_next_tables(source, fields, 1_000, 1_000, warn, path, _TABLES["get_next_raw"])
 
 
-def _get_next_tables(source: Source, fields: pl.DataFrame, per_ms: int, to_ns: int) -> Iterator[tuple[str, pa.Table]]:
-    """queue_sample and data_batch_time of the GetNext rows (times in units of 1/`per_ms` ms)."""
-    rows = fields.filter(pl.col("name").str.starts_with("GetNext")).select(
-        pl.col("start").cast(pl.Int64), pl.col("end").cast(pl.Int64), pl.col("size").cast(pl.Int64))
+def _get_next_tables(source: Source, fields: pl.DataFrame, per_ms: int, to_ns: int, warn: Warn, path: Path,
+                     tables: str) -> Iterator[tuple[str, pa.Table]]:
+    """queue_sample and data_batch_time of the GetNext rows (times in units of 1/`per_ms` ms). Rows with a
+    negative or out-of-range number, or that end before they start, are left out and reported."""
+    rows = fields.filter(pl.col("name").str.starts_with("GetNext")).with_columns(
+        pl.col("start").cast(pl.Int64, strict=False), pl.col("end").cast(pl.Int64, strict=False),
+        pl.col("size").cast(pl.Int64, strict=False))
+    rows = drop_rows(rows, ~(pl.col("start").is_between(0, MAX_NS // to_ns) & pl.col("end").is_between(0, MAX_NS // to_ns)
+                             & pl.col("size").is_between(0, _MAX_COUNT)).fill_null(False), warn, path, "out_of_range",
+                     "get_next records with a negative or out-of-range number", tables=tables)
+    rows = drop_rows(rows, pl.col("end") < pl.col("start"), warn, path, "negative_duration",
+                     "get_next records that end before they start", tables=tables)
     if not rows.height:
         return
     rank = pl.Series([source.rank] * rows.height, dtype=pl.Int32)

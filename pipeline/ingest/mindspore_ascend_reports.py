@@ -14,6 +14,7 @@ the step trace share one clock.
 """
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..discover import Source
 from ..errors import InputError
 from . import json_files
 from ..health import Warn
+from .lines import MAX_NS, complete_text, drop_rows
 from .run_info import run_info
 
 TICK_HZ = 100_000_000
@@ -38,21 +40,24 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     yield "run_info", run_info(source, device_type="ascend", framework="mindspore", layout="mindspore_profiler_dir",
                                clock="device_syscnt", tick_hz=TICK_HZ)
     if "step_trace_csv" in source.files:
-        yield "step_point", _step_points(source.files["step_trace_csv"]).with_columns(
+        yield "step_point", _step_points(source.files["step_trace_csv"], warn).with_columns(
             pl.lit(source.rank, pl.Int32).alias("rank")).to_arrow()
     traces = source.slices.get("hccl_trace", [])
     if traces:
-        tasks = _hccl_tasks(traces)
+        tasks = _hccl_tasks(traces, warn)
         yield "comm_task", tasks.append_column("rank", pa.array([source.rank] * tasks.num_rows, pa.int32()))
 
 
-def _step_points(path: Path) -> pl.DataFrame:
+def _step_points(path: Path, warn: Warn) -> pl.DataFrame:
     """step_point rows of a step-trace CSV. The average row is MindSpore's, not a step: its step_num is
-    '-', or 0 in older MindInsight files (steps count from 1; MindInsight shows the average as step 0)."""
+    '-', or 0 in older MindInsight files (steps count from 1; MindInsight shows the average as step 0).
+    A value that is not an integer is an error; a cut last row, repeated steps and steps with a tick
+    beyond MAX_NS or that end before they start are left out and reported."""
+    text = complete_text(path, warn)
     try:
-        table = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise InputError(path, f"not a readable CSV ({exc})") from None
+        table = pl.read_csv(io.BytesIO(text), infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(path, f"not a readable CSV ({str(exc).splitlines()[0]})") from None
     base = ["step_num", "start_point", "end_point", "fp_point"]
     missing = [c for c in base if c not in table.columns]
     if missing:
@@ -65,6 +70,17 @@ def _step_points(path: Path) -> pl.DataFrame:
     bad = parsed.filter(pl.any_horizontal(pl.col(numbers).is_null()))
     if bad.height:
         raise InputError(path, "expected integer ticks in every column", line=bad["line"][0])
+    example = pl.concat_str(pl.lit("step "), pl.col("step_num").cast(pl.String))
+    parsed = drop_rows(parsed, ~pl.all_horizontal(pl.col(numbers).is_between(0, MAX_NS // _NS_PER_TICK)), warn, path,
+                       "out_of_range", "steps with a negative or out-of-range tick", line_column="line",
+                       tables="step_point", example=example)
+    parsed = drop_rows(parsed, pl.col("end_point") < pl.col("start_point"), warn, path, "negative_duration",
+                       "steps that end before they start", line_column="line", tables="step_point", example=example)
+    parsed = drop_rows(parsed, ~pl.struct(numbers).is_first_distinct(), warn, path, "duplicate_record",
+                       "repeated step rows", line_column="line", tables="step_point", example=example)
+    parsed = drop_rows(parsed, ~pl.col("step_num").is_first_distinct(), warn, path, "conflicting_entry",
+                       "rows of a step already given with other values (the first is kept)", line_column="line",
+                       tables="step_point", example=example)
     points = [("step_start", "start_point", None, None), ("fp_start", "fp_point", None, None)]
     if "bp_point" in parsed.columns:
         points.append(("bp_end", "bp_point", None, None))
@@ -74,14 +90,27 @@ def _step_points(path: Path) -> pl.DataFrame:
         label = match.group(2) if match and match.group(2) != "parallel" else None
         points += [("comm_start", f"{name}_start_point", stream, label), ("comm_end", f"{name}_end_point", stream, label)]
     points.append(("step_end", "end_point", None, None))
+    backwards = pl.concat([parsed.filter((pl.col(f"{name}_end_point") < pl.col(f"{name}_start_point"))
+                                         & (pl.col(f"{name}_end_point") != 0)).select("line", "step_num", pl.lit(name).alias("span"))
+                           for name in comm] or [pl.DataFrame(schema={"line": pl.UInt32, "step_num": pl.Int64,
+                                                                       "span": pl.String})])
+    if backwards.height:
+        first = backwards.sort("line").row(0, named=True)
+        warn(f"{path}, line {first['line']}: {backwards.height} communication spans end before they start "
+             f"(the first {first['span']} of step {first['step_num']}); left out", check="negative_duration",
+             action="dropped", rows=backwards.height, path=path, line=int(first["line"]),
+             example=f"step {first['step_num']} {first['span']}", tables="step_point")
     frames = [parsed.select(
         pl.col("step_num").alias("step"), pl.lit(kind).alias("kind"), pl.lit(label, pl.String).alias("op_name"),
         pl.lit(seq - 1, pl.Int32).alias("seq"), pl.lit(stream, pl.Int64).alias("stream_id"),
-        (pl.col(column) * _NS_PER_TICK).alias("ts_ns"))
+        (pl.col(column) * _NS_PER_TICK).alias("ts_ns"),
+        pl.lit(column.removesuffix("_start_point").removesuffix("_end_point"), pl.String).alias("span"))
         for seq, (kind, column, stream, label) in enumerate(points)]
-    rows = pl.concat(frames)
+    rows = pl.concat(frames).join(backwards.select(pl.col("step_num").alias("step"), "span"), on=["step", "span"],
+                                  how="anti").drop("span")
     # a span a step lacks is written as zeros
-    return rows.filter(~(pl.col("kind").str.starts_with("comm") & (pl.col("ts_ns") == 0))).sort("step", "seq")
+    rows = rows.filter(~(pl.col("kind").str.starts_with("comm") & (pl.col("ts_ns") == 0)))
+    return rows.sort("step", "seq")
 
 
 #: One row per HCCL task of every `iter<N>.trace` file: the folder names the op, the file the execution.
@@ -110,8 +139,9 @@ FROM named
 """
 
 
-def _hccl_tasks(paths: list[Path]) -> pa.Table:
-    """comm_task rows of the HCCL trace files, parsed by DuckDB (sizes may be hex strings)."""
+def _hccl_tasks(paths: list[Path], warn: Warn) -> pa.Table:
+    """comm_task rows of the HCCL trace files, parsed by DuckDB (sizes may be hex strings). Tasks with a
+    negative duration or a time beyond MAX_NS, and repeats of a task, are left out and reported."""
     with duckdb.connect() as con:
         json_files.create_table(con, "tasks", _HCCL_TASKS_SQL, paths, "an HCCL trace JSON with traceEvents")
         with_events = dict(con.execute(
@@ -125,4 +155,24 @@ def _hccl_tasks(paths: list[Path]) -> pa.Table:
         if incomplete:
             raise InputError(incomplete[0][0], f"event {incomplete[0][1]}: expected an HCCL task with tid, ts, "
                                                "dur, name and args")
+        _drop_tasks(con, warn, "dur_ns < 0", "negative_duration", "HCCL tasks with a negative duration")
+        _drop_tasks(con, warn, f"start_ns NOT BETWEEN 0 AND {MAX_NS} OR dur_ns > {MAX_NS}", "out_of_range",
+                    "HCCL tasks with a time or duration out of range")
+        _drop_tasks(con, warn, "row_number() OVER (PARTITION BY filename, plane, stream_id, task_id, task_type, "
+                    "src_rank, dst_rank, transport, bytes, start_ns, dur_ns ORDER BY seq) > 1", "duplicate_record",
+                    "repeated HCCL tasks (the same task, time and duration as an earlier event)", window=True)
         return con.sql("SELECT * EXCLUDE (filename) FROM tasks ORDER BY filename, seq").to_arrow_table()
+
+
+def _drop_tasks(con: duckdb.DuckDBPyConnection, warn: Warn, condition: str, check: str, what: str,
+                window: bool = False) -> None:
+    """Delete the tasks where `condition` holds, reported per file (count, first event)."""
+    flagged = (f"SELECT filename, seq FROM (SELECT filename, seq, {condition} AS bad FROM tasks) WHERE bad"
+               if window else f"SELECT filename, seq FROM tasks WHERE {condition}")
+    found = con.execute(f"SELECT filename, count(*), min(seq) FROM ({flagged}) GROUP BY filename "
+                        "ORDER BY filename").fetchall()
+    for filename, count, first in found:
+        warn(f"{filename}: {count} {what}, the first event {first}; left out", check=check, action="dropped",
+             rows=count, path=filename, example=f"traceEvents[{first}]", tables="comm_task")
+    if found:
+        con.execute(f"DELETE FROM tasks WHERE (filename, seq) IN ({flagged})")

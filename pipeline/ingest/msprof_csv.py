@@ -9,46 +9,86 @@
   markers, not iterations, and are skipped.
 
 Times are decimal µs strings; they are parsed exactly (as decimals) into integer ns. `N/A`
-means missing.
+means missing. A value that is not a number is an error naming its file and line; rows a damaged
+file still allows are kept, and what is left out is reported to `warn`: a cut last row, repeated
+rows, rows without a time, non-finite, out-of-range or negative times and durations.
 """
 from __future__ import annotations
 
+import io
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import polars as pl
 
 from ..errors import InputError
+from ..health import Warn
+from .lines import MAX_NS, complete_text, drop_rows
 
 #: Task types that run a framework op; the rest (notify, event, memcpy of the runtime) are sync tasks.
 OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
 _MARKER_MODEL = "4294967295"
 
 
+_MAX_US = MAX_NS // 1000
+
+
 def _us_to_ns(column: str) -> pl.Expr:
-    return (pl.col(column).str.strip_chars().cast(pl.Decimal(38, 6), strict=False) * 1000).round(0).cast(pl.Int64)
+    """A µs column as integer ns (null where it is not a number or beyond MAX_NS: checked first)."""
+    us = pl.col(column).str.strip_chars().cast(pl.Decimal(38, 6), strict=False)
+    return pl.when(us.abs() <= _MAX_US).then((us * 1000).round(0)).cast(pl.Int64, strict=False)
 
 
-def _decimal_us_to_ns(value: str, path: str) -> int:
+def _us_float(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _decimal_us_to_ns(value: str, path: str, line: int) -> int | None:
+    """A µs string as integer ns; None when it is not finite or out of range (the caller reports it)."""
     try:
-        return int((Decimal(value.strip()) * 1000).to_integral_value())
+        number = Decimal(value.strip())
     except InvalidOperation:
-        raise InputError(path, f"expected a time in µs, got {value!r}") from None
+        raise InputError(path, f"expected a time in µs, got {value!r}", line=line) from None
+    if not number.is_finite() or abs(number) > _MAX_US:
+        return None
+    return int((number * 1000).to_integral_value())
 
 
-def _read(paths: list[Path], required: list[str]) -> pl.DataFrame:
-    """All rows of the CSVs as strings, with the file and line of each row; N/A becomes null."""
+def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables: str, example: str,
+                    durations: tuple[str, ...] = ()) -> pl.DataFrame:
+    """`frame` without the rows whose time columns are non-finite, beyond MAX_NS or negative (a negative
+    duration is a negative_duration), each kind one ledger row per file."""
+    checks = [("non_finite", lambda c: ~_us_float(c).is_finite(), "a non-finite"),
+              ("out_of_range", lambda c: _us_float(c).abs() > _MAX_US, "an out-of-range"),
+              ("negative_duration", lambda c: (_us_float(c) < 0) if c in durations else pl.lit(False), "a negative"),
+              ("out_of_range", lambda c: (_us_float(c) < 0) if c not in durations else pl.lit(False), "a negative")]
+    for check, test, adjective in checks:
+        for column in columns:
+            for path in frame["file"].unique(maintain_order=True).to_list():
+                frame = drop_rows(frame, (pl.col("file") == path) & test(column), warn, path, check,
+                                  f"rows with {adjective} {column!r}", line_column="line", tables=tables,
+                                  example=pl.col(example))
+    return frame
+
+
+def _read(paths: list[Path], required: list[str], warn: Warn) -> pl.DataFrame:
+    """All rows of the CSVs as strings, with the file and line of each row; N/A becomes null. A cut last
+    row is dropped and reported; a repeated row is left out and reported."""
     frames = []
     for path in paths:
+        text = complete_text(path, warn)
         try:
-            frame = pl.read_csv(path, infer_schema=False, null_values=["N/A"])
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            frame = pl.read_csv(io.BytesIO(text), infer_schema=False, null_values=["N/A"])
+        except pl.exceptions.PolarsError as exc:
             raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
         missing = [c for c in required if c not in frame.columns]
         if missing:
             raise InputError(path, f"not an msprof summary CSV of this kind (missing columns {missing})", line=1)
-        frames.append(frame.with_columns(pl.lit(str(path)).alias("file"),
-                                         pl.int_range(2, pl.len() + 2).alias("line")))
+        frame = frame.with_columns(pl.lit(str(path)).alias("file"), pl.int_range(2, pl.len() + 2).alias("line"))
+        data = [c for c in frame.columns if c not in ("file", "line")]
+        frames.append(drop_rows(frame, ~pl.struct(data).is_first_distinct(), warn, path, "duplicate_record",
+                                "repeated rows (the same values as an earlier row)", line_column="line",
+                                example=pl.concat_str(pl.col(data[:4]).fill_null("N/A"), separator=",")))
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -70,11 +110,19 @@ KERNEL_DETAILS_COLUMNS = {"task_id": "Task ID", "stream_id": "Stream ID", "name"
                           "block_dim": "Block Dim", "model": "Model ID"}
 
 
-def read_op_summary(paths: list[Path], names: dict[str, str] = OP_SUMMARY_COLUMNS) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(device_exec rows, task_desc rows) of task CSVs whose columns are called `names`."""
+def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(device_exec rows, task_desc rows) of task CSVs whose columns are called `names`. Rows without a
+    start or duration, or with a bad one, are left out and reported."""
     c = names
     frame = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
-                          c["duration"]])
+                          c["duration"]], warn)
+    tables = "device_exec,task_desc"
+    for path in frame["file"].unique(maintain_order=True).to_list():
+        frame = drop_rows(frame, (pl.col("file") == path) & (pl.col(c["start"]).is_null() | pl.col(c["duration"]).is_null()
+                                                             | pl.col(c["name"]).is_null()),
+                          warn, path, "malformed_record", "task rows without a name, start time or duration (N/A or empty)",
+                          line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
+    frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     parsed = frame.select(
         pl.col(c["stream_id"]).cast(pl.Int64, strict=False), pl.col(c["task_id"]).cast(pl.Int64, strict=False),
         _us_to_ns(c["start"]), _us_to_ns(c["duration"]))
@@ -92,18 +140,26 @@ def read_op_summary(paths: list[Path], names: dict[str, str] = OP_SUMMARY_COLUMN
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
-        "task_type": frame[c["task_type"]],
-    }).filter(is_op).unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
+        "task_type": frame[c["task_type"]], "file": frame["file"], "line": frame["line"],
+    }).filter(is_op)
+    for path in tasks["file"].unique(maintain_order=True).to_list():
+        tasks = drop_rows(tasks, (pl.col("file") == path) & (pl.col("task_id").is_null() | pl.col("stream_id").is_null()),
+                          warn, path, "malformed_record", "op task rows without a task or stream id (N/A or empty); "
+                          "their op types", line_column="line", tables="task_desc", example=pl.col("op_name"))
+    tasks = tasks.drop("file", "line").unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
     return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
 
-def read_step_trace(paths: list[Path]) -> pl.DataFrame:
-    """step_point rows of step_trace CSVs (repeated Reduce Start / Reduce Duration column pairs)."""
+def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
+    """step_point rows of step_trace CSVs (repeated Reduce Start / Reduce Duration column pairs). A cut last
+    row, repeated rows, rows without an iteration id, end or time, and rows or spans with bad times are
+    left out and reported."""
     rows = []
     for path in paths:
+        text = complete_text(path, warn)
         try:
-            raw = pl.read_csv(path, has_header=False, infer_schema=False, null_values=["N/A"])
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raw = pl.read_csv(io.BytesIO(text), has_header=False, infer_schema=False, null_values=["N/A"])
+        except pl.exceptions.PolarsError as exc:
             raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
         header = [str(v) for v in raw.row(0)]
         base = ["Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)"]
@@ -118,20 +174,62 @@ def read_step_trace(paths: list[Path]) -> pl.DataFrame:
                          [(values[i], values[i + 1]) for i in reduce_starts]))
     if not rows:
         return pl.DataFrame()
-    frame = pl.DataFrame(rows, schema=["file", "line", "step", "fp", "bp", "end", "time", "reduces"], orient="row")
+    frame = pl.DataFrame(rows, schema={"file": pl.String, "line": pl.Int64, "step": pl.String, "fp": pl.String,
+                                       "bp": pl.String, "end": pl.String, "time": pl.String,
+                                       "reduces": pl.List(pl.List(pl.String))}, orient="row")
+    tables = "step_point"
+    for path in frame["file"].unique(maintain_order=True).to_list():
+        frame = drop_rows(frame, (pl.col("file") == path) & pl.any_horizontal(pl.col("step", "end", "time").is_null()),
+                          warn, path, "malformed_record", "iteration rows without an iteration id, end or time (N/A)",
+                          line_column="line", tables=tables, example=pl.col("step"))
+        frame = drop_rows(frame, (pl.col("file") == path) & ~pl.struct("step", "fp", "bp", "end", "time", "reduces")
+                          .is_first_distinct(), warn, path, "duplicate_record", "repeated iteration rows",
+                          line_column="line", tables=tables, example=pl.col("step"))
+    frame = _drop_bad_times(frame, warn, ["fp", "bp", "end", "time"], tables, "step", durations=("time",))
     parsed = frame.select(pl.col("step").cast(pl.Int64, strict=False), _us_to_ns("fp"), _us_to_ns("bp"),
                           _us_to_ns("end"), _us_to_ns("time"))
     _check_numbers(frame, parsed, ["step", "fp", "bp", "end", "time"])
     points = []
-    for (step, fp, bp, end, time), reduces in zip(parsed.iter_rows(), frame["reduces"].to_list()):
+    bad_spans: list[tuple[str, int, str]] = []
+    backwards = [(path, line, step) for (step, _, _, end, time), path, line in
+                 zip(parsed.iter_rows(), frame["file"].to_list(), frame["line"].to_list()) if end - time < 0]
+    if backwards:
+        warn(f"{backwards[0][0]}, line {backwards[0][1]}: {len(backwards)} iterations whose time is longer than "
+             "their end (they would start before 0); left out", check="out_of_range", action="dropped",
+             rows=len(backwards), path=backwards[0][0], line=backwards[0][1], example=f"iteration {backwards[0][2]}",
+             tables=tables)
+        keep = pl.Series([end - time >= 0 for (_, _, _, end, time) in parsed.iter_rows()])
+        parsed, frame = parsed.filter(keep), frame.filter(keep)
+    for (step, fp, bp, end, time), reduces, path, line in zip(parsed.iter_rows(), frame["reduces"].to_list(),
+                                                              frame["file"].to_list(), frame["line"].to_list()):
         points += [(step, "step_start", end - time, -1), (step, "step_end", end, 1_000_000)]
         points += [(step, kind, ts, seq) for kind, ts, seq in (("fp_start", fp, 0), ("bp_end", bp, 1)) if ts]
         for k, (start_us, dur_us) in enumerate(reduces):
             if start_us and dur_us:
-                start, dur = _decimal_us_to_ns(start_us, path=frame["file"][0]), _decimal_us_to_ns(dur_us, frame["file"][0])
+                start, dur = _decimal_us_to_ns(start_us, path, line), _decimal_us_to_ns(dur_us, path, line)
+                if start is None or dur is None or start < 0 or dur < 0:
+                    check = "negative_duration" if dur is not None and dur < 0 else "out_of_range"
+                    bad_spans.append((check, path, line, f"step {step} Reduce {k}: {start_us}, {dur_us}"))
+                    continue
                 points += [(step, "comm_start", start, 2 + 2 * k), (step, "comm_end", start + dur, 3 + 2 * k)]
+    for check in ("negative_duration", "out_of_range"):
+        spans = [span for span in bad_spans if span[0] == check]
+        if spans:
+            what = "a negative duration" if check == "negative_duration" else "a negative, non-finite or out-of-range time"
+            warn(f"{spans[0][1]}, line {spans[0][2]}: {len(spans)} Reduce spans with {what}; left out", check=check,
+                 action="dropped", rows=len(spans), path=spans[0][1], line=spans[0][2], example=spans[0][3],
+                 tables=tables)
+    if not points:
+        return pl.DataFrame()
     table = pl.DataFrame(points, schema={"step": pl.Int64, "kind": pl.String, "ts_ns": pl.Int64, "order": pl.Int64},
-                         orient="row").unique(["step", "order"], keep="first").sort("step", "order")
+                         orient="row")
+    repeated = table.filter(~pl.struct("step", "order").is_first_distinct())
+    if repeated.height:
+        warn(f"{frame['file'][0]}: {repeated.height} step points of iterations given more than once "
+             f"(the first, iteration {repeated['step'][0]}); the first row of each is kept", check="conflicting_entry",
+             action="dropped", rows=repeated.height, path=frame["file"][0], tables=tables,
+             example=f"iteration {repeated['step'][0]}")
+    table = table.unique(["step", "order"], keep="first", maintain_order=True).sort("step", "order")
     return table.with_columns(  # seq: -1 for the step start, then 0, 1, ... in point order
         (pl.col("order").rank("ordinal").over("step").cast(pl.Int32) - 2).alias("seq"),
         pl.lit(None, pl.String).alias("op_name"), pl.lit(None, pl.Int64).alias("stream_id"),

@@ -43,6 +43,7 @@ from ..errors import InputError
 from . import json_files, msprof_csv
 from ..health import Warn
 from ..clocks import msprof_clock
+from .lines import MAX_NS, load_json, required_columns
 from .run_info import run_info
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
@@ -171,11 +172,11 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
     if task_csv[0]:
-        execs, tasks = msprof_csv.read_op_summary(*task_csv)
+        execs, tasks = msprof_csv.read_op_summary(*task_csv, warn)
         yield "device_exec", execs.with_columns(with_rank).to_arrow()
         yield "task_desc", tasks.with_columns(with_rank).to_arrow()
     if files.get("csv:step_trace"):
-        points = msprof_csv.read_step_trace(files["csv:step_trace"])
+        points = msprof_csv.read_step_trace(files["csv:step_trace"], warn)
         if points.height:
             yield "step_point", points.with_columns(with_rank).to_arrow()
     timeline_kinds = (["trace_view"] if source.layout == "ascend_era_f" else
@@ -190,11 +191,67 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     elif not files.get("csv:step_trace"):
         queries.append(("step_point", _STEP_POINT_SQL))
     with duckdb.connect() as con:
-        _load_events(con, timelines)
+        _load_events(con, timelines, warn)
         for table, sql in queries:
-            rows = con.sql(sql).to_arrow_table()
+            rows = _complete(_query(con, sql, table, timelines), table, warn, timelines)
+            if table == "step_point":
+                rows = _forward_steps(rows, warn, timelines)
             if rows.num_rows:
                 yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
+
+
+def _forward_steps(rows: pa.Table, warn: Warn, files: list[Path]) -> pa.Table:
+    """Step points without the steps that end before they start (an Iteration End before the iteration's
+    start), reported as one negative_duration row."""
+    frame = pl.from_arrow(rows)
+    ends = frame.group_by("step").agg(pl.col("ts_ns").filter(pl.col("kind") == "step_start").min().alias("start"),
+                                      pl.col("ts_ns").filter(pl.col("kind") == "step_end").max().alias("end"))
+    backwards = ends.filter(pl.col("end") < pl.col("start"))["step"]
+    if not backwards.len():
+        return rows
+    where = files[0] if len(files) == 1 else files[0].parent
+    warn(f"{where}: {backwards.len()} steps end before they start (the first, step {backwards.min()}); left out",
+         check="negative_duration", action="dropped", rows=backwards.len(), path=where,
+         example=f"step {backwards.min()}", tables="step_point")
+    return frame.filter(~pl.col("step").is_in(backwards.implode())).to_arrow()
+
+
+def _complete(rows: pa.Table, table: str, warn: Warn, files: list[Path]) -> pa.Table:
+    """`rows` without those lacking a value the table requires (an event without a name, a time, or a
+    communication op to belong to), reported as one ledger row."""
+    needed = [c for c in required_columns(table) if c in rows.column_names]
+    if not needed or not any(rows.column(c).null_count for c in needed):
+        return rows
+    frame = pl.from_arrow(rows)
+    incomplete = frame.filter(pl.any_horizontal(pl.col(needed).is_null()))
+    missing = [c for c in needed if incomplete[c].null_count()]
+    unlinked = table == "comm_task" and missing == ["iteration"]
+    where = files[0] if len(files) == 1 else files[0].parent
+    warn(f"{where}: {incomplete.height} {table} rows without {', '.join(missing)}"
+         f"{' (tasks before any communication op)' if unlinked else ''}; left out",
+         check="unlinked" if unlinked else "malformed_record", action="dropped", rows=incomplete.height, path=where,
+         tables=table)
+    return frame.filter(~pl.any_horizontal(pl.col(needed).is_null())).to_arrow()
+
+
+def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Path]) -> pa.Table:
+    """The rows of one table's query over `events`; a value the query cannot convert (a stream id that is
+    not a number, ...) is an InputError naming the file, found by running the query on each file alone."""
+    try:
+        return con.sql(sql).to_arrow_table()
+    except (duckdb.Error, UnicodeDecodeError) as error:  # a message quoting bytes that are not UTF-8
+        for path in files:
+            con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events WHERE filename = ?",
+                        [str(path)])
+            try:
+                con.sql(sql).fetchall()
+            except (duckdb.Error, UnicodeDecodeError) as file_error:
+                raise InputError(path, f"events of the wrong type for {table} "
+                                       f"({json_files.first_line(file_error)})") from None
+            finally:
+                con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
+        raise InputError(files[0].parent, f"events of the wrong type for {table} "
+                                          f"({json_files.first_line(error)})") from None
 
 
 def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]], dict[str, list[Path]]]:
@@ -203,8 +260,7 @@ def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]]
     if source.layout == "ascend_era_f":
         return {}, dict(source.slices)
     if source.layout == "ascend_era_e":
-        return {}, {kind: [max(paths, key=lambda p: int(MSPROF_OUTPUT.fullmatch(p.name).group(2)))]
-                    for kind, paths in source.slices.items()}
+        return {}, {kind: [_most_complete(kind, paths, warn)] for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}
     for kind, paths in source.slices.items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
@@ -219,15 +275,46 @@ def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]]
     others = sorted(set(candidates) - {model})
     if others:
         warn(f"{source.directory}: exports of models {[model, *others]}; model {model} (most files) is "
-             f"analysed, models {others} are left out (choose with --model)")
+             f"analysed, models {others} are left out (choose with --model)", check="ambiguous", action="kept",
+             rows=sum(len(v) for m in others for v in by_model[m].values()), path=source.directory)
     for kind, paths in by_model[model].items():
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
         iterations = {int(pattern.fullmatch(p.name).group(4)) for p in paths}
         missing = sorted(set(range(min(iterations), max(iterations) + 1)) - iterations)
         if missing:
             warn(f"{paths[0].parent}: {kind.removeprefix('csv:')} files of iterations {missing} are missing "
-                 f"(found {min(iterations)}..{max(iterations)}); those iterations are absent from the analysis")
+                 f"(found {min(iterations)}..{max(iterations)}); those iterations are absent from the analysis",
+                 check="missing_file", action="kept", rows=len(missing), path=paths[0].parent)
     return {"model_id": model, "models": sorted(by_model)}, by_model[model]
+
+
+def _most_complete(kind: str, paths: list[Path], warn: Warn) -> Path:
+    """Era E: of several exports of one kind, the one with the most records (the newest among equals); the
+    others are reported as superseded. A newer export may be empty or cut short (a failed re-export)."""
+    if len(paths) == 1:
+        return paths[0]
+    counted = {path: _record_count(path) for path in paths}
+    chosen = max(paths, key=lambda p: (counted[p], int(MSPROF_OUTPUT.fullmatch(p.name).group(2))))
+    for path in sorted(set(paths) - {chosen}):
+        warn(f"{path}: superseded by {chosen.name}, the {kind.removeprefix('csv:')} export with the most records "
+             f"({counted[chosen]} against {counted[path]})", check="superseded", action="superseded",
+             rows=counted[path], path=path)
+    return chosen
+
+
+def _record_count(path: Path) -> int:
+    """Records of an export, counted without parsing: the lines after the header of a CSV, the events
+    (`"ph"` keys) of a JSON trace."""
+    needle = b"\n" if path.suffix == ".csv" else b'"ph"'
+    count, tail = 0, b""
+    with open(path, "rb") as handle:
+        while block := handle.read(16 * 1024 * 1024):
+            data = tail + block
+            count += data.count(needle)
+            tail = data[-(len(needle) - 1):] if len(needle) > 1 else b""
+            count -= tail.count(needle)  # counted again with the next block
+    count += tail.count(needle)
+    return max(count - 1, 0) if path.suffix == ".csv" else count
 
 
 def _device_file(source: Source, name: str) -> Path:
@@ -241,21 +328,48 @@ def _check_rank(source: Source, warn: Warn) -> None:
     info = _device_file(source, f"info.json.{source.device_id}")
     if not info.is_file():
         warn(f"{source.directory}: no info.json.{source.device_id}; the rank is numbered by the device id "
-             f"({source.device_id})")
+             f"({source.device_id})", check="missing_file", action="kept", path=source.directory)
         return
+    data = load_json(info, "msprof device info JSON with rank_id")
     try:
-        rank_id = int(json.loads(info.read_text(encoding="utf-8")).get("rank_id", -1))
-    except (ValueError, TypeError, AttributeError) as exc:
+        rank_id = int(data.get("rank_id", -1))
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise InputError(info, f"expected msprof device info JSON with rank_id ({exc})") from None
     if rank_id >= 0 and rank_id != source.device_id:
         warn(f"{info}: rank_id {rank_id} differs from the device id {source.device_id}; profpipe numbers the rank "
-             f"by the device id")
+             f"by the device id", check="ambiguous", action="kept", path=info, example=f"rank_id {rank_id}")
 
 
-def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
-    """Parse the JSON arrays into table `events`; a file that is not one is named in the error."""
-    json_files.create_table(con, "events", _EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), files,
+def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> None:
+    """Parse the JSON arrays into table `all_events` (read through the view `events`); a file that is not
+    one is named in the error. Events with a negative duration or a time beyond MAX_NS, and repeats of an
+    event in one file, are left out and reported."""
+    json_files.create_table(con, "all_events", _EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), files,
                             "an msprof Chrome-trace JSON array")
+    _drop_events(con, warn, "dur_ns < 0", "negative_duration", "events with a negative duration")
+    _drop_events(con, warn, f"ts_ns NOT BETWEEN 0 AND {MAX_NS} OR dur_ns > {MAX_NS}", "out_of_range",
+                 "events with a time or duration out of range")
+    repeated = con.execute("SELECT filename, count(*) - count(DISTINCT (name, pid, tid, ph, cat, args::VARCHAR, ts_ns, "
+                           "dur_ns)) FROM all_events GROUP BY filename ORDER BY filename").fetchall()
+    for filename, count in repeated:
+        if count:
+            warn(f"{filename}: {count} repeated events (the same name, place, time and args as an earlier one); "
+                 "left out", check="duplicate_record", action="dropped", rows=count, path=filename,
+                 tables="device_exec,step_point,host_op,comm_task")
+    if any(count for _, count in repeated):
+        con.execute("CREATE OR REPLACE TABLE all_events AS SELECT DISTINCT ON (filename, name, pid, tid, ph, cat, "
+                    "args::VARCHAR, ts_ns, dur_ns) * FROM all_events")
+    con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
+
+
+def _drop_events(con: duckdb.DuckDBPyConnection, warn: Warn, condition: str, check: str, what: str) -> None:
+    found = con.execute(f"SELECT filename, count(*), arg_min(name, ts_ns) FROM all_events WHERE {condition} "
+                        "GROUP BY filename ORDER BY filename").fetchall()
+    for filename, count, example in found:
+        warn(f"{filename}: {count} {what}; left out", check=check, action="dropped", rows=count, path=filename,
+             example=example, tables="device_exec,step_point,host_op,comm_task")
+    if found:
+        con.execute(f"DELETE FROM all_events WHERE {condition}")
 
 
 def _duckdb_struct(columns: dict[str, str]) -> str:
@@ -269,10 +383,7 @@ def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
     metadata_text = None
     if source.layout == "ascend_era_f":
         info_path = source.directory / f"profiler_info_{source.rank}.json"
-        try:
-            info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
-        except ValueError as exc:
-            raise InputError(info_path, f"expected MindSpore's profiler_info JSON object ({exc})") from None
+        info = load_json(info_path, "MindSpore's profiler_info JSON object") if info_path.is_file() else {}
         if not isinstance(info, dict):
             raise InputError(info_path, "expected MindSpore's profiler_info JSON object")
         metadata_text = json.dumps({**info, "epoch_offset_ns": 0})
@@ -280,11 +391,15 @@ def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
         metadata: dict[str, int | list[int]] = dict(models)
         start_info = _device_file(source, f"start_info.{source.device_id}")
         if start_info.is_file():
+            info = load_json(start_info, "JSON with collectionTimeBegin and clockMonotonicRaw")
             try:
-                info = json.loads(start_info.read_text(encoding="utf-8"))
-                metadata["epoch_offset_ns"] = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
-            except (ValueError, KeyError, TypeError) as exc:
+                offset = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
+            except (ValueError, KeyError, TypeError, OverflowError) as exc:
                 raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
+            if abs(offset) > MAX_NS:
+                raise InputError(start_info, f"collectionTimeBegin and clockMonotonicRaw give an epoch offset of "
+                                             f"{offset} ns, beyond ±{MAX_NS}")
+            metadata["epoch_offset_ns"] = offset
         metadata_text = json.dumps(metadata) if metadata else None
     return run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
                     metadata_json=metadata_text, **msprof_clock(source.layout, metadata_text))
