@@ -75,7 +75,7 @@ def test_truncated_file_keeps_the_complete_lines(tmp_path, kind):
     complete = target.read_bytes().count(b"\n")
     result = run(copy, tmp_path / "out")
     assert result.exit_code == 3
-    [row] = [r for r in result.summary["health"]["rows"] if r["check"] == "truncated"]
+    [row] = [r for r in result.summary["health"]["rows"] if r["check_name"] == "truncated"]
     assert (row["action"], row["rows"], row["first_file"], row["first_line"]) == ("dropped", 1, str(target),
                                                                                    complete + 1)
     with pytest.raises(ProfpipeError, match="--strict: .*ends in the middle of this line"):
