@@ -99,7 +99,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             names = tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"], keep="last")
             aicpu = ascend_aicpu.read_aicpu_binary(paths, names, warn)
         else:
-            aicpu = ascend_aicpu.read_aicpu_text(paths)
+            aicpu = ascend_aicpu.read_aicpu_text(paths, warn)
         aicpu = aicpu.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
         yield "aicpu_exec", _with_rank(aicpu, source.rank)
 
@@ -167,9 +167,10 @@ def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.D
     """(task_desc rows, op_desc rows, {trace tag: op name})."""
     slices = source.slices
     if era == "c":
-        hashes = ascend_framework.read_hash_dic(slices["hash_dic"]) if "hash_dic" in slices else {}
+        hashes = ascend_framework.read_hash_dic(slices["hash_dic"], warn) if "hash_dic" in slices else {}
         tasks = (ascend_framework.read_task_desc_binary(slices["task_desc_bin"], hashes, warn)
                  if "task_desc_bin" in slices else _empty(ascend_framework.TASK_DESC_SCHEMA))
+        _report_task_conflicts(tasks, era, slices.get("task_desc_bin"), warn)
         ops = _era_c_ops(tasks, slices, warn)
         point_names: dict[int, str] = {}
         if "step_info_bin" in slices:
@@ -177,15 +178,55 @@ def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.D
             named = steps.join(tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"],
                                                                                      keep="last"),
                                on=["stream_id", "task_id"], how="left")
-            point_names = {tag: name for tag, name in named.select("tag", "op_name").iter_rows() if name}
+            point_names = _step_info_names(named, slices["step_info_bin"], warn)
         return tasks, ops, point_names
-    tasks = (ascend_framework.read_task_desc_text(slices["task_desc_text"])
+    tasks = (ascend_framework.read_task_desc_text(slices["task_desc_text"], warn)
              if "task_desc_text" in slices else _empty(ascend_framework.TASK_DESC_SCHEMA))
+    _report_task_conflicts(tasks, era, slices.get("task_desc_text"), warn)
     backend = "vm" if any(".vm" in p.name for p in slices.get("graph_desc_text", [])) else "ge"
-    ops = (ascend_framework.read_graph_desc_text(slices["graph_desc_text"], backend)
+    ops = (ascend_framework.read_graph_desc_text(slices["graph_desc_text"], backend, warn)
            if "graph_desc_text" in slices else _empty(ascend_framework.OP_DESC_SCHEMA))
-    points = ascend_framework.read_points_text(slices["point_text"]) if "point_text" in slices else {}
+    points = ascend_framework.read_points_text(slices["point_text"], warn) if "point_text" in slices else {}
     return tasks, ops, points
+
+
+def _report_task_conflicts(tasks: pl.DataFrame, era: str, paths: list[Path] | None, warn: Warn) -> None:
+    """task_desc registering one task (its join key) for different ops: the last registration names
+    the task's executions, as in MindSpore; the overridden ones are counted."""
+    if tasks.height < 2 or not paths:
+        return
+    keys = _task_keys(tasks["task_id"].to_numpy(), tasks["stream_id"].to_numpy(), era)
+    keyed = tasks.select("seq", "op_name", "task_id", "stream_id").with_columns(pl.Series("key", keys))
+    groups = keyed.group_by("key", maintain_order=True).agg(
+        pl.col("op_name").n_unique().alias("names"), pl.len().alias("n"), pl.col("op_name"), pl.col("task_id").first(),
+        pl.col("stream_id").first())
+    conflicting = groups.filter(pl.col("names") > 1)
+    if not conflicting.height:
+        return
+    overridden = int((conflicting["n"] - 1).sum())
+    first = conflicting.row(0, named=True)
+    example = f"task {first['task_id']}, stream {first['stream_id']}: {first['op_name'][:3]}"
+    warn(f"{paths[0]}: {conflicting.height} tasks are registered for different ops ({overridden} registrations "
+         f"overridden); the last registration names the executions, as MindSpore does (first: {example}, kept "
+         f"{first['op_name'][-1]!r})", check="conflicting_entry", action="dropped", rows=overridden, path=paths[0],
+         example=example, tables="device_exec")
+
+
+def _step_info_names(named: pl.DataFrame, paths: list[Path], warn: Warn) -> dict[int, str]:
+    """{tag: op name} from step_info rows (tag, op_name, offset); a tag naming different ops keeps the last."""
+    named = named.filter(pl.col("op_name").is_not_null())
+    groups = named.group_by("tag", maintain_order=True).agg(pl.col("op_name").n_unique().alias("names"),
+                                                            pl.col("op_name"), pl.col("offset").first())
+    conflicting = groups.filter(pl.col("names") > 1)
+    if conflicting.height:
+        first = conflicting.row(0, named=True)
+        path, offset = locate_offset(paths, int(first["offset"]))
+        overridden = int(conflicting["op_name"].list.len().sum() - conflicting.height)
+        warn(f"{path}: byte offset {offset}: {conflicting.height} step_info tags name different ops ({overridden} "
+             f"overridden); the last is kept (first: tag {first['tag']}: {first['op_name'][:3]}, kept "
+             f"{first['op_name'][-1]!r})", check="conflicting_entry", action="dropped", rows=overridden, path=path,
+             offset=offset, example=f"tag {first['tag']} -> {first['op_name'][-1]}", tables="step_point")
+    return {tag: name for tag, name in named.select("tag", "op_name").iter_rows()}
 
 
 def _era_c_ops(tasks: pl.DataFrame, slices: dict[str, list[Path]], warn: Warn) -> pl.DataFrame:
