@@ -33,7 +33,7 @@ from ..discover import Source
 from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
 from ..health import Warn
-from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns
+from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
 from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000
@@ -63,7 +63,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     slices = source.slices
     for role, paths in slices.items():
         for path in paths:
-            if path.stat().st_size == 0 and role not in ("aicpu",):
+            if path.stat().st_size == 0 and role not in ("aicpu", "host_start"):  # host_start.log is not read
                 raise InputError(path, "empty file (was the collection cut short?)")
     trace = (read_columns(slices["training_trace"], TRAINING_TRACE_DTYPE, ["tag", "task_id", "stream_id", "syscnt"],
                           warn, tables="step_point") if "training_trace" in slices else None)
@@ -296,12 +296,14 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
 
     carried: dict[str, np.ndarray] | None = None
     task_records = named_records = pairs = 0
-    unnamed, unknown_type, bad = _Tally(), _Tally(), {"out_of_range": _Tally(), "negative_duration": _Tally(),
+    unnamed, unknown_type, blanks, bad = _Tally(), _Tally(), _Tally(), {"out_of_range": _Tally(), "negative_duration": _Tally(),
                                                       "duplicate_record": _Tally()}
     size = HWTS_DTYPE.itemsize
     for chunk_offset, records in iter_record_chunks(paths, HWTS_DTYPE, warn, "device_exec"):
         task_id, head = records["task_id"], records["head"]
         blank = is_blank(records)
+        if blank.any():
+            blanks.add(int(np.count_nonzero(blank)), chunk_offset + int(np.flatnonzero(blank)[0]) * size, "")
         log_type = head & 0x7
         unknown = np.flatnonzero((log_type > 4) & ~blank)
         if unknown.size:
@@ -333,6 +335,8 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
         pairs += paired
         if frame is not None:
             yield frame
+    if blanks.count:
+        report_blank(paths, blanks.count, blanks.first[0], size, warn, "device_exec")
     unnamed.report(warn, paths, f"{{n}} of {task_records} task records have a task id with no op in task_desc; "
                    "dropped, as MindSpore does (profiling and other framework-internal tasks)", "unlinked",
                    "device_exec")

@@ -80,16 +80,32 @@ def read_columns(paths: Sequence[Path], dtype: np.dtype, columns: Sequence[str],
     size = dtype.itemsize
     pieces: dict[str, list[np.ndarray]] = {name: [] for name in columns}
     pieces["offset"] = []
+    blank_records, first_blank = 0, 0
     for start, records in iter_record_chunks(paths, dtype, warn, tables):
-        mask = ~is_blank(records)
+        blank = is_blank(records)
+        if blank.any():
+            if not blank_records:
+                first_blank = start + int(np.flatnonzero(blank)[0]) * size
+            blank_records += int(np.count_nonzero(blank))
+        mask = ~blank
         if keep is not None:
             mask &= keep(records)
         index = np.flatnonzero(mask)
         for name in columns:
             pieces[name].append(records[name][index])
         pieces["offset"].append(start + index.astype(np.int64) * size)
+    report_blank(paths, blank_records, first_blank, size, warn, tables)
     empty = {name: np.empty(0, dtype[name]) for name in columns} | {"offset": np.empty(0, np.int64)}
     return {name: np.concatenate(parts) if parts else empty[name] for name, parts in pieces.items()}
+
+
+def report_blank(paths: Sequence[Path], count: int, first: int, size: int, warn: Warn, tables: str | None) -> None:
+    """Ledger row for records made only of whitespace (padding MindSpore skips: left out of every table)."""
+    if count:
+        path, offset = locate_offset(paths, first)
+        warn(f"{path}: byte offset {offset}: {count} records of {size} bytes hold only whitespace (padding); "
+             "skipped, as MindSpore does", check="malformed_record", action="dropped", rows=count, path=path,
+             offset=offset, tables=tables)
 
 
 def locate_offset(paths: Sequence[Path], stream_offset: int) -> tuple[Path, int]:
