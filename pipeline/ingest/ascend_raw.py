@@ -80,11 +80,21 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     hwts_role = "hwts_c" if era == "c" else "hwts"
     if hwts_role in slices:
         if not tasks.height:
+            desc_role = "task_desc_bin" if era == "c" else "task_desc_text"
+            if desc_role in slices:
+                raise InputError(slices[desc_role][0], "task_desc holds no whole record: no task of the HWTS log "
+                                                       "can be named (was the file cut short?)")
             raise InputError(slices[hwts_role][0], "HWTS task log without task_desc: no task can be named "
                                                    "(Framework task_desc_info files are missing)")
         for frame in _task_executions(slices[hwts_role], tasks, era, tick_hz, warn):
             yield "device_exec", _with_rank(frame, source.rank)
 
+    if hwts_role not in slices and tasks.height:
+        warn(f"{source.directory}: task_desc registers {tasks.height} tasks but there is no HWTS task log: no device "
+             "executions", check="missing_file", action="kept", path=source.directory, tables="device_exec")
+    if hwts_role in slices and "training_trace" not in slices and "ts_track" not in slices:
+        warn(f"{source.directory}: an HWTS task log but no step trace (training_trace / ts_track): no steps",
+             check="missing_file", action="kept", path=source.directory, tables="step_point")
     skip_first = bool(tasks.height) and tasks["op_name"].str.starts_with("Default/InitDataSetQueue").any()
     if trace is not None:
         points = _training_trace_points(slices["training_trace"], trace, point_names, tick_hz, warn)
@@ -140,7 +150,10 @@ def _tick_hz(source: Source, era: str, warn: Warn) -> int:
         return DEFAULT_TICK_HZ
     try:
         info = json.loads(paths[0].read_text(encoding="utf-8"))
-        mhz = float(info["DeviceInfo"][0]["hwts_frequency"])
+        value = info["DeviceInfo"][0]["hwts_frequency"]
+        if isinstance(value, bool):
+            raise TypeError(f"hwts_frequency is {value}, not a number")
+        mhz = float(value)
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise InputError(paths[0], f"expected device info JSON with DeviceInfo[0].hwts_frequency "
                                    f"({type(exc).__name__}: {str(exc)[:100]})") from None
