@@ -42,6 +42,8 @@ ACTIONS: dict[str, str] = {
     "repaired": "values were rewritten (e.g. bad bytes as U+FFFD, a missing time filled)",
     "source_skipped": "the whole source was left out",
     "superseded": "the source was left out in favour of a more complete one holding the same data",
+    "excluded": "records the format's own tools leave out by design (e.g. Ascend tasks of no op, which are the "
+                "profiler's own); nothing the user measured is lost",
     "kept": "the data was kept as it is; the row is a warning",
 }
 LOSSY_ACTIONS = frozenset({"dropped", "clamped", "repaired", "source_skipped"})

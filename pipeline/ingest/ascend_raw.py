@@ -19,7 +19,9 @@ hwts_frequency, else 100 MHz as MindSpore 1.x assumes), on the device-counter cl
 """
 from __future__ import annotations
 
+import bisect
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +33,8 @@ from ..discover import Source
 from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
 from ..health import Warn
-from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns
 from ..clocks import ascend_raw_clock
+from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
 from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000
@@ -45,6 +47,8 @@ TS_TRACK_DTYPE = np.dtype([("mode", "u1"), ("rpt_type", "u1"), ("buf_size", "<u2
 _TS_TRACK_STEP = 10
 #: Era A joins by the bare task id from this id on, by (stream, task) below it.
 _BARE_TASK_ID_FROM = 25000
+#: The tables whose times come from device counter ticks.
+_TIMED_TABLES = "device_exec,step_point"
 
 #: Point kinds as small codes while decoding (0: a record that means nothing), named at the end.
 _POINT_KINDS = {1: "fp_start", 2: "bp_end", 3: "step_end", 4: "comm_start", 5: "comm_end"}
@@ -60,12 +64,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     slices = source.slices
     for role, paths in slices.items():
         for path in paths:
-            if path.stat().st_size == 0 and role not in ("aicpu",):
+            if path.stat().st_size == 0 and role not in ("aicpu", "host_start"):  # host_start.log is not read
                 raise InputError(path, "empty file (was the collection cut short?)")
-    trace = (read_columns(slices["training_trace"], TRAINING_TRACE_DTYPE, ["tag", "stream_id", "syscnt"], warn)
-             if "training_trace" in slices else None)
+    trace = (read_columns(slices["training_trace"], TRAINING_TRACE_DTYPE, ["tag", "task_id", "stream_id", "syscnt"],
+                          warn, tables="step_point") if "training_trace" in slices else None)
     era = _era(source, trace)
-    tick_hz = _tick_hz(source, warn)
+    tick_hz = _tick_hz(source, era, warn)
     yield "run_info", _run_info(source, era, tick_hz)
 
     tasks, ops, point_names = _framework(source, era, warn)
@@ -77,14 +81,24 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     hwts_role = "hwts_c" if era == "c" else "hwts"
     if hwts_role in slices:
         if not tasks.height:
+            desc_role = "task_desc_bin" if era == "c" else "task_desc_text"
+            if desc_role in slices:
+                raise InputError(slices[desc_role][0], "task_desc holds no whole record: no task of the HWTS log "
+                                                       "can be named (was the file cut short?)")
             raise InputError(slices[hwts_role][0], "HWTS task log without task_desc: no task can be named "
                                                    "(Framework task_desc_info files are missing)")
         for frame in _task_executions(slices[hwts_role], tasks, era, tick_hz, warn):
             yield "device_exec", _with_rank(frame, source.rank)
 
+    if hwts_role not in slices and tasks.height:
+        warn(f"{source.directory}: task_desc registers {tasks.height} tasks but there is no HWTS task log: no device "
+             "executions", check="missing_file", action="kept", path=source.directory, tables="device_exec")
+    if hwts_role in slices and "training_trace" not in slices and "ts_track" not in slices:
+        warn(f"{source.directory}: an HWTS task log but no step trace (training_trace / ts_track): no steps",
+             check="missing_file", action="kept", path=source.directory, tables="step_point")
     skip_first = bool(tasks.height) and tasks["op_name"].str.starts_with("Default/InitDataSetQueue").any()
     if trace is not None:
-        points = _training_trace_points(trace, point_names, tick_hz)
+        points = _training_trace_points(slices["training_trace"], trace, point_names, tick_hz, warn)
         yield "step_point", _with_rank(_finish_steps(points, skip_first), source.rank)
     elif "ts_track" in slices:
         points = _ts_track_points(slices["ts_track"], tasks, point_names, tick_hz, warn)
@@ -96,7 +110,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             names = tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"], keep="last")
             aicpu = ascend_aicpu.read_aicpu_binary(paths, names, warn)
         else:
-            aicpu = ascend_aicpu.read_aicpu_text(paths)
+            aicpu = ascend_aicpu.read_aicpu_text(paths, warn)
         aicpu = aicpu.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
         yield "aicpu_exec", _with_rank(aicpu, source.rank)
 
@@ -110,25 +124,51 @@ def _era(source: Source, trace: dict[str, np.ndarray] | None) -> str:
                       for p in slices.get(role, []))
     if underscored:
         return "b"
-    if trace is not None and (trace["tag"] == 65535).any():
+    if trace is not None and _end_tag(trace["tag"]) == 65535:
         return "b"
     return "a"
 
 
-def _tick_hz(source: Source, warn: Warn) -> int:
-    """Device counter frequency: info.json's hwts_frequency (MHz) when present, else 100 MHz."""
+def _end_tag(tag: np.ndarray) -> int:
+    """Era A/B iteration-end tag: 65535 (era B) when it is at least half as frequent as 255, else 255.
+    (A lone 65535 in an era-A trace is a damaged record, not a change of format.)"""
+    wide, narrow = int(np.count_nonzero(tag == 65535)), int(np.count_nonzero(tag == 255))
+    return 65535 if wide and 2 * wide >= narrow else 255
+
+
+def _tick_hz(source: Source, era: str, warn: Warn) -> int:
+    """Device counter frequency: info.json's hwts_frequency (MHz) when present, else 100 MHz.
+
+    A frequency that is not a finite number from 1 kHz to 100 GHz (zero, negative, NaN: a damaged
+    info.json) cannot convert ticks; the documented fallback is MindSpore 1.x's 100 MHz, reported as
+    an `out_of_range` row with action `repaired` (every time of the source depends on it)."""
     paths = source.slices.get("device_info")
     if not paths:
+        if era == "c":
+            warn(f"{source.directory}: no info.json: device ticks are converted at 100 MHz, as MindSpore 1.x "
+                 "assumes (times are wrong if the device counter runs at another frequency)",
+                 check="missing_file", action="kept", path=source.directory, tables=_TIMED_TABLES)
         return DEFAULT_TICK_HZ
     try:
         info = json.loads(paths[0].read_text(encoding="utf-8"))
-        mhz = float(info["DeviceInfo"][0]["hwts_frequency"])
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise InputError(paths[0], f"expected device info JSON with DeviceInfo[0].hwts_frequency ({exc})") from None
+        value = info["DeviceInfo"][0]["hwts_frequency"]
+        if isinstance(value, bool):
+            raise TypeError(f"hwts_frequency is {value}, not a number")
+        mhz = float(value)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
+        raise InputError(paths[0], f"expected device info JSON with DeviceInfo[0].hwts_frequency "
+                                   f"({type(exc).__name__}: {str(exc)[:100]})") from None
+    if not math.isfinite(mhz) or not 0.001 <= mhz <= 100_000:
+        warn(f"{paths[0]}: hwts_frequency {mhz!r} MHz is not a usable counter frequency (expected a finite "
+             f"number from 0.001 to 100000); times use MindSpore 1.x's 100 MHz instead",
+             check="non_finite" if not math.isfinite(mhz) else "out_of_range", action="repaired", rows=1,
+             path=paths[0], example=f"hwts_frequency={mhz!r}", tables=_TIMED_TABLES)
+        return DEFAULT_TICK_HZ
     hz = int(round(mhz * 1_000_000))
     if hz != DEFAULT_TICK_HZ:
         warn(f"{paths[0]}: hwts_frequency is {mhz:g} MHz; times use it, while MindSpore 1.x assumed 100 MHz "
-             "(its reports of this run are scaled by 100/{mhz:g})")
+             f"(its reports of this run are scaled by 100/{mhz:g})", check="clock", action="kept", path=paths[0],
+             example=f"hwts_frequency={mhz:g}")
     return hz
 
 
@@ -141,9 +181,10 @@ def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.D
     """(task_desc rows, op_desc rows, {trace tag: op name})."""
     slices = source.slices
     if era == "c":
-        hashes = ascend_framework.read_hash_dic(slices["hash_dic"]) if "hash_dic" in slices else {}
+        hashes = ascend_framework.read_hash_dic(slices["hash_dic"], warn) if "hash_dic" in slices else {}
         tasks = (ascend_framework.read_task_desc_binary(slices["task_desc_bin"], hashes, warn)
                  if "task_desc_bin" in slices else _empty(ascend_framework.TASK_DESC_SCHEMA))
+        _report_task_conflicts(tasks, era, slices.get("task_desc_bin"), warn)
         ops = _era_c_ops(tasks, slices, warn)
         point_names: dict[int, str] = {}
         if "step_info_bin" in slices:
@@ -151,15 +192,55 @@ def _framework(source: Source, era: str, warn: Warn) -> tuple[pl.DataFrame, pl.D
             named = steps.join(tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"],
                                                                                      keep="last"),
                                on=["stream_id", "task_id"], how="left")
-            point_names = {tag: name for tag, name in named.select("tag", "op_name").iter_rows() if name}
+            point_names = _step_info_names(named, slices["step_info_bin"], warn)
         return tasks, ops, point_names
-    tasks = (ascend_framework.read_task_desc_text(slices["task_desc_text"])
+    tasks = (ascend_framework.read_task_desc_text(slices["task_desc_text"], warn)
              if "task_desc_text" in slices else _empty(ascend_framework.TASK_DESC_SCHEMA))
+    _report_task_conflicts(tasks, era, slices.get("task_desc_text"), warn)
     backend = "vm" if any(".vm" in p.name for p in slices.get("graph_desc_text", [])) else "ge"
-    ops = (ascend_framework.read_graph_desc_text(slices["graph_desc_text"], backend)
+    ops = (ascend_framework.read_graph_desc_text(slices["graph_desc_text"], backend, warn)
            if "graph_desc_text" in slices else _empty(ascend_framework.OP_DESC_SCHEMA))
-    points = ascend_framework.read_points_text(slices["point_text"]) if "point_text" in slices else {}
+    points = ascend_framework.read_points_text(slices["point_text"], warn) if "point_text" in slices else {}
     return tasks, ops, points
+
+
+def _report_task_conflicts(tasks: pl.DataFrame, era: str, paths: list[Path] | None, warn: Warn) -> None:
+    """task_desc registering one task (its join key) for different ops: the last registration names
+    the task's executions, as in MindSpore; the overridden ones are counted."""
+    if tasks.height < 2 or not paths:
+        return
+    keys = _task_keys(tasks["task_id"].to_numpy(), tasks["stream_id"].to_numpy(), era)
+    keyed = tasks.select("seq", "op_name", "task_id", "stream_id").with_columns(pl.Series("key", keys))
+    groups = keyed.group_by("key", maintain_order=True).agg(
+        pl.col("op_name").n_unique().alias("names"), pl.len().alias("n"), pl.col("op_name"), pl.col("task_id").first(),
+        pl.col("stream_id").first())
+    conflicting = groups.filter(pl.col("names") > 1)
+    if not conflicting.height:
+        return
+    overridden = int((conflicting["n"] - 1).sum())
+    first = conflicting.row(0, named=True)
+    example = f"task {first['task_id']}, stream {first['stream_id']}: {first['op_name'][:3]}"
+    warn(f"{paths[0]}: {conflicting.height} tasks are registered for different ops ({overridden} registrations "
+         f"overridden); the last registration names the executions, as MindSpore does (first: {example}, kept "
+         f"{first['op_name'][-1]!r})", check="conflicting_entry", action="dropped", rows=overridden, path=paths[0],
+         example=example, tables="device_exec")
+
+
+def _step_info_names(named: pl.DataFrame, paths: list[Path], warn: Warn) -> dict[int, str]:
+    """{tag: op name} from step_info rows (tag, op_name, offset); a tag naming different ops keeps the last."""
+    named = named.filter(pl.col("op_name").is_not_null())
+    groups = named.group_by("tag", maintain_order=True).agg(pl.col("op_name").n_unique().alias("names"),
+                                                            pl.col("op_name"), pl.col("offset").first())
+    conflicting = groups.filter(pl.col("names") > 1)
+    if conflicting.height:
+        first = conflicting.row(0, named=True)
+        path, offset = locate_offset(paths, int(first["offset"]))
+        overridden = int(conflicting["op_name"].list.len().sum() - conflicting.height)
+        warn(f"{path}: byte offset {offset}: {conflicting.height} step_info tags name different ops ({overridden} "
+             f"overridden); the last is kept (first: tag {first['tag']}: {first['op_name'][:3]}, kept "
+             f"{first['op_name'][-1]!r})", check="conflicting_entry", action="dropped", rows=overridden, path=path,
+             offset=offset, example=f"tag {first['tag']} -> {first['op_name'][-1]}", tables="step_point")
+    return {tag: name for tag, name in named.select("tag", "op_name").iter_rows()}
 
 
 def _era_c_ops(tasks: pl.DataFrame, slices: dict[str, list[Path]], warn: Warn) -> pl.DataFrame:
@@ -183,12 +264,36 @@ def _task_keys(task_id: np.ndarray, stream_id: np.ndarray, era: str) -> np.ndarr
     return np.where(task_id >= _BARE_TASK_ID_FROM, task_id.astype(np.int64), combined)
 
 
+class _Tally:
+    """Records one check left out across chunks: how many, and the stream offset and text of the first."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: tuple[int, str] | None = None
+
+    def add(self, count: int, offset: int, example: str) -> None:
+        if count and self.first is None:
+            self.first = (offset, example)
+        self.count += count
+
+    def report(self, warn: Warn, paths: list[Path], message: str, check: str, tables: str,
+               action: str = "dropped") -> None:
+        if not self.count:
+            return
+        path, offset = locate_offset(paths, self.first[0])
+        warn(f"{path}: byte offset {offset}: {message.format(n=self.count)} (first: {self.first[1]})", check=check,
+             action=action, rows=self.count, path=path, offset=offset, example=self.first[1], tables=tables)
+
+
 def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: int,
                      warn: Warn) -> Iterator[pl.DataFrame]:
     """Pair HWTS start/end records of the same op into executions (device_exec rows), chunk by chunk.
 
     Only start/end records of named tasks take part (MindSpore drops the rest before pairing),
     so the last such record of a chunk is carried into the next one, where it may start a pair.
+    Every record left out is counted in the ledger: unnamed tasks, unknown log types, records
+    that form no pair, pairs with a counter beyond int64 ns or ending before they start, and
+    exact duplicates of an execution (same op, start and end) within a chunk.
     """
     # task_desc: the last registration of a key wins, as in MindSpore's dict
     desc = tasks.select("task_id", "stream_id", "op_name")
@@ -204,11 +309,21 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
     named_task_id[desc_task_ids[(desc_task_ids >= 0) & (desc_task_ids < 1 << 16)].astype(np.int64)] = True
 
     carried: dict[str, np.ndarray] | None = None
-    task_records = unnamed = 0
-    first_unnamed: tuple[int, int, int] | None = None  # (stream offset, task id, stream id)
-    for chunk_offset, records in iter_record_chunks(paths, HWTS_DTYPE, warn):
+    task_records = named_records = pairs = 0
+    unnamed, unknown_type, blanks, bad = _Tally(), _Tally(), _Tally(), {"out_of_range": _Tally(), "negative_duration": _Tally(),
+                                                      "duplicate_record": _Tally()}
+    size = HWTS_DTYPE.itemsize
+    for chunk_offset, records in iter_record_chunks(paths, HWTS_DTYPE, warn, "device_exec"):
         task_id, head = records["task_id"], records["head"]
-        is_task = ((head & 0x7) <= 1) & ~is_blank(records)
+        blank = is_blank(records)
+        if blank.any():
+            blanks.add(int(np.count_nonzero(blank)), chunk_offset + int(np.flatnonzero(blank)[0]) * size, "")
+        log_type = head & 0x7
+        unknown = np.flatnonzero((log_type > 4) & ~blank)
+        if unknown.size:
+            unknown_type.add(unknown.size, chunk_offset + int(unknown[0]) * size,
+                             f"log type {int(log_type[unknown[0]])}")
+        is_task = (log_type <= 1) & ~blank
         candidates = np.flatnonzero(is_task & named_task_id[task_id])
         keys = _task_keys(task_id[candidates], records["stream_id"][candidates], era)
         position = np.minimum(np.searchsorted(unique_keys, keys), unique_keys.size - 1)
@@ -216,59 +331,123 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
         named = candidates[known]
         in_chunk = int(np.count_nonzero(is_task))
         task_records += in_chunk
+        named_records += named.size
         if named.size < in_chunk:
-            unnamed += in_chunk - named.size
-            if first_unnamed is None:
-                is_task[named] = False
-                first = int(np.flatnonzero(is_task)[0])
-                first_unnamed = (chunk_offset + first * HWTS_DTYPE.itemsize, int(task_id[first]),
-                                 int(records["stream_id"][first]))
-        kept = {"op": position[known], "kind": head[named] & 0x7, "syscnt": records["syscnt"][named],
-                "task_id": task_id[named], "stream_id": records["stream_id"][named]}
+            is_task[named] = False
+            first = int(np.flatnonzero(is_task)[0])
+            unnamed.add(in_chunk - named.size, chunk_offset + first * size,
+                        f"task {int(task_id[first])}, stream {int(records['stream_id'][first])}")
+        kept = {"op": position[known], "kind": log_type[named], "syscnt": records["syscnt"][named],
+                "task_id": task_id[named], "stream_id": records["stream_id"][named],
+                "offset": chunk_offset + named.astype(np.int64) * size}
         if carried is not None:
             kept = {name: np.concatenate([carried[name], column]) for name, column in kept.items()}
         if kept["op"].size == 0:
             continue
         carried = {name: column[-1:].copy() for name, column in kept.items()}
-        if (frame := _paired(kept, names, tick_hz)) is not None:
+        frame, paired = _paired(kept, names, tick_hz, bad)
+        pairs += paired
+        if frame is not None:
             yield frame
-    if unnamed:
-        path, offset = locate_offset(paths, first_unnamed[0])
-        warn(f"{path}: byte offset {offset}: {unnamed} of {task_records} task records have a task id with no op "
-             f"in task_desc (first: task {first_unnamed[1]}, stream {first_unnamed[2]}); "
-             "dropped, as MindSpore does (profiling and other framework-internal tasks)")
+    if blanks.count:
+        report_blank(paths, blanks.count, blanks.first[0], size, warn, "device_exec")
+    unnamed.report(warn, paths, f"{{n}} of {task_records} task records have a task id with no op in task_desc; "
+                   "left out, as MindSpore does (profiling and other framework-internal tasks)", "unlinked",
+                   "device_exec", action="excluded")
+    unknown_type.report(warn, paths, "{n} HWTS records have a log type this format does not define (0-4); "
+                        "dropped", "unknown_tag", "device_exec")
+    unpaired = named_records - 2 * pairs
+    if unpaired:
+        warn(f"{paths[0]}: {unpaired} of {named_records} named task records are not a start directly followed "
+             "by the end of the same op (a start without its end, an end without its start, or out of order); "
+             "dropped, as MindSpore does", check="unlinked", action="dropped", rows=unpaired, path=paths[0],
+             tables="device_exec")
+    bad["out_of_range"].report(warn, paths, "{n} executions have a counter value beyond what int64 ns can "
+                               "hold; dropped", "out_of_range", "device_exec")
+    bad["negative_duration"].report(warn, paths, "{n} executions end before they start (end counter below the "
+                                    "start counter); dropped", "negative_duration", "device_exec")
+    bad["duplicate_record"].report(warn, paths, "{n} executions repeat an earlier one exactly (same op, start "
+                                   "and end); the copies are dropped", "duplicate_record", "device_exec")
 
 
-def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int) -> pl.DataFrame | None:
+def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int,
+            bad: dict[str, _Tally]) -> tuple[pl.DataFrame | None, int]:
     """device_exec rows of the named task records of one chunk: a start directly followed by the
-    end of the same op is one execution (the chunk's last record is left for the next chunk)."""
+    end of the same op is one execution (the chunk's last record is left for the next chunk).
+    Returns the rows and the number of pairs found (before any was dropped)."""
     op, kind = records["op"], records["kind"]
     starts = np.flatnonzero((kind[:-1] == 0) & (kind[1:] == 1) & (op[:-1] == op[1:]))
+    found = int(starts.size)
     if starts.size == 0:
-        return None
-    syscnt = records["syscnt"].astype(np.int64)
+        return None, 0
+    syscnt = records["syscnt"]
+    begin, finish = syscnt[starts], syscnt[starts + 1]
+    limit = max_ticks(tick_hz)
+    in_range = (begin <= limit) & (finish <= limit)
+    negative = in_range & (finish < begin)
+    for check, mask in (("out_of_range", ~in_range), ("negative_duration", negative)):
+        if mask.any():
+            first = int(np.flatnonzero(mask)[0])
+            bad[check].add(int(np.count_nonzero(mask)), int(records["offset"][starts[first]]),
+                           f"task {int(records['task_id'][starts[first]])}, start {int(begin[first])}, "
+                           f"end {int(finish[first])}")
+    starts = starts[in_range & ~negative]
+    if starts.size > 1:
+        key = np.stack([op[starts].astype(np.uint64), syscnt[starts], syscnt[starts + 1]], axis=1)
+        _, first_index = np.unique(key, axis=0, return_index=True)
+        if first_index.size < starts.size:
+            keep = np.zeros(starts.size, dtype=bool)
+            keep[first_index] = True
+            copy = int(np.flatnonzero(~keep)[0])
+            bad["duplicate_record"].add(int(starts.size - first_index.size), int(records["offset"][starts[copy]]),
+                                        f"task {int(records['task_id'][starts[copy]])}, "
+                                        f"start {int(syscnt[starts[copy]])}")
+            starts = starts[keep]
+    if starts.size == 0:
+        return None, found
+    begin_ticks = syscnt[starts].astype(np.int64)
     name = names.gather(op[starts])
     return pl.DataFrame({
         "stream_id": records["stream_id"][starts].astype(np.int64), "kind": "task", "name": name,
         "task_id": records["task_id"][starts].astype(np.int64), "op_name": name,
-        "start_ns": ticks_to_ns(syscnt[starts], tick_hz),
-        "dur_ns": ticks_to_ns(syscnt[starts + 1] - syscnt[starts], tick_hz),
-    })
+        "start_ns": ticks_to_ns(begin_ticks, tick_hz),
+        "dur_ns": ticks_to_ns(syscnt[starts + 1].astype(np.int64) - begin_ticks, tick_hz),
+    }), found
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def max_ticks(tick_hz: int) -> np.uint64:
+    """The largest counter value whose time in ns still fits in int64 (at `tick_hz`)."""
+    if 1_000_000_000 % tick_hz == 0:
+        return np.uint64(_INT64_MAX // (1_000_000_000 // tick_hz))
+    # the float product is rounded: keep a margin of a few parts in 1e15
+    return np.uint64(min(_INT64_MAX, int(_INT64_MAX / (1e9 / tick_hz) * (1 - 1e-12))))
 
 
 def ticks_to_ns(ticks: np.ndarray, tick_hz: int) -> np.ndarray:
-    """Device counter ticks -> ns (exact integers when the frequency divides 1 GHz)."""
+    """Device counter ticks (int64, at most `max_ticks`) -> ns (exact integers when the frequency
+    divides 1 GHz)."""
     if 1_000_000_000 % tick_hz == 0:
         return ticks * (1_000_000_000 // tick_hz)
     return np.rint(ticks * (1e9 / tick_hz)).astype(np.int64)
 
 
-def _training_trace_points(records: dict[str, np.ndarray], point_names: dict[int, str],
-                           tick_hz: int) -> pl.DataFrame:
+def _training_trace_points(paths: list[Path], records: dict[str, np.ndarray], point_names: dict[int, str],
+                           tick_hz: int, warn: Warn) -> pl.DataFrame:
     """Era A/B: tags 1 FP, 2 BP, 255 or 65535 iteration end, 0 or above the end tag step-start
-    marker (unused), the rest communication points (odd start, even end)."""
-    tag = records["tag"].astype(np.int64)
-    end_tag = 65535 if (tag == 65535).any() else 255
+    marker (unused: 0 and one job id), the rest communication points (odd start, even end)."""
+    tag = records["tag"].astype(np.uint64)
+    end_tag = _end_tag(tag)
+    other_end = 255 if end_tag == 65535 else 65535
+    if (tag == other_end).any():
+        first = int(np.flatnonzero(tag == other_end)[0])
+        path, offset = locate_offset(paths, int(records["offset"][first]))
+        warn(f"{path}: byte offset {offset}: the trace holds both iteration-end tags 255 and 65535; {end_tag} is "
+             f"taken (the more frequent), {int(np.count_nonzero(tag == other_end))} records with {other_end} are "
+             "read by that rule", check="ambiguous", action="kept", rows=int(np.count_nonzero(tag == other_end)),
+             path=path, offset=offset, tables="step_point")
     kind = np.zeros(tag.size, dtype=np.int8)
     kind[tag == _ERA_AB_TAGS["fp"]] = _FP
     kind[tag == _ERA_AB_TAGS["bp"]] = _BP
@@ -276,8 +455,27 @@ def _training_trace_points(records: dict[str, np.ndarray], point_names: dict[int
     comm = (tag > 2) & (tag < end_tag)
     kind[comm & (tag % 2 == 1)] = _COMM_START
     kind[comm & (tag % 2 == 0)] = _COMM_END
-    return _points_frame(kind, tag, records["stream_id"], records["syscnt"], _tag_names(tag, point_names),
-                         tick_hz)
+    # step-start markers: 0 and the job id (one value); any other value above the end tag is unknown
+    marker = (tag > end_tag)
+    unknown = np.zeros(tag.size, dtype=bool)
+    if marker.any():
+        values, counts = np.unique(tag[marker], return_counts=True)
+        job_id = values[np.argmax(counts)]
+        unknown = marker & (tag != job_id)
+    tag = tag.astype(np.int64)
+    _report_unknown_tags(paths, records, unknown, tag, warn)
+    return _clean_points(paths, kind, tag, records, _tag_names(tag, point_names), tick_hz, warn)
+
+
+def _report_unknown_tags(paths: list[Path], records: dict[str, np.ndarray], unknown: np.ndarray, tag: np.ndarray,
+                         warn: Warn) -> None:
+    index = np.flatnonzero(unknown)
+    if index.size:
+        path, offset = locate_offset(paths, int(records["offset"][index[0]]))
+        warn(f"{path}: byte offset {offset}: {index.size} step-trace records have a tag that means nothing in this "
+             f"format (first: {int(tag[index[0]])}); dropped", check="unknown_tag", action="dropped",
+             rows=int(index.size), path=path, offset=offset, example=f"tag {int(tag[index[0]])}",
+             tables="step_point")
 
 
 def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[int, str], tick_hz: int,
@@ -286,11 +484,12 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
     (even before the op, odd after it); 0/1 model start/end are not used."""
     records = read_columns(paths, TS_TRACK_DTYPE, ["rpt_type", "tag", "stream_id", "task_id", "syscnt",
                                                    "model_id"], warn,
-                           keep=lambda r: r["rpt_type"] == _TS_TRACK_STEP)
+                           keep=lambda r: r["rpt_type"] == _TS_TRACK_STEP, tables="step_point")
     models = np.unique(records["model_id"])
     if models.size > 1:
-        warn(f"{paths[0]}: step trace of {models.size} models (graphs {models.tolist()}); steps are cut at every "
-             "iteration end, so the segmentation may mix graphs")
+        warn(f"{paths[0]}: step trace of {models.size} models (graphs {models.tolist()[:10]}); steps are cut at "
+             "every iteration end, so the segmentation may mix graphs", check="ambiguous", action="kept",
+             path=paths[0], tables="step_point")
     tag = records["tag"].astype(np.int64)
     kind = np.zeros(tag.size, dtype=np.int8)
     kind[tag == _ERA_C_TAGS["fp"]] = _FP
@@ -299,15 +498,11 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
     comm = (tag >= _ERA_C_TAGS["comm_low"]) & (tag < _ERA_C_TAGS["comm_high"])
     kind[comm & (tag % 2 == 0)] = _COMM_START
     kind[comm & (tag % 2 == 1)] = _COMM_END
-    unknown = np.flatnonzero((kind == 0) & (tag > 1))
-    if unknown.size:
-        path, offset = locate_offset(paths, int(records["offset"][unknown[0]]))
-        warn(f"{path}: byte offset {offset}: {unknown.size} step-trace records have a tag that means nothing "
-             f"in this format (first: {int(tag[unknown[0]])}); ignored")
+    _report_unknown_tags(paths, records, (kind == 0) & (tag > 1), tag, warn)
     names = _neighbour_op_names(records["stream_id"], records["task_id"], kind, tasks)
     step_info_names = _tag_names(tag, point_names)  # step_info names the FP/BP ops directly
     names = pl.select(pl.coalesce(step_info_names, names)).to_series()
-    return _points_frame(kind, tag, records["stream_id"], records["syscnt"], names, tick_hz)
+    return _clean_points(paths, kind, tag, records, names, tick_hz, warn)
 
 
 def _tag_names(tag: np.ndarray, point_names: dict[int, str]) -> pl.Series:
@@ -330,24 +525,123 @@ def _neighbour_op_names(stream_id: np.ndarray, task_id: np.ndarray, kind: np.nda
         .when(pl.col("kind") != 0).then(pl.col("previous_op"))).to_series().alias("op_name")
 
 
+def _clean_points(paths: list[Path], kind: np.ndarray, tag: np.ndarray, records: dict[str, np.ndarray],
+                  names: pl.Series, tick_hz: int, warn: Warn) -> pl.DataFrame:
+    """The step points that mean something, after leaving out (each counted in the ledger): exact
+    duplicate records, counters beyond int64 ns, iteration ends that go back in time (the fewest that
+    leave the ends in order), points outside their step, BP ends before their step's FP start and
+    communication ends before their start."""
+    syscnt = records["syscnt"]
+    offsets = records["offset"]
+    keep = np.ones(kind.size, dtype=bool)
+
+    def drop(mask: np.ndarray, check: str, what: str, rows: int | None = None) -> None:
+        index = np.flatnonzero(mask & keep)
+        if not index.size:
+            return
+        keep[index] = False
+        path, offset = locate_offset(paths, int(offsets[index[0]]))
+        example = f"tag {int(tag[index[0]])}, stream {int(records['stream_id'][index[0]])}, syscnt {int(syscnt[index[0]])}"
+        warn(f"{path}: byte offset {offset}: {index.size} step-trace records {what}; dropped (first: {example})",
+             check=check, action="dropped", rows=int(index.size), path=path, offset=offset, example=example,
+             tables="step_point")
+
+    if kind.size > 1:
+        key = np.stack([tag.astype(np.uint64), records["task_id"].astype(np.uint64),
+                        records["stream_id"].astype(np.uint64), syscnt.astype(np.uint64)], axis=1)
+        _, first = np.unique(key, axis=0, return_index=True)
+        copies = np.ones(kind.size, dtype=bool)
+        copies[first] = False
+        drop(copies, "duplicate_record", "repeat an earlier record exactly (the copies)")
+    drop(syscnt > max_ticks(tick_hz), "out_of_range", "have a counter value beyond what int64 ns can hold")
+    keep &= kind != 0
+    ends = np.flatnonzero(keep & (kind == _END))
+    ordered = _non_decreasing(syscnt[ends].astype(np.int64))
+    backwards = np.zeros(kind.size, dtype=bool)
+    backwards[ends[~ordered]] = True
+    drop(backwards, "negative_duration", "are iteration ends earlier than the iteration end before them")
+
+    def numbered() -> np.ndarray:
+        """Step per record (1 + iteration ends before it among the kept records)."""
+        is_end = (kind == _END) & keep
+        return 1 + np.cumsum(is_end) - is_end
+
+    step = numbered()
+    ticks = syscnt.astype(np.int64, copy=True)
+    ticks[~keep] = 0
+    end_ticks = ticks[keep & (kind == _END)]  # step k ends at end_ticks[k - 1]
+    upper = np.where(step <= end_ticks.size, end_ticks[np.minimum(step, max(end_ticks.size, 1)) - 1]
+                     if end_ticks.size else np.iinfo(np.int64).max, np.iinfo(np.int64).max)
+    lower = np.where(step >= 2, end_ticks[np.clip(step - 2, 0, max(end_ticks.size - 1, 0))]
+                     if end_ticks.size else np.iinfo(np.int64).min, np.iinfo(np.int64).min)
+    outside = (kind != _END) & ((ticks < lower) | (ticks > upper))
+    drop(outside, "negative_duration", "lie outside their step (before the previous iteration end or after "
+                                       "their own)")
+    # FP start before BP end, communication start before its end, within one step
+    points = pl.DataFrame({"i": np.arange(kind.size), "step": step, "kind": kind, "tag": tag,
+                           "stream": records["stream_id"].astype(np.int64), "ticks": ticks}).filter(
+        pl.Series(keep))
+    fp = points.filter(pl.col("kind") == _FP).group_by("step").agg(pl.col("ticks").first().alias("fp"))
+    late_bp = points.filter(pl.col("kind") == _BP).join(fp, on="step").filter(pl.col("ticks") < pl.col("fp"))
+    mask = np.zeros(kind.size, dtype=bool)
+    mask[late_bp["i"].to_numpy()] = True
+    drop(mask, "negative_duration", "are BP ends earlier than their step's FP start")
+    occurrence = pl.int_range(pl.len()).over("step", "stream", "pair")
+    comm_start = points.filter(pl.col("kind") == _COMM_START).with_columns(pl.col("tag").alias("pair"))
+    comm_end = points.filter(pl.col("kind") == _COMM_END).with_columns((pl.col("tag") - 1).alias("pair"))
+    matched = comm_start.with_columns(occurrence.alias("n")).join(
+        comm_end.with_columns(occurrence.alias("n")), on=["step", "stream", "pair", "n"], suffix="_end").filter(
+        pl.col("ticks_end") < pl.col("ticks"))
+    mask = np.zeros(kind.size, dtype=bool)
+    mask[matched["i"].to_numpy()] = True
+    mask[matched["i_end"].to_numpy()] = True
+    drop(mask, "negative_duration", "are communication points whose end is earlier than their start (both)")
+    kept = np.flatnonzero(keep)
+    return _points_frame(kind[kept], tag[kept], records["stream_id"][kept], syscnt[kept].astype(np.int64),
+                         names.gather(kept), tick_hz)
+
+
+def _non_decreasing(values: np.ndarray) -> np.ndarray:
+    """Mask of a longest non-decreasing subsequence of `values` (the fewest left out to put them in order)."""
+    keep = np.ones(values.size, dtype=bool)
+    if values.size < 2 or (np.diff(values) >= 0).all():
+        return keep
+    tails: list[int] = []  # value of the smallest tail of a run of each length
+    tail_index: list[int] = []
+    previous = np.full(values.size, -1)
+    for i, value in enumerate(values.tolist()):
+        length = bisect.bisect_right(tails, value)
+        if length == len(tails):
+            tails.append(value)
+            tail_index.append(i)
+        else:
+            tails[length], tail_index[length] = value, i
+        previous[i] = tail_index[length - 1] if length else -1
+    keep[:] = False
+    i = tail_index[-1]
+    while i >= 0:
+        keep[i] = True
+        i = previous[i]
+    return keep
+
+
 def _points_frame(kind: np.ndarray, tag: np.ndarray, stream_id: np.ndarray, syscnt: np.ndarray,
                   names: pl.Series, tick_hz: int) -> pl.DataFrame:
-    """Keep the points that mean something, number steps (a step closes at its end point) and
-    number the points within their step (seq, in record order)."""
-    kept = np.flatnonzero(kind != 0)
-    kind = kind[kept]
+    """Number steps (a step closes at its end point) and the points within their step (seq, in
+    record order); every point given means something."""
     step = 1 + np.r_[0, np.cumsum(kind == _END)[:-1]] if kind.size else np.empty(0, np.int64)
     first_of_step = np.r_[True, step[1:] != step[:-1]] if kind.size else np.empty(0, bool)
     step_first_index = np.maximum.accumulate(np.where(first_of_step, np.arange(kind.size), 0))
     return pl.DataFrame({
         "step": step.astype(np.int64),
-        "kind": pl.Series(kind).replace_strict(_POINT_KINDS, return_dtype=pl.String),
-        "tag": tag[kept],
-        "stream_id": stream_id[kept].astype(np.int64),
-        "op_name": names.gather(kept).cast(pl.String),
-        "ts_ns": ticks_to_ns(syscnt[kept].astype(np.int64), tick_hz),
+        "kind": pl.Series(kind, dtype=pl.Int8).replace_strict(_POINT_KINDS, return_dtype=pl.String),
+        "tag": tag.astype(np.int64),
+        "stream_id": stream_id.astype(np.int64),
+        "op_name": names.cast(pl.String),
+        "ts_ns": ticks_to_ns(syscnt, tick_hz),
         "seq": (np.arange(kind.size) - step_first_index).astype(np.int32),
-    })
+    }, schema={"step": pl.Int64, "kind": pl.String, "tag": pl.Int64, "stream_id": pl.Int64, "op_name": pl.String,
+               "ts_ns": pl.Int64, "seq": pl.Int32})
 
 
 def _finish_steps(points: pl.DataFrame, skip_first: bool) -> pl.DataFrame:

@@ -30,12 +30,14 @@ def check_slices(paths: Sequence[Path]) -> None:
                                       "the records of the following slices cannot be placed")
 
 
-def iter_record_chunks(paths: Sequence[Path], dtype: np.dtype, warn: Warn) -> Iterator[tuple[int, np.ndarray]]:
+def iter_record_chunks(paths: Sequence[Path], dtype: np.dtype, warn: Warn,
+                       tables: str | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (stream offset of the first record, records) for the slices `paths`, in order.
 
     `records` is a structured view of up to CHUNK_RECORDS whole records in a buffer that the
     next chunk overwrites: copy what you keep. A record that straddles two slices is joined;
-    a trailing partial record is dropped with a warning that names its file and offset.
+    a trailing partial record is dropped with a `truncated` ledger row that names its file, offset,
+    the bytes lost and `tables` (the tables its rows would have gone to).
     Blank (whitespace padding) records are included; `is_blank` finds them.
     """
     check_slices(paths)
@@ -59,11 +61,15 @@ def iter_record_chunks(paths: Sequence[Path], dtype: np.dtype, warn: Warn) -> It
                 filled -= whole
     if filled:
         path, local = _locate(file_starts, stream_offset)
-        warn(f"{path}: byte offset {local}: last record is cut short ({filled} of {size} bytes); dropped")
+        warn(f"{path}: byte offset {local}: last record is cut short ({filled} of {size} bytes); dropped "
+             f"(1 record, {filled} bytes lost{'' if tables is None else '; tables: ' + tables})",
+             check="truncated", action="dropped", rows=1, path=path, offset=local, tables=tables,
+             example=f"{filled} of {size} bytes")
 
 
 def read_columns(paths: Sequence[Path], dtype: np.dtype, columns: Sequence[str], warn: Warn,
-                 keep: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                 keep: Callable[[np.ndarray], np.ndarray] | None = None,
+                 tables: str | None = None) -> dict[str, np.ndarray]:
     """Decode the records of the slices `paths` (one stream) and return the named columns.
 
     `keep`, given a chunk of records, returns a boolean mask of those to keep (applied before
@@ -74,16 +80,32 @@ def read_columns(paths: Sequence[Path], dtype: np.dtype, columns: Sequence[str],
     size = dtype.itemsize
     pieces: dict[str, list[np.ndarray]] = {name: [] for name in columns}
     pieces["offset"] = []
-    for start, records in iter_record_chunks(paths, dtype, warn):
-        mask = ~is_blank(records)
+    blank_records, first_blank = 0, 0
+    for start, records in iter_record_chunks(paths, dtype, warn, tables):
+        blank = is_blank(records)
+        if blank.any():
+            if not blank_records:
+                first_blank = start + int(np.flatnonzero(blank)[0]) * size
+            blank_records += int(np.count_nonzero(blank))
+        mask = ~blank
         if keep is not None:
             mask &= keep(records)
         index = np.flatnonzero(mask)
         for name in columns:
             pieces[name].append(records[name][index])
         pieces["offset"].append(start + index.astype(np.int64) * size)
+    report_blank(paths, blank_records, first_blank, size, warn, tables)
     empty = {name: np.empty(0, dtype[name]) for name in columns} | {"offset": np.empty(0, np.int64)}
     return {name: np.concatenate(parts) if parts else empty[name] for name, parts in pieces.items()}
+
+
+def report_blank(paths: Sequence[Path], count: int, first: int, size: int, warn: Warn, tables: str | None) -> None:
+    """Ledger row for records made only of whitespace (padding MindSpore skips: left out of every table)."""
+    if count:
+        path, offset = locate_offset(paths, first)
+        warn(f"{path}: byte offset {offset}: {count} records of {size} bytes hold only whitespace (padding); "
+             "skipped, as MindSpore does", check="malformed_record", action="dropped", rows=count, path=path,
+             offset=offset, tables=tables)
 
 
 def locate_offset(paths: Sequence[Path], stream_offset: int) -> tuple[Path, int]:
