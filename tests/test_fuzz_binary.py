@@ -255,7 +255,8 @@ def test_text_truncation(role: str, data: st.DataObject, tmp_path: Path) -> None
 @given(data=st.data())
 def test_byte_flips(role: str, data: st.DataObject, tmp_path: Path) -> None:
     """Any bytes of any field replaced: a named error, or tables without negative durations, times beyond
-    int64 ns or iteration ends going back; fewer executions or steps only with a lossy ledger row."""
+    int64 ns or iteration ends going back; fewer executions or steps only with a lossy ledger row (or a new
+    `excluded` one: a task id flipped to one with no op reads as one of the profiler's own tasks)."""
     fixture, name, *_ = BINARY.get(role) or TEXT[role]
     raw = _original(fixture, name)
     outcome, path = damaged(fixture, name, data.draw(byte_flips(raw), label="flipped"), tmp_path)
@@ -265,8 +266,9 @@ def test_byte_flips(role: str, data: st.DataObject, tmp_path: Path) -> None:
         return
     base = baseline(fixture)
     for table in ("device_exec", "aicpu_exec"):
-        if outcome.rows(table) < base.rows(table):
-            assert outcome.lossy, (table, outcome.health)
+        if outcome.rows(table) < base.rows(table):  # a flipped task id is a task of no op: left out as excluded
+            assert outcome.lossy or any(e.action == "excluded" for e in new_events(outcome, base)), \
+                (table, outcome.health)
 
 
 # ---- duplicated, reordered and edited records ----------------------------------------------------
@@ -293,7 +295,7 @@ def test_duplicated_records(role: str, data: st.DataObject, tmp_path: Path) -> N
         return  # records of other report types: no table reads them, repeated or not
     assert new, "the repeated records are not in the ledger"
     assert {e.check for e in new} <= {"duplicate_record", "unlinked", "malformed_record"}, new
-    assert all(e.action == "dropped" for e in new)
+    assert all(e.action == "dropped" or (e.check, e.action) == ("unlinked", "excluded") for e in new)
     if role not in ("a_hwts", "c_hwts_0", "c_hwts_1"):
         read = span if role != "c_ts_track" else sum(copy[i + 1] == 10 for i in range(0, len(copy), size))
         assert [e.check for e in new] == ["duplicate_record"] and new[0].rows == read, new
