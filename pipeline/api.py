@@ -19,7 +19,7 @@ def offline_analyse(path: str | Path, output_path: str | Path | None = None, pre
                     step_list: list[int] | None = None, *, subgraph: str = "all",
                     optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
                     is_show_op_path: bool = False, report_style: str = "latest",
-                    rank_map: str | Path | None = None) -> RunResult:
+                    rank_map: str | Path | None = None, strict: bool = False, force: bool = False) -> RunResult:
     """Analyse the saved profiler folder `path`, as MindSpore's `Profiler.offline_analyse` does.
 
     Unlike MindSpore, nothing is written into `path`: results go to `output_path` (default
@@ -29,6 +29,8 @@ def offline_analyse(path: str | Path, output_path: str | Path | None = None, pre
     MindSpore's Profiler arguments for the Ascend op detail report; `report_style` is
     "latest" or "legacy" (see README). `rank_map` is a file giving traces without a rank theirs (lines
     "<path or glob> <rank>" or a JSON object, paths relative to `path`; see `profpipe analyse --rank-map`).
+    `strict` makes any data loss an error; `force` lets the output replace a non-empty folder profpipe did not
+    write (never the input). The result's `health` and `exit_code` say whether anything was dropped.
     """
     options = ReportOptions(style=report_style, subgraph=subgraph,
                             optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
@@ -36,7 +38,8 @@ def offline_analyse(path: str | Path, output_path: str | Path | None = None, pre
                             show_op_path=is_show_op_path)
     source = Path(path)
     output = Path(output_path) if output_path is not None else Path.cwd() / f"{source.resolve().name}.profpipe"
-    return analyse(source, output, step_list=step_list, pretty=pretty, report_options=options, rank_map=rank_map)
+    return analyse(source, output, step_list=step_list, pretty=pretty, report_options=options, rank_map=rank_map,
+                   strict=strict, force=force)
 
 
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
