@@ -52,7 +52,7 @@ class _BarReporter:
 
 @app.command()
 def analyse(
-    path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files).")],
+    path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files), or one trace file that stands alone (PyTorch/Paddle trace, Nsight Systems export, MindData log).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
     rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
     timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
