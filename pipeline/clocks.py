@@ -37,6 +37,7 @@ from typing import Any
 import duckdb
 
 from .health import HealthEvent
+from .ingest.scratch import memory_database
 
 #: run_info.clock values and what they mean.
 CLOCKS: dict[str, str] = {
@@ -374,7 +375,7 @@ def clock_findings(tables_dir: Path) -> list[HealthEvent]:
     tables_dir = Path(tables_dir)
     if not (tables_dir / "run_info.parquet").is_file():
         return []
-    con = duckdb.connect()
+    con = memory_database()
     try:
         present = set()
         for path in sorted(tables_dir.glob("*.parquet")):

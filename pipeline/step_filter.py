@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from .errors import ProfpipeError
+from .ingest.scratch import memory_database
 
 _TIMED_TABLES = ("host_op", "device_exec")
 
@@ -29,7 +30,7 @@ def check_step_list(step_list: list[int]) -> list[int]:
 def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
     """Rewrite the timed tables of tables_dir to the selected steps; return warnings."""
     first, last = steps[0], steps[-1]
-    with duckdb.connect() as con:
+    with memory_database() as con:
         con.execute(f"SET file_search_path = '{tables_dir}'")
         con.execute(f"""CREATE TEMP TABLE windows AS
             SELECT rank,

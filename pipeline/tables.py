@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import SchemaError
 from .resources import data_dir
+from .ingest.scratch import memory_database
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "int32": pa.int32(),
@@ -110,7 +110,7 @@ class TableSink:
 def merge_parts(part_dirs: list[Path], tables_dir: Path) -> None:
     """Combine the per-source pieces into tables/<name>.parquet for every declared table."""
     tables_dir.mkdir(parents=True, exist_ok=True)
-    with duckdb.connect() as con:
+    with memory_database() as con:
         for name, spec in catalog().items():
             parts = [str(d / f"{name}.parquet") for d in part_dirs if (d / f"{name}.parquet").exists()]
             target = tables_dir / f"{name}.parquet"

@@ -29,6 +29,7 @@ from . import json_files
 from ..health import Warn
 from .lines import MAX_NS, complete_text, drop_rows
 from .run_info import run_info
+from .scratch import memory_database
 
 TICK_HZ = 100_000_000
 _NS_PER_TICK = 10
@@ -142,7 +143,7 @@ FROM named
 def _hccl_tasks(paths: list[Path], warn: Warn) -> pa.Table:
     """comm_task rows of the HCCL trace files, parsed by DuckDB (sizes may be hex strings). Tasks with a
     negative duration or a time beyond MAX_NS, and repeats of a task, are left out and reported."""
-    with duckdb.connect() as con:
+    with memory_database() as con:
         json_files.create_table(con, "tasks", _HCCL_TASKS_SQL, paths, "an HCCL trace JSON with traceEvents")
         with_events = dict(con.execute(
             "SELECT filename, bool_and(traceEvents IS NOT NULL) FROM read_json($files, columns = "

@@ -45,6 +45,7 @@ from ..health import Warn
 from ..clocks import msprof_clock
 from .lines import MAX_NS, load_json, required_columns
 from .run_info import run_info
+from .scratch import memory_database
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
             "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
@@ -190,7 +191,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL)]
     elif not files.get("csv:step_trace"):
         queries.append(("step_point", _STEP_POINT_SQL))
-    with duckdb.connect() as con:
+    with memory_database() as con:
         _load_events(con, timelines, warn)
         for table, sql in queries:
             rows = _complete(_query(con, sql, table, timelines), table, warn, timelines)

@@ -72,6 +72,13 @@ def sweep_scratch_folders() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def memory_database() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB database for a short query; should it spill, its files go to a scratch folder under
+    $TMPDIR (DuckDB's default, `.tmp` in the working folder, may be the user's input folder)."""
+    spill = Path(tempfile.gettempdir()) / f"profpipe-spill-{os.getpid()}-duckdb"
+    return duckdb.connect(config={"temp_directory": str(spill)})
+
+
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database that spills to `folder` (which the caller removes)."""
     return duckdb.connect(config={"temp_directory": str(folder), "memory_limit": MEMORY_LIMIT})
