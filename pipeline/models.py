@@ -1,94 +1,227 @@
-"""Stage 3, models: run the DuckDB SQL files of sql/ over the normalized tables.
+"""Stage 3, models: the SQL model library of sql/, loaded, checked and run over the normalized tables.
 
-Each `sql/<layer>/<name>.sql` holds one SELECT and defines the relation `<name>`. Files under
-`staging/` become views, files under `marts/` become tables. A staging model that many others
-read (and that is costly to recompute) says `-- computed once per run` in its header: the run
-computes it once into a temporary table, which shadows the view while the marts and exports
-read it; the saved profile.duckdb keeps only the view. A model depends on every other model whose
-name it mentions; the runner orders them so that each runs after what it reads.
-The first comment line of a file is its one-line description; the following comment lines
-document its columns.
+The library is layered as dbt projects are (README, "SQL models"):
+
+* `sql/macros/<name>.sql`: one `CREATE MACRO` each (scalar helpers such as op-name parsing, interval
+  helpers), created first; any model may call them.
+* `sql/staging/stg_<table>.sql`: one view per normalized table: typed, renamed, unit-normalized, nothing
+  else. Only staging reads the normalized tables, with `{{ source('<table>') }}`.
+* `sql/intermediate/int_<name>.sql`: private, reusable building blocks (step windows, device executions
+  with their op, communication tasks with their step); they read staging and other intermediate models.
+* `sql/marts/<name>.sql`: the public analysis tables; they read staging, intermediate and earlier marts.
+
+A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
+declared dependencies, checked at load against the layer order above and for cycles, and a model that
+mentions another model or table by its bare name is refused. Beside each SQL file a YAML file documents
+the model: what one row is (`description`), the columns that identify a row (`grain`), and per column
+its DuckDB type, unit (ns, bytes, share or count; nothing for names, ids and flags), one-line meaning
+and data tests (tests/test_model_library.py and `check_models` run them). Intermediate models that many
+others read say `computed_once: true`: the run computes them once into a temporary table, which shadows
+the view while marts and exports read it; the saved profile.duckdb keeps only the view.
 """
 from __future__ import annotations
 
 import re
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import yaml
 
 from .resources import data_dir
 from .tables import catalog
 
-_LAYER_KIND = {"staging": "VIEW", "marts": "TABLE"}
+LAYERS = ("staging", "intermediate", "marts")
+#: What each layer may read: sources (the normalized tables) or models of these layers.
+MAY_READ = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
+            "marts": {"staging", "intermediate", "marts"}}
+_MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE"}
+_PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": ""}
+#: Units a column may carry (README, "Units"); a column without one is a name, id, flag or plain number.
+UNITS = ("ns", "bytes", "share", "count")
+#: Column-name endings and the unit each one requires.
+UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share"}
+#: Tables the models may read with source() besides the normalized tables: the run's options.
+EXTRA_SOURCES = ("run_option",)
+_CALL = re.compile(r"\{\{\s*(ref|source)\(\s*'([A-Za-z_][A-Za-z0-9_]*)'\s*\)\s*\}\}")
+
+
+class ModelError(RuntimeError):
+    """The model library is inconsistent (a bad reference, layer order, cycle or YAML file)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One documented column of a model."""
+
+    name: str
+    type: str
+    description: str
+    unit: str | None = None
+    tests: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
 class Model:
-    """One SQL model file."""
+    """One SQL model: its rendered SELECT, what it reads and its documentation."""
 
     name: str
     layer: str
     sql: str
     description: str
-    depends_on: frozenset[str]
-    computed_once: bool = False  # staging only: a temporary table during the run (see the module doc)
+    grain: tuple[str, ...]
+    columns: tuple[Column, ...]
+    refs: frozenset[str]
+    sources: frozenset[str]
+    computed_once: bool = False
+    #: marts: the ORDER BY of reports/<name>.csv (most important rows first); None: no CSV.
+    csv_order: str | None = None
 
     @property
     def kind(self) -> str:
-        """What the saved profile.duckdb holds: VIEW (staging) or TABLE (marts)."""
-        return _LAYER_KIND[self.layer]
+        """What the saved profile.duckdb holds: VIEW (staging, intermediate) or TABLE (marts)."""
+        return _MATERIALIZED[self.layer]
+
+    @property
+    def depends_on(self) -> frozenset[str]:
+        """The models this one reads."""
+        return self.refs
+
+    @property
+    def public(self) -> bool:
+        """Marts and staging views are documented for users; intermediate models are private helpers."""
+        return self.layer != "intermediate"
+
+
+@dataclass(frozen=True)
+class Macro:
+    """One SQL macro of sql/macros."""
+
+    name: str
+    sql: str
+    description: str
 
 
 def load_models(sql_dir: Path | None = None) -> list[Model]:
-    """All models under `sql_dir` (default: the packaged sql/), in an order that respects dependencies."""
-    root = sql_dir or data_dir("sql")
-    files = {path.stem: path for layer in _LAYER_KIND for path in sorted((root / layer).glob("*.sql"))}
-    raw = {name: path.read_text(encoding="utf-8") for name, path in files.items()}
-    models = {}
-    for name, sql in raw.items():
-        body = _strip_comments(sql)
-        depends = frozenset(other for other in raw if other != name
-                            and re.search(rf"\b{re.escape(other)}\b", body))
-        layer = files[name].parent.name
-        computed_once = bool(re.search(r"^--\s*computed once per run\b", sql, re.MULTILINE))
-        if computed_once and layer != "staging":
-            raise RuntimeError(f"SQL model {name}: only staging models can be computed once per run")
-        models[name] = Model(name, layer, sql.strip().rstrip(";"), _description(name, sql), depends, computed_once)
+    """Every model under `sql_dir` (default: the packaged sql/), checked, in an order that respects
+    dependencies."""
+    return list(_packaged_models() if sql_dir is None else _load_models(sql_dir))
+
+
+@lru_cache(maxsize=1)
+def _packaged_models() -> tuple[Model, ...]:
+    return _load_models(data_dir("sql"))
+
+
+def _load_models(root: Path) -> tuple[Model, ...]:
+    sources = set(catalog()) | set(EXTRA_SOURCES)
+    models: dict[str, Model] = {}
+    texts: dict[str, str] = {}
+    for layer in LAYERS:
+        for path in sorted((root / layer).glob("*.sql")):
+            model = _read_model(path, layer)
+            if model.name in models or model.name in sources:
+                raise ModelError(f"SQL model {model.name}: the name is taken twice")
+            models[model.name] = model
+            texts[model.name] = _strip_comments(_CALL.sub("", path.read_text(encoding="utf-8")))
+    for model in models.values():
+        _check_references(model, texts[model.name], models, sources)
     try:
-        order = TopologicalSorter({m.name: m.depends_on for m in models.values()}).static_order()
-        return [models[name] for name in order]
+        order = list(TopologicalSorter({m.name: m.refs for m in models.values()}).static_order())
     except CycleError as exc:
-        raise RuntimeError(f"SQL models depend on each other in a cycle: {exc.args[1]}") from exc
+        raise ModelError(f"SQL models depend on each other in a cycle: {exc.args[1]}") from exc
+    return tuple(models[name] for name in order)
 
 
-def table_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Create one view per normalized table over tables/<name>.parquet (paths relative to the output folder)."""
+def _read_model(path: Path, layer: str) -> Model:
+    name = path.stem
+    if not name.startswith(_PREFIX[layer]) or (layer == "marts" and name.startswith(("stg_", "int_"))):
+        raise ModelError(f"SQL model {name}: a {layer} model's name starts with {_PREFIX[layer] or 'neither stg_ nor int_'}")
+    doc_path = path.with_suffix(".yml")
+    if not doc_path.is_file():
+        raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
+    doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
+    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "columns", "tests"}
+    if unknown or not doc.get("description") or not doc.get("columns"):
+        raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
+    computed_once = bool(doc.get("computed_once", False))
+    if computed_once and layer != "intermediate":
+        raise ModelError(f"SQL model {name}: only intermediate models can be computed once per run")
+    if doc.get("csv_order") is not None and layer != "marts":
+        raise ModelError(f"SQL model {name}: only marts are written as CSVs (csv_order)")
+    shared = _shared_columns(path.parent.parent)
+    columns = []
+    for column in doc["columns"]:
+        common = shared.get(column["name"], {})
+        description = column.get("description") or common.get("description")
+        if not description:
+            raise ModelError(f"{doc_path}: column {column['name']} has no description (and sql/columns.yml none)")
+        columns.append(Column(column["name"], column["type"], " ".join(str(description).split()),
+                              column.get("unit", common.get("unit")), tuple(column.get("tests", ()))))
+    raw = path.read_text(encoding="utf-8")
+    calls = _CALL.findall(raw)
+    return Model(name=name, layer=layer, sql=_CALL.sub(lambda m: m.group(2), raw).strip().rstrip(";"),
+                 description=" ".join(str(doc["description"]).split()), grain=tuple(doc.get("grain", ())),
+                 columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
+                 sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
+                 csv_order=doc.get("csv_order"))
+
+
+def _shared_columns(root: Path) -> dict[str, dict[str, str]]:
+    """sql/columns.yml: the meaning (and unit) of columns many models share, by column name."""
+    path = root / "columns.yml"
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _check_references(model: Model, text: str, models: dict[str, Model], sources: set[str]) -> None:
+    """Refs name models of a layer `model` may read, sources name tables, and nothing is read unnamed
+    (`text`: the model's SQL without comments and without its ref()/source() calls)."""
+    for name in model.sources:
+        if name not in sources:
+            raise ModelError(f"SQL model {model.name}: source('{name}') is not a normalized table")
+        if "source" not in MAY_READ[model.layer]:
+            raise ModelError(f"SQL model {model.name}: only staging models read normalized tables "
+                             f"(source('{name}')); read its stg_ view")
+    for name in model.refs:
+        if name not in models:
+            raise ModelError(f"SQL model {model.name}: ref('{name}') names no model")
+        if models[name].layer not in MAY_READ[model.layer]:
+            raise ModelError(f"SQL model {model.name}: a {model.layer} model may not read the "
+                             f"{models[name].layer} model {name}")
+    for name in (set(models) | sources) - {model.name}:
+        if re.search(rf"(?<![.\w]){re.escape(name)}(?!\w)", text):
+            raise ModelError(f"SQL model {model.name}: reads {name} without ref()/source()")
+
+
+def load_macros(sql_dir: Path | None = None) -> list[Macro]:
+    """The macros of sql/macros, each file one `CREATE MACRO <name>`, its leading comment its description."""
+    macros = []
+    for path in sorted((sql_dir or data_dir("sql")).joinpath("macros").glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        if not re.search(rf"CREATE\s+(OR\s+REPLACE\s+)?MACRO\s+{re.escape(path.stem)}\b", text, re.IGNORECASE):
+            raise ModelError(f"{path}: must hold CREATE MACRO {path.stem}")
+        comment = [line.lstrip("-").strip() for line in text.splitlines() if line.startswith("--")]
+        macros.append(Macro(path.stem, text.strip().rstrip(";"), " ".join(comment)))
+    return macros
+
+
+def load_tables(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Copy every normalized table of `folder`/tables/<name>.parquet into `con` as a table, so that the saved
+    profile.duckdb holds all it needs: it opens from any working folder, and after the output folder is
+    moved or copied (the Parquet files stay for tools that read Parquet)."""
     for name in catalog():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('tables/{name}.parquet')")
-
-
-#: SQL macros the models use, saved in profile.duckdb for users too: name -> (parameters, body, what it does).
-MACROS: dict[str, tuple[str, str, str]] = {
-    "round_like_python": (
-        "x, digits", "round_even(printf('%.20f', x)::DECIMAL(38, 20), digits)::DOUBLE",
-        "x rounded as Python's round(x, digits) does: half to even on the exact binary value, so reports "
-        "that copy MindSpore's Python (which rounds 1.385 up: its double is 1.38500000000000000888) "
-        "print the same digits; for |x| < 1e17."),
-    "duration_stats": (
-        "d", "{'instances': count(d), 'total_ns': sum(d)::BIGINT, 'avg_ns': avg(d), 'median_ns': median(d), "
-             "'min_ns': min(d), 'max_ns': max(d), 'stddev_ns': coalesce(stddev_samp(d), 0)}",
-        "Aggregate: Nsight Systems' summary of the durations d of a group (instances, total, average, median, "
-        "min, max, sample standard deviation; 0 for one instance), as a struct: SELECT unnest(duration_stats(d))."),
-}
+        path = (folder / "tables" / f"{name}.parquet").resolve()
+        con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet('{_quote(str(path))}')")
 
 
 def create_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """Create MACROS in `con`."""
-    for name, (parameters, body, _) in MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {name}({parameters}) AS {body}")
+    """Create every macro of sql/macros in `con` (saved in profile.duckdb for users too)."""
+    for macro in load_macros():
+        con.execute(re.sub(r"CREATE\s+MACRO", "CREATE OR REPLACE MACRO", macro.sql, count=1, flags=re.IGNORECASE))
 
 
 def set_run_options(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> None:
@@ -110,12 +243,9 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     return timings
 
 
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
 def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*", "", sql)
-
-
-def _description(name: str, sql: str) -> str:
-    first = sql.lstrip().splitlines()[0] if sql.strip() else ""
-    if not first.startswith("--"):
-        raise RuntimeError(f"SQL model {name} must start with a comment saying what one row is")
-    return first.lstrip("-").strip().removeprefix(f"{name}:").strip()

@@ -29,7 +29,7 @@ from .export.mart_csv import write_marts
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
-from .models import create_macros, load_models, run_models, set_run_options, table_views
+from .models import create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .output import check_output, fingerprint, staged_output
@@ -172,11 +172,10 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
 
         con = duckdb.connect(str(tmp / "profile.duckdb"))
         try:
-            con.execute("SET file_search_path = ?", [str(tmp)])
             started = time.perf_counter()
             models_to_run = load_models()
             reporter.stage("models", len(models_to_run))
-            table_views(con)
+            load_tables(con, tmp)
             create_macros(con)
             set_run_options(con, overrides)
             run_models(con, models_to_run)
@@ -188,7 +187,7 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
             write_reports(con, tmp / "reports")
             write_ascend_reports(con, tmp / "reports", report_options)
             write_minddata_reports(con, tmp / "reports", report_options.style)
-            write_marts(con, tmp / "reports", ["trace_health", *(m.name for m in models_to_run if m.layer == "marts")])
+            write_marts(con, tmp / "reports", [m for m in models_to_run if m.csv_order is not None])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)
             reporter.advance(1)

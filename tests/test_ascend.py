@@ -70,20 +70,20 @@ def test_points_derived_from_op_order_without_point_file(tmp_path: Path) -> None
     (job / "Framework.host.vm.point.0.slice_0").unlink()
     expected = _expected(ERA_A)
     out = run(job, tmp_path / "out").output
-    rows = query(out, "SELECT DISTINCT fp_op, bp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
+    rows = query(out, "SELECT DISTINCT fp_op, bp_op, point_source FROM int_step WHERE end_ns IS NOT NULL")
     assert rows == [(expected["fp_op"], expected["bp_op"], "derived")]
 
 
 def test_fp_bp_override_by_argument_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     matmul = "Default/network-Net/fc-Dense/MatMul-op3"
     out = run(ERA_A, tmp_path / "a", fp_op=matmul).output
-    fp = query(out, "SELECT DISTINCT fp_op, point_source FROM stg_step WHERE end_ns IS NOT NULL")
+    fp = query(out, "SELECT DISTINCT fp_op, point_source FROM int_step WHERE end_ns IS NOT NULL")
     assert fp == [(matmul, "override")]
     first_matmul = query(out, f"SELECT min(start_ns) FROM device_exec WHERE op_name = '{matmul}'")[0][0]
     assert query(out, "SELECT fp_ns FROM step_phases WHERE step = 1")[0][0] == first_matmul
     monkeypatch.setenv("PROFILING_BP_END", matmul)
     out = run(ERA_A, tmp_path / "b").output
-    assert query(out, "SELECT DISTINCT bp_op FROM stg_step WHERE end_ns IS NOT NULL") == [(matmul,)]
+    assert query(out, "SELECT DISTINCT bp_op FROM int_step WHERE end_ns IS NOT NULL") == [(matmul,)]
 
 
 # ---- real data: MindSpore's committed outputs ------------------------------------------------

@@ -82,7 +82,7 @@ def test_kernels_know_the_op_that_launched_them(tmp_path: Path):
     got = query(out, "SELECT d.name, d.op_name, a.name FROM device_exec d JOIN host_api a USING (rank, correlation) "
                      "WHERE rank = 0 ORDER BY 1, 2, 3")
     assert got == expected
-    assert query(out, "SELECT DISTINCT op_attribution FROM stg_device_exec") == [("source",)]
+    assert query(out, "SELECT DISTINCT op_attribution FROM int_device_exec") == [("source",)]
     # kernel_stats names a kernel's main op: most executions, then most kernel time (a tie here: two each)
     main: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for event in trace["traceEvents"]:

@@ -252,4 +252,4 @@ def test_timeline_of_an_export(tmp_path: Path):
     overlap = by_process.pop("Overlap Analysis rank0")
     assert by_process == {"Step Trace rank0": 2 + 6, "CPU ops rank0": 15, "GPU kernels rank0": 10,
                           "CUDA API rank0": 11}
-    assert overlap == query(out, "SELECT count(*) FROM stg_overlap_segment")[0][0] > 0
+    assert overlap == query(out, "SELECT count(*) FROM overlap_segment")[0][0] > 0

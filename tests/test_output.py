@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, REPO, run
 from pipeline.errors import InputError, ProfpipeError
-from pipeline.models import load_models, run_models
+from pipeline.models import load_models
 from pipeline.tables import catalog
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
@@ -140,39 +140,3 @@ def test_offline_analyse_default_output_is_beside_not_inside(tmp_path, monkeypat
     assert (tmp_path / "graph_2x.profpipe" / "manifest.json").is_file()
 
 
-def test_every_model_documents_its_rows():
-    for model in load_models():
-        assert model.description, model.name
-        sql = model.sql.splitlines()
-        assert any(line.startswith("-- Columns:") for line in sql), model.name
-
-
-def test_models_run_in_dependency_order():
-    order = [m.name for m in load_models()]
-    for model in load_models():
-        for dependency in model.depends_on:
-            assert order.index(dependency) < order.index(model.name), (model.name, dependency)
-
-
-def test_model_header_computes_a_staging_model_once_per_run_and_saves_its_view(tmp_path: Path):
-    for layer in ("staging", "marts"):
-        (tmp_path / layer).mkdir()
-    (tmp_path / "staging" / "stg_a.sql").write_text("-- stg_a: one row per thing.\n-- Columns: x.\nSELECT 1 AS x\n")
-    (tmp_path / "staging" / "stg_b.sql").write_text(
-        "-- stg_b: one row per thing.\n-- Columns: x.\n-- computed once per run (read often)\n"
-        "SELECT x, random() AS r FROM stg_a\n")
-    (tmp_path / "marts" / "m.sql").write_text("-- m: one row per thing.\nSELECT b1.r = b2.r AS same FROM stg_b b1, stg_b b2\n")
-    models = load_models(tmp_path)
-    assert {m.name: m.computed_once for m in models} == {"stg_a": False, "stg_b": True, "m": False}
-    database = tmp_path / "p.duckdb"
-    with duckdb.connect(str(database)) as con:
-        run_models(con, models)
-        assert con.sql("SELECT same FROM m").fetchall() == [(True,)]  # one temporary table, read twice
-    with duckdb.connect(str(database)) as con:  # saved: the view, not the rows
-        kinds = dict(con.sql("SELECT table_name, table_type FROM information_schema.tables").fetchall())
-    assert kinds == {"stg_a": "VIEW", "stg_b": "VIEW", "m": "BASE TABLE"}
-    (tmp_path / "marts" / "m.sql").write_text("-- m: one row per thing.\n-- computed once per run\nSELECT 1\n")
-    with pytest.raises(RuntimeError, match="only staging models"):
-        load_models(tmp_path)
-    shipped = {m.name: m.computed_once for m in load_models()}
-    assert shipped["stg_step"] and shipped["stg_device_exec"] and not shipped["stg_host_op"]

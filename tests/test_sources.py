@@ -132,7 +132,7 @@ def test_two_profiling_cycles_of_one_rank_are_two_captures(tmp_path: Path):
     assert query(out, "SELECT capture, count(*) FROM device_exec WHERE kind = 'kernel' GROUP BY ALL ORDER BY ALL") == \
         [(0, len(kernels))]
     # every step model of a capture is that of its trace read alone (no row of the other cycle mixed in)
-    for model in ("step_phases", "step_overlap", "step_gpu_time", "stg_overlap_segment"):
+    for model in ("step_phases", "step_overlap", "step_gpu_time", "overlap_segment"):
         for capture in (0, 1):
             assert query(out, f"SELECT * EXCLUDE (capture) FROM {model} WHERE capture = {capture} ORDER BY ALL") == \
                 query(tmp_path / f"alone{capture}", f"SELECT * EXCLUDE (capture) FROM {model} ORDER BY ALL"), model

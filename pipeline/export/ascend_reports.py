@@ -43,7 +43,7 @@ CREATE OR REPLACE TEMP TABLE step_trace_rows AS
 WITH steps AS (
     SELECT step, round_even(start_ns / {tick}, 0)::BIGINT AS s, round_even(end_ns / {tick}, 0)::BIGINT AS e,
            round_even(fp_ns / {tick}, 0)::BIGINT AS f, round_even(bp_ns / {tick}, 0)::BIGINT AS b
-    FROM stg_step
+    FROM int_step
     WHERE rank = $rank AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL {bp_filter}
 ), spans AS (
     SELECT stream_id, pair, row_number() OVER (ORDER BY stream_id, pair) AS col
@@ -111,7 +111,7 @@ class _RankReports:
         if self._scalar("SELECT count(*) FROM task_desc WHERE rank = $rank") or \
                 self._scalar("SELECT count(*) FROM op_desc WHERE rank = $rank"):
             self._framework_raw()
-        if self._scalar("SELECT count(*) FROM stg_step WHERE rank = $rank AND end_ns IS NOT NULL"):
+        if self._scalar("SELECT count(*) FROM int_step WHERE rank = $rank AND end_ns IS NOT NULL"):
             self._step_trace()
             self._point_info()
         if has_tasks or self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
@@ -153,7 +153,7 @@ class _RankReports:
             write_text_column(self.con, self._sql("""
                 SELECT op_name || ',' || stream_id || ',' || (start_ns / 1e6)::VARCHAR || ','
                        || (dur_ns / 1e6)::VARCHAR || chr(10)
-                FROM stg_device_exec WHERE rank = $rank AND kind = 'task'
+                FROM int_device_exec WHERE rank = $rank AND kind = 'task'
                 ORDER BY start_ns, stream_id, task_id"""), handle)
 
     def _per_op_ms(self) -> list[tuple]:
@@ -165,7 +165,7 @@ class _RankReports:
                    any_value(s.stream_id), any_value(s.executions), any_value(s.op_type),
                    any_value(s.subgraph), any_value(s.short_name), any_value(s.first_start_ns) AS first_start
             FROM device_op_stats s
-            JOIN stg_device_exec e ON e.rank = s.rank AND e.op_name = s.op_name AND e.kind = 'task'
+            JOIN int_device_exec e ON e.rank = s.rank AND e.op_name = s.op_name AND e.kind = 'task'
             WHERE s.rank = $rank
             GROUP BY s.op_name ORDER BY first_start, s.op_name""")
 
@@ -250,9 +250,9 @@ class _RankReports:
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
         legacy = self.options.style == "legacy"
-        training = self._scalar("""SELECT count(bp_ns) > 0 FROM stg_step WHERE rank = $rank
+        training = self._scalar("""SELECT count(bp_ns) > 0 FROM int_step WHERE rank = $rank
                                    AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL""")
-        first_step = self._scalar("""SELECT min(step) FROM stg_step WHERE rank = $rank AND start_ns IS NOT NULL
+        first_step = self._scalar("""SELECT min(step) FROM int_step WHERE rank = $rank AND start_ns IS NOT NULL
                                      AND end_ns IS NOT NULL AND fp_ns IS NOT NULL"""
                                   + (" AND bp_ns IS NOT NULL" if training else ""))
         if first_step is None:
@@ -282,7 +282,7 @@ class _RankReports:
         self.con.execute("DROP TABLE step_trace_rows")
 
     def _point_info(self) -> None:
-        fp, bp = self._rows("""SELECT arg_min(fp_op, step), arg_min(bp_op, step) FROM stg_step
+        fp, bp = self._rows("""SELECT arg_min(fp_op, step), arg_min(bp_op, step) FROM int_step
                                WHERE rank = $rank AND fp_op IS NOT NULL""")[0]
         if fp is None:
             return
@@ -313,7 +313,7 @@ class _RankReports:
         self.con.execute(self._sql(f"""CREATE OR REPLACE TEMP TABLE ascend_timeline_events AS
             WITH tasks AS (
                 SELECT e.start_ns, e.dur_ns, e.stream_id, p.op_index
-                FROM stg_device_exec e JOIN ascend_timeline_ops p ON p.op_name = e.op_name
+                FROM int_device_exec e JOIN ascend_timeline_ops p ON p.op_name = e.op_name
                 WHERE e.rank = $rank AND e.kind = 'task'
             ), origin AS (
                 SELECT least((SELECT min(start_ns) FROM tasks) / 1e6,

@@ -12,12 +12,12 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 * lane 4 "HCCL": thread "Communication Kernel" with the communication op executions and their
   costs, one thread "Plane <k>" per plane with the HCCL tasks (links, bytes in args);
 * lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
-  and "Free" with the stretches of stg_overlap_segment;
+  and "Free" with the stretches of overlap_segment;
 * lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
   (timed by the CPU monitor's samples, taken together) and the device or iterator queue, on the
   clock of the MindData logs (MindData's steady clock);
 * lane 7 "CUDA API": runtime and driver calls (host_api), one thread per host thread id;
-* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (stg_memory_in_use);
+* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (int_memory_in_use);
 * lane 9 "MindData get_next": counter track of the device's get_next queue (on the device's clock on
   Ascend ranks, else on MindData's).
 
@@ -78,7 +78,7 @@ WITH overlap_threads AS (
     UNION ALL
     SELECT rank, 3, coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
            {{'op_name': op_name, 'stream': stream_id}}::JSON, 1
-    FROM stg_device_exec
+    FROM int_device_exec
     UNION ALL
     SELECT rank, 4, {_COMMUNICATION_KERNEL_TID}, op_label, 'communication', start_ns, end_ns - start_ns,
            {{'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
@@ -88,10 +88,10 @@ WITH overlap_threads AS (
     SELECT rank, 4, coalesce(plane, 0), task_type, 'communication_task', start_ns, dur_ns,
            {{'op_name': op_name, 'src_rank': src_rank, 'dst_rank': dst_rank, 'transport': transport,
             'bytes': bytes}}::JSON, 1
-    FROM stg_comm_task
+    FROM int_comm_task
     UNION ALL
     SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
-    FROM stg_overlap_segment JOIN overlap_threads USING (category)
+    FROM overlap_segment JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
     SELECT q.rank, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0,
            CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
@@ -107,7 +107,7 @@ WITH overlap_threads AS (
     UNION ALL
     SELECT rank, 8, 0, 'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {{'bytes': in_use_bytes}}::JSON, 1
-    FROM stg_memory_in_use
+    FROM int_memory_in_use
 )
 SELECT *, CASE lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS domain FROM spans
 WHERE __LANES__

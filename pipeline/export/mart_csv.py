@@ -1,18 +1,24 @@
-"""Every mart as a plain CSV in reports/, for people and spreadsheets (all ranks in one file, rows sorted
-by every column from the first, so two runs on the same input write the same bytes)."""
+"""The marts as plain CSVs in reports/, for people and spreadsheets: all ranks in one file, the rows that
+matter most first (each mart's `csv_order` in its YAML, e.g. the largest time share first), then by every
+column, so two runs on the same input write the same bytes."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
 
+from ..models import Model
 
-def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, names: list[str]) -> list[Path]:
-    """Write each mart `name` as reports/<name>.csv; return the paths."""
+
+def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, marts: list[Model]) -> list[Path]:
+    """Write each mart as reports/<name>.csv, and the trace-health ledger as reports/trace_health.csv
+    (most rows touched first); return the paths."""
     reports_dir.mkdir(parents=True, exist_ok=True)
+    orders = [("trace_health", "rows DESC")] + [(m.name, m.csv_order) for m in marts if m.csv_order is not None]
     paths = []
-    for name in names:
+    for name, order in orders:
         path = reports_dir / f"{name}.csv"
-        con.execute(f"COPY (SELECT * FROM {name} ORDER BY ALL) TO '{path}' (FORMAT CSV, HEADER true)")
+        every = ", ".join(f'"{column}"' for (column,) in con.execute(f"SELECT name FROM pragma_table_info('{name}')").fetchall())
+        con.execute(f"COPY (SELECT * FROM {name} ORDER BY {order}, {every}) TO '{path}' (FORMAT CSV, HEADER true)")
         paths.append(path)
     return paths

@@ -58,7 +58,7 @@ _REPORTS: dict[str, str] = {
             SELECT name,
                    arg_min(op_name, start_ns) AS first_op, arg_min(stream_id, start_ns) AS first_stream,
                    count(*) AS occurrences, sum(dur_ns) AS total_ns, max(dur_ns) AS max_ns, min(dur_ns) AS min_ns
-            FROM stg_device_exec WHERE rank = $rank AND kind = 'kernel' GROUP BY name
+            FROM int_device_exec WHERE rank = $rank AND kind = 'kernel' GROUP BY name
         )
         SELECT p.name, coalesce(m.launch_api, 'cuLaunchKernel') AS type,
                coalesce(m.op_name, p.first_op) AS op_full_name,

@@ -1,16 +1,8 @@
--- comm_op_stats: one row per communication op execution (rank, op_name, iteration) with its step, communication cost and wait cost.
--- Columns:
---   rank, step, op_label (step-trace column name of the op, else op_name), op_name, iteration.
---   start_ns, end_ns: first task start and last task end of the execution.
---   communication_cost_ms: the main-plane link times (comm_link_stats.main_time_ms) added in link order.
---   wait_cost_ms: main-plane Notify Wait durations (summed in task order in µs, / 1000) minus the RDMA waits
---     already inside the link times (MindSpore's hccl_raw wait_cost).
---   links: number of links the execution used (all planes).
 WITH executions AS (
     SELECT rank, capture, step, op_label, op_name, iteration, min(start_ns) AS start_ns, max(start_ns + dur_ns) AS end_ns,
            list_reduce(list(dur_ns / 1000 ORDER BY seq) FILTER (WHERE main_plane AND task_type = 'Notify Wait'),
                        lambda a, b: a + b) / 1000 AS notify_wait_ms
-    FROM stg_comm_task
+    FROM {{ ref('int_comm_task') }}
     GROUP BY rank, capture, step, op_label, op_name, iteration
 ), link_costs AS (
     SELECT rank, capture, op_name, iteration,
@@ -19,7 +11,7 @@ WITH executions AS (
            list_reduce(list(main_wait_ms ORDER BY first_seq) FILTER (WHERE main_wait_ms IS NOT NULL),
                        lambda a, b: a + b) AS rdma_wait_ms,
            count(*) AS links
-    FROM comm_link_stats
+    FROM {{ ref('comm_link_stats') }}
     GROUP BY rank, capture, op_name, iteration
 )
 SELECT e.rank, e.capture, e.step, e.op_label, e.op_name, e.iteration, e.start_ns, e.end_ns,

@@ -1,12 +1,3 @@
--- data_batch_stats: one row per batch of a MindData device trace (rank, capture, trace, batch): its times and the queue size when it was taken.
--- Columns:
---   rank, capture; trace: device_queue (sink mode), iterator (non-sink) or get_next (the device's dequeue); batch.
---   pipeline_ms, push_ms, batch_ms: the trace's time records for the batch (NULL where absent).
---   since_previous_ms: time since the previous queue record of the trace (the iterator's other measure
---     of batch time, which MindSpore's summary averages together with batch_ms).
---   get_next_wait_ms: the device's get_next dequeue wait (trace get_next).
---   queue_size, queue_capacity: the queue when the batch was taken; queue_empty, queue_full (size 0 / size = capacity).
---   ts_ns: when the batch's queue record (else its first time record) was written.
 WITH times AS (
     SELECT rank, capture, trace, batch,
            max(ms) FILTER (WHERE kind = 'pipeline') AS pipeline_ms,
@@ -14,11 +5,11 @@ WITH times AS (
            max(ms) FILTER (WHERE kind = 'batch') AS batch_ms,
            max(ms) FILTER (WHERE kind = 'get_next_wait') AS get_next_wait_ms,
            min(ts_ns) AS first_ns
-    FROM data_batch_time GROUP BY rank, capture, trace, batch
+    FROM {{ ref('stg_data_batch_time') }} GROUP BY rank, capture, trace, batch
 ), queues AS (
     SELECT rank, capture, queue AS trace, coalesce(batch, sample + 1) AS batch, size AS queue_size, capacity AS queue_capacity,
            ts_ns, (ts_ns - lag(ts_ns) OVER (PARTITION BY rank, capture, queue ORDER BY sample)) / 1e6 AS since_previous_ms
-    FROM queue_sample WHERE queue IN ('device_queue', 'iterator', 'get_next')
+    FROM {{ ref('stg_queue_sample') }} WHERE queue IN ('device_queue', 'iterator', 'get_next')
 )
 SELECT rank, capture, trace, batch, t.pipeline_ms, t.push_ms, t.batch_ms, q.since_previous_ms, t.get_next_wait_ms, q.queue_size, q.queue_capacity,
        q.queue_size = 0 AS queue_empty, q.queue_size = q.queue_capacity AS queue_full,

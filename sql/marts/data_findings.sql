@@ -1,27 +1,3 @@
--- data_findings: one row per MindData finding (rank, analyzer, rule, op_id): what is slow in the input pipeline, the evidence, and what to change.
--- Columns:
---   rank; analyzer: 'mindspore' (MindSpore's MindData summary analyzer), 'mindinsight' (MindInsight's proposer)
---     or 'profpipe' (the slowest stage, below).
---   rule: cpu_high / cpu_low (per-worker CPU of an op), queue_leaf / queue_device / queue_internal (queue
---     rules), bottleneck (MindSpore's single bottleneck op), queue_usage (MindInsight's queue-usage rule),
---     device_queue (MindInsight's device-queue status), cpu_usage (MindInsight: the host's CPU busier than 80 %
---     on average over the device-level samples), rules_skipped (why MindSpore's CPU rules could not run),
---     slowest_op (profpipe: the op whose input queue is fullest compared with its output queue, by more
---     than 50 points; a source op's input counts as 100 % full. MindSpore's single bottleneck names the
---     op closest to the root that looks idle, which in a pipeline held back by a slow map is the Batch
---     above it; the slowest stage names the map.)
---   op_id, op (label '<name>(id=<id>)'): the op concerned (NULL for a rank-wide finding).
---   value, threshold: the number the rule compared and its limit (percent, except queue_usage: a fraction).
---   finding: what was seen, with the evidence; suggestion: what to change. For analyzer 'mindspore',
---     finding || ' ' || suggestion is MindSpore's own text (minddata_pipeline_summary's details).
--- Thresholds (MindSpore): per-worker CPU > 75 % high, < 20 % low (with more than one worker); a leaf's
--- output queue used <= 50 %; DeviceQueue's input queue empty > 60 % of samples; input minus output queue
--- usage > 50 points; single bottleneck: the op closest to the root with high per-worker CPU, or low CPU
--- with its input queue used < 10 % or output minus input usage > 50 points. Ops that run one thread
--- (Barrier, Concat, EpochCtrl, Rename, Repeat, Shuffle, Skip, Take, Zip) are exempt, Batch from the
--- queue rules, DeviceQueue from the bottleneck walk. MindInsight: usage 0.8 / 0.6 (queue_usage), 30 %
--- empty batches (device_queue), 80 % CPU (cpu_usage). MindSpore runs its CPU rules only when the pipeline and CPU files list as
--- many ops; ops without CPU samples get no CPU finding (MindSpore would count them as -1 %).
 WITH ops AS (
     SELECT *, op_name || '(id=' || op_id || ')' AS op,
            -- percentages rounded to 2 decimals as MindSpore's summary has them (utilization from the rounded average)
@@ -30,10 +6,10 @@ WITH ops AS (
            round_like_python(round_like_python(avg_cpu_pct, 2) / nullif(num_workers, 0), 2) AS worker_cpu,
            op_name IN ('Barrier', 'Concat', 'EpochCtrl', 'Rename', 'Repeat', 'Shuffle', 'Skip', 'Take', 'Zip')
                AS single_threaded
-    FROM data_op_stats
+    FROM {{ ref('data_op_stats') }}
 ), cpu_ranks AS (  -- ranks where MindSpore's CPU rules run: as many ops in the CPU file as in the pipeline
     SELECT rank FROM ops GROUP BY rank
-    HAVING count(*) = (SELECT count(DISTINCT op_id) FROM data_cpu_sample c WHERE c.rank = ops.rank AND c.scope = 'op' AND c.op_id >= 0)
+    HAVING count(*) = (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c WHERE c.rank = ops.rank AND c.scope = 'op' AND c.op_id >= 0)
 ), rated AS (
     SELECT o.*, i.op AS input_op, i.out_q AS in_q, i.empty_q AS input_empty_q, o.rank IN (SELECT rank FROM cpu_ranks) AS cpu_rules
     FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id
@@ -74,10 +50,10 @@ WITH ops AS (
     WHERE closest = 1
     UNION ALL
     SELECT rank, 'rules_skipped', NULL, NULL, NULL, NULL,
-           'The CPU file lists ' || (SELECT count(DISTINCT op_id) FROM data_cpu_sample c WHERE c.rank = o.rank AND c.scope = 'op' AND c.op_id >= 0)
+           'The CPU file lists ' || (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c WHERE c.rank = o.rank AND c.scope = 'op' AND c.op_id >= 0)
                || ' ops, the pipeline ' || count(*) || ': MindSpore''s CPU rules and single bottleneck were not run.',
            'Profile the pipeline and its CPU usage in the same run.'
-    FROM ops o WHERE rank NOT IN (SELECT rank FROM cpu_ranks) AND rank IN (SELECT rank FROM data_cpu_sample)
+    FROM ops o WHERE rank NOT IN (SELECT rank FROM cpu_ranks) AND rank IN (SELECT rank FROM {{ ref('stg_data_cpu_sample') }})
     GROUP BY rank
 ), stages AS (  -- profpipe: how much fuller each op's input queue is than its output queue (a source reads from storage: 100 %)
     SELECT *, coalesce(in_q_raw, 100) - queue_utilization_pct AS queue_drop,
@@ -110,10 +86,10 @@ WITH ops AS (
 ), device_status AS (  -- the host queue (device_queue trace preferred, else the iterator) and the get_next queue
     SELECT r.rank, coalesce(d.empty_batches, i.empty_batches) AS empty, coalesce(d.batches, i.batches) AS batches,
            coalesce(g.batches, 0) AS get_next_batches, coalesce(g.empty_batches, 0) AS get_next_empty
-    FROM (SELECT DISTINCT rank FROM data_queue_stats) r
-    LEFT JOIN data_queue_stats d ON d.rank = r.rank AND d.queue = 'device_queue'
-    LEFT JOIN data_queue_stats i ON i.rank = r.rank AND i.queue = 'iterator'
-    LEFT JOIN data_queue_stats g ON g.rank = r.rank AND g.queue = 'get_next'
+    FROM (SELECT DISTINCT rank FROM {{ ref('data_queue_stats') }}) r
+    LEFT JOIN {{ ref('data_queue_stats') }} d ON d.rank = r.rank AND d.queue = 'device_queue'
+    LEFT JOIN {{ ref('data_queue_stats') }} i ON i.rank = r.rank AND i.queue = 'iterator'
+    LEFT JOIN {{ ref('data_queue_stats') }} g ON g.rank = r.rank AND g.queue = 'get_next'
 ), profpipe AS (
     SELECT rank, 'slowest_op' AS rule, op_id, op, queue_drop AS value, 50.0 AS threshold,
            CASE WHEN input_op_id IS NULL
@@ -154,7 +130,7 @@ WITH ops AS (
                || '% busy on average (over 80%) while the pipeline ran.' AS finding,
            'CPU-heavy data processing competes for cores: lower num_parallel_workers of cheap ops, move work off '
                || 'the host (e.g. to the device) or use a larger host.' AS suggestion
-    FROM data_cpu_sample WHERE scope = 'device' AND user_pct IS NOT NULL
+    FROM {{ ref('stg_data_cpu_sample') }} WHERE scope = 'device' AND user_pct IS NOT NULL
     GROUP BY rank HAVING avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) > 80
 )
 SELECT rank, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore

@@ -1,33 +1,20 @@
--- data_op_stats: one row per MindData pipeline op (rank, op_id) with its output-queue and CPU statistics.
--- Columns:
---   rank, op_id, op_type, num_workers, parent_id, pipeline_order, pipeline_parent_id, queue_capacity: as in data_op.
---   op_name: op_type without a trailing 'Op' (BatchOp -> Batch), as MindSpore's summary names ops.
---   pipeline_children: the op's children in the pipeline tree (ops without queue metrics skipped), in
---     walk order, as MindSpore's minddata_pipeline_raw lists them ('[2, 3]'); NULL for a leaf.
---   input_op_id: the op feeding this one as MindSpore's analyzer finds it: the first child in the file's
---     tree, followed down through first children until one has queue metrics; NULL for a leaf.
---   queue_samples, queue_sizes (the samples in order), queue_average_size, queue_usage_rate
---     (average / capacity, a fraction), queue_utilization_pct (100 x usage), queue_empty_freq_pct
---     (share of samples with an empty queue): NULL when the op has no queue samples.
---   cpu_samples, avg_cpu_pct: mean of user + sys over the op's CPU samples (MindData's per-op threads);
---     avg_cpu_pct_per_worker = avg_cpu_pct / num_workers. NULL without CPU samples.
 WITH RECURSIVE queue AS (
     SELECT rank, op_id, count(*) AS queue_samples, list(size ORDER BY sample) AS queue_sizes,
            avg(size) AS queue_average_size, count(*) FILTER (WHERE size = 0) AS empty_samples
-    FROM queue_sample WHERE queue = 'op_output'
+    FROM {{ ref('stg_queue_sample') }} WHERE queue = 'op_output'
     GROUP BY rank, op_id
 ), cpu AS (
     SELECT rank, op_id, count(*) AS cpu_samples, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS avg_cpu_pct
-    FROM data_cpu_sample WHERE scope = 'op' AND op_id >= 0
+    FROM {{ ref('stg_data_cpu_sample') }} WHERE scope = 'op' AND op_id >= 0
     GROUP BY rank, op_id
 ), children AS (
     SELECT rank, pipeline_parent_id AS op_id,
            '[' || string_agg(op_id::VARCHAR, ', ' ORDER BY pipeline_order) || ']' AS pipeline_children
-    FROM data_op WHERE pipeline_parent_id IS NOT NULL
+    FROM {{ ref('stg_data_op') }} WHERE pipeline_parent_id IS NOT NULL
     GROUP BY rank, pipeline_parent_id
 ), first_child AS (
     SELECT c.rank, c.parent_id AS op_id, c.op_id AS child_id, c.has_queue
-    FROM data_op c WHERE c.child_index = 0
+    FROM {{ ref('stg_data_op') }} c WHERE c.child_index = 0
 ), descent AS (  -- from each op down its first children until one has queue metrics
     SELECT rank, op_id, child_id, has_queue, 1 AS depth FROM first_child
     UNION ALL
@@ -44,7 +31,7 @@ SELECT o.rank, o.op_id, regexp_replace(o.op_type, 'Op$', '') AS op_name, o.op_ty
        100 * q.queue_average_size / o.queue_capacity AS queue_utilization_pct,
        100.0 * q.empty_samples / q.queue_samples AS queue_empty_freq_pct,
        c.cpu_samples, c.avg_cpu_pct, c.avg_cpu_pct / nullif(o.num_workers, 0) AS avg_cpu_pct_per_worker
-FROM data_op o
+FROM {{ ref('stg_data_op') }} o
 LEFT JOIN queue q USING (rank, op_id)
 LEFT JOIN cpu c USING (rank, op_id)
 LEFT JOIN children ch USING (rank, op_id)

@@ -1,18 +1,6 @@
--- device_op_stats: one row per op instance (rank, full op name) timed by its device tasks (Ascend HWTS).
--- Columns:
---   rank, op_name (full scoped name), short_name, op_type, subgraph.
---   op_type comes from the framework's op description (op_desc, else task_desc), else from the name.
---   stream_id, first_task_id: stream and task id of the op's first execution.
---   executions: executions of the op, counted as MindSpore does - tasks that carry the op's first
---     task id (an op made of several tasks runs once per round of its tasks).
---   tasks: task executions of all its task ids.
---   total_ns: summed task time [ns].  avg_ns: total_ns / executions [ns] (MindSpore's per-op average).
---   min_ns, max_ns: shortest and longest task [ns].
---   first_start_ns: start of the first execution (orders ops as MindSpore lists them).
---   share: total_ns / the summed task time of the rank (fraction 0-1).
 WITH tasks AS (
     SELECT rank, op_name, task_id, stream_id, start_ns, dur_ns
-    FROM stg_device_exec WHERE kind = 'task' AND op_name IS NOT NULL
+    FROM {{ ref('int_device_exec') }} WHERE kind = 'task' AND op_name IS NOT NULL
 ), per_op AS (
     SELECT rank, op_name,
            arg_min(task_id, (start_ns, task_id)) AS first_task_id,
@@ -21,9 +9,9 @@ WITH tasks AS (
     FROM tasks GROUP BY rank, op_name
 ), types AS (
     SELECT rank, op_name, any_value(op_type) AS op_type FROM (
-        SELECT rank, op_name, op_type FROM op_desc
+        SELECT rank, op_name, op_type FROM {{ ref('stg_op_desc') }}
         UNION ALL
-        SELECT rank, op_name, op_type FROM task_desc WHERE op_type IS NOT NULL
+        SELECT rank, op_name, op_type FROM {{ ref('stg_task_desc') }} WHERE op_type IS NOT NULL
     ) GROUP BY rank, op_name
 )
 SELECT

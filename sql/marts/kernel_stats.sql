@@ -1,12 +1,5 @@
--- kernel_stats: one row per CUDA kernel name and stream (rank, name, stream_id), with Nsight Systems' summary columns.
--- Columns:
---   rank, name (kernel signature), stream_id.
---   instances: executions.  total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns (sample) [ns].
---   share: total_ns / the summed total_ns of all kernels of the rank (fraction 0-1; Nsight's "Time %").
---   op_name: the op most of its executions belong to (see stg_device_exec); on a tie the one with more
---     kernel time, then the first by name.
 WITH kernels AS (
-    SELECT * FROM stg_device_exec WHERE kind = 'kernel'
+    SELECT * FROM {{ ref('int_device_exec') }} WHERE kind = 'kernel'
 ), main_op AS (
     SELECT rank, name, stream_id, first(op_name ORDER BY executions DESC, total_ns DESC, op_name) AS op_name
     FROM (SELECT rank, name, stream_id, op_name, count(*) AS executions, sum(dur_ns) AS total_ns

@@ -1,10 +1,3 @@
--- op_detail_stats: one row per op instance (rank, side, full scoped op name): how often it ran and for how long.
--- Columns:
---   rank, side (Host | Device), op_name (full scoped name), short_name, op_type, subgraph.
---   occurrences: executions.  total_ns, avg_ns, min_ns, max_ns: execution time [ns].
---   share: total_ns / the summed total_ns of all ops of the same rank and side (fraction 0-1).
---   device_exec_count, device_exec_total_ns: device activities (kernels, memcpy, memset) attributed to
---     the op by stg_device_exec, and their summed time [ns] (Device side only; 0 elsewhere).
 WITH per_op AS (
     SELECT rank, side, op_name,
            any_value(short_name) AS short_name,
@@ -14,11 +7,11 @@ WITH per_op AS (
            sum(dur_ns)::BIGINT AS total_ns,
            min(dur_ns) AS min_ns,
            max(dur_ns) AS max_ns
-    FROM stg_host_op
+    FROM {{ ref('stg_host_op') }}
     GROUP BY rank, side, op_name
 ), device AS (
     SELECT rank, op_name, count(*) AS device_exec_count, sum(dur_ns)::BIGINT AS device_exec_total_ns
-    FROM stg_device_exec
+    FROM {{ ref('int_device_exec') }}
     WHERE op_name IS NOT NULL
     GROUP BY rank, op_name
 )

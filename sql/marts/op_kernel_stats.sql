@@ -1,8 +1,3 @@
--- op_kernel_stats: one row per (rank, owning op, kernel name): the kernels each framework op launched.
--- Columns:
---   rank, op_name (full scoped name; NULL when unattributed), name (kernel signature).
---   instances, total_ns, avg_ns, min_ns, max_ns [ns].
---   share_of_op: total_ns / all kernel time of the same op (fraction 0-1).
 SELECT
     rank,
     op_name,
@@ -13,6 +8,6 @@ SELECT
     min(dur_ns) AS min_ns,
     max(dur_ns) AS max_ns,
     sum(dur_ns) / nullif(sum(sum(dur_ns)) OVER (PARTITION BY rank, op_name), 0) AS share_of_op
-FROM stg_device_exec
+FROM {{ ref('int_device_exec') }}
 WHERE kind = 'kernel'
 GROUP BY rank, op_name, name

@@ -1,17 +1,8 @@
--- op_type_stats: one row per op type (rank, side, op_type): executions, instances and time.
--- Columns:
---   rank, side, op_type.
---   instances: distinct op instances (full names) of the type.  occurrences: executions of all of them.
---   steps: steps of the rank: counted from the step trace when there is one, else the most common
---     execution count of the rank's op instances (an op that runs once a step runs `steps` times).
---   executions_per_step: occurrences // steps (integer, as MindSpore's execution_frequency(per-step)).
---   total_ns, avg_ns (total / occurrences), min_ns, max_ns [ns].
---   share: total_ns / the summed total_ns of all types of the same rank and side (fraction 0-1).
 WITH step_trace_steps AS (
-    SELECT rank, count(*) AS steps FROM stg_step WHERE end_ns IS NOT NULL GROUP BY rank
+    SELECT rank, count(*) AS steps FROM {{ ref('int_step') }} WHERE end_ns IS NOT NULL GROUP BY rank
 ), occurrence_counts AS (
     SELECT rank, side, occurrences, count(*) AS instances
-    FROM op_detail_stats GROUP BY rank, side, occurrences
+    FROM {{ ref('op_detail_stats') }} GROUP BY rank, side, occurrences
 ), modal_steps AS (
     SELECT rank, side, first(occurrences ORDER BY instances DESC, occurrences DESC) AS steps
     FROM occurrence_counts GROUP BY rank, side
@@ -22,7 +13,7 @@ WITH step_trace_steps AS (
            sum(total_ns)::BIGINT AS total_ns,
            min(min_ns) AS min_ns,
            max(max_ns) AS max_ns
-    FROM op_detail_stats
+    FROM {{ ref('op_detail_stats') }}
     GROUP BY rank, side, op_type
 )
 SELECT

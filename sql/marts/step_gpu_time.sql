@@ -1,26 +1,11 @@
--- step_gpu_time: one row per step (rank, capture, step) of a GPU trace: what its device work was, how long the GPU idled, how late kernels started after their launch, and the DataLoader / forward / backward / optimizer split of its host time.
--- Columns:
---   rank, capture, step, step_ns (step_phases.total_ns).
---   A step's device work is what the step launched (the runtime call that started it lies in the step
---   window: the GPU lags the host), else what starts in the window. Durations are summed per kind:
---   compute_ns (kernels other than NCCL), communication_ns (NCCL kernels), memcpy_ns, memset_ns.
---   busy_ns: time the device was busy with any of it (overlaps merged, from stg_overlap_segment's sweep:
---     computing or communicating); idle_ns = step_ns - busy_ns.
---   overlapped_communication_ns: communication hidden by computation (step_overlap).
---   kernels, launch_delay_avg_ns, launch_delay_max_ns: device activities launched in the step and their
---     delay from the start of the launching runtime call to their own start (correlation id).
---   From the host ops' categories (host_op.category): dataloader_ns: the step's data loading spans;
---     forward_ns: its forward spans (Paddle), else FP point to the first backward event (Kineto's autograd
---     engine); backward_ns: first backward event to the BP point; optimizer_ns: its optimizer spans.
---     NULL where the trace has no such marker.
 WITH steps AS (
     SELECT p.rank, p.capture, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
-    FROM step_phases p WHERE (p.rank, p.capture) IN (SELECT (rank, capture) FROM run_info WHERE device_type = 'gpu')
+    FROM {{ ref('step_phases') }} p WHERE (p.rank, p.capture) IN (SELECT (rank, capture) FROM {{ ref('stg_run_info') }} WHERE device_type = 'gpu')
 ), work AS (
     SELECT d.rank, d.capture, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
            coalesce(a.start_ns, d.start_ns) AS placed_ns
-    FROM (SELECT * FROM device_exec WHERE kind IN ('kernel', 'memcpy', 'memset')) d
-    ASOF LEFT JOIN host_api a ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
+    FROM (SELECT * FROM {{ ref('stg_device_exec') }} WHERE kind IN ('kernel', 'memcpy', 'memset')) d
+    ASOF LEFT JOIN {{ ref('stg_host_api') }} a ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
 ), placed AS (  -- the step whose window holds the launch (an ASOF join: one step per activity)
     SELECT s.step, w.*
     FROM work w ASOF JOIN steps s ON s.rank = w.rank AND s.capture = w.capture AND w.placed_ns >= s.start_ns
@@ -40,7 +25,7 @@ WITH steps AS (
            sum(h.dur_ns) FILTER (WHERE h.category = 'forward') AS forward_spans_ns,
            sum(h.dur_ns) FILTER (WHERE h.category = 'optimizer') AS optimizer_ns,
            min(h.start_ns) FILTER (WHERE h.category = 'backward') AS backward_start_ns
-    FROM host_op h ASOF JOIN steps s ON s.rank = h.rank AND s.capture = h.capture AND h.start_ns >= s.start_ns
+    FROM {{ ref('stg_host_op') }} h ASOF JOIN steps s ON s.rank = h.rank AND s.capture = h.capture AND h.start_ns >= s.start_ns
     WHERE h.start_ns < s.end_ns
     GROUP BY s.rank, s.capture, s.step
 )
@@ -56,7 +41,7 @@ SELECT s.rank, s.capture, s.step, s.total_ns AS step_ns,
 FROM steps s
 LEFT JOIN device d USING (rank, capture, step)
 LEFT JOIN annotations a USING (rank, capture, step)
-LEFT JOIN step_overlap o USING (rank, capture, step)
-LEFT JOIN (SELECT rank, capture, step, sum(dur_ns) AS busy_ns FROM stg_overlap_segment
+LEFT JOIN {{ ref('step_overlap') }} o USING (rank, capture, step)
+LEFT JOIN (SELECT rank, capture, step, sum(dur_ns) AS busy_ns FROM {{ ref('overlap_segment') }}
            WHERE category IN ('computation', 'pure_communication') GROUP BY rank, capture, step) busy
      USING (rank, capture, step)

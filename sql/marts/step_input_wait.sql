@@ -1,20 +1,8 @@
--- step_input_wait: one row per step (rank, step) with the time it waited for its input batch and whether the step is input-bound.
--- Columns:
---   rank, step: step n takes batch n of the MindData traces.
---   wait_source: 'get_next' (data-sink mode: the device's get_next dequeue wait) or 'iterator' (non-sink:
---     the pipeline time of the dataset iterator, the time the training loop waited for the batch).
---   wait_ms: that wait.
---   step_ms: the step's length: step_phases.total_ns where the rank has steps, else, from the traces, the
---     time since the previous iterator record (it waited for batch n, then trained) or until the next
---     get_next dequeue starts (the device dequeues batch n, then computes); NULL at the trace's ends.
---   wait_share = wait_ms / step_ms.
---   input_bound: 'highly' (more than 20 % of the step waits for data), 'moderately' (5 % to 20 %) or 'no'
---     (under 5 %): the thresholds of TensorBoard's input-pipeline analyzer. NULL without step_ms.
 WITH waits AS (
     SELECT rank, capture, batch AS step, trace AS wait_source, coalesce(get_next_wait_ms, pipeline_ms) AS wait_ms,
            CASE WHEN trace = 'iterator' THEN since_previous_ms  -- the loop waited for batch n, then trained
                 ELSE (lead(ts_ns) OVER (PARTITION BY rank, capture, trace ORDER BY batch) - ts_ns) / 1e6 END AS gap_ms
-    FROM data_batch_stats
+    FROM {{ ref('data_batch_stats') }}
     WHERE trace IN ('get_next', 'iterator') AND coalesce(get_next_wait_ms, pipeline_ms) IS NOT NULL
 ), chosen AS (  -- per rank, the device's get_next wait when there is one
     SELECT * FROM waits w
@@ -22,7 +10,7 @@ WITH waits AS (
                          FROM waits x WHERE x.rank = w.rank AND x.capture = w.capture)
 ), measured AS (
     SELECT c.rank, c.capture, c.step, c.wait_source, c.wait_ms, coalesce(p.total_ns / 1e6, c.gap_ms) AS step_ms
-    FROM chosen c LEFT JOIN step_phases p ON p.rank = c.rank AND p.capture = c.capture AND p.step = c.step
+    FROM chosen c LEFT JOIN {{ ref('step_phases') }} p ON p.rank = c.rank AND p.capture = c.capture AND p.step = c.step
 )
 SELECT *, wait_ms / nullif(step_ms, 0) AS wait_share,
        CASE WHEN wait_ms / nullif(step_ms, 0) > 0.2 THEN 'highly'

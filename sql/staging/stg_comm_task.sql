@@ -1,48 +1,20 @@
--- stg_comm_task: one row per communication task (comm_task) with the step its op execution ran in, its link and the op's step-trace name.
--- Columns:
---   every column of comm_task; step: the source's, else the step whose [start, end) holds the
---     execution's first task (before the first step: the first step; after the last: the last), as MindSpore places HCCL iterations.
---   link: '<src>-<dst>' as MindSpore keys links: a missing side takes the other side's rank; LOCAL tasks are keyed '<dst>-<src>'.
---   main_plane: true on the execution's highest plane (MindSpore's "main stream": communication and wait cost count only there).
---   op_label: the step-trace communication column the op maps to ('stream_<sid>_<k>_<OpName>'), matched by
---     collective type (lower case) and order (op ordinal vs column order of the first step); else op_name.
--- computed once per run (read by the communication marts and the timeline)
-WITH executions AS (
-    SELECT rank, capture, op_name, iteration, arg_min(start_ns, seq) AS first_ns, max(plane) AS main_plane
-    FROM comm_task
-    GROUP BY rank, capture, op_name, iteration
-), steps AS (
-    SELECT rank, capture, step, start_ns, end_ns FROM stg_step WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL
-), step_range AS (
-    SELECT rank, capture, min(step) AS first_step, max(step) AS last_step, min(start_ns) AS first_start
-    FROM steps GROUP BY rank, capture
-), placed AS (
-    SELECT e.rank, e.capture, e.op_name, e.iteration, e.main_plane,
-           coalesce((SELECT max(s.step) FROM steps s
-                     WHERE s.rank = e.rank AND s.capture = e.capture AND e.first_ns >= s.start_ns AND e.first_ns < s.end_ns),
-                    CASE WHEN e.first_ns < r.first_start THEN r.first_step ELSE r.last_step END) AS step
-    FROM executions e LEFT JOIN step_range r USING (rank, capture)
-), op_order AS (
-    SELECT rank, capture, op_name, lower(any_value(op_type)) AS type,
-           row_number() OVER (PARTITION BY rank, capture, lower(any_value(op_type))
-                              ORDER BY any_value(op_ordinal), op_name) AS k
-    FROM comm_task
-    GROUP BY rank, capture, op_name
-), column_order AS (
-    SELECT rank, capture, 'stream_' || stream_id || '_' || pair || '_' || op_label AS column_name,
-           lower(split_part(op_label, '-', 1)) AS type,
-           row_number() OVER (PARTITION BY rank, capture, lower(split_part(op_label, '-', 1)) ORDER BY stream_id, pair) AS k
-    FROM step_communication c
-    WHERE step = (SELECT min(step) FROM step_communication f WHERE f.rank = c.rank AND f.capture = c.capture)
-)
 SELECT
-    t.* REPLACE (coalesce(t.step, p.step) AS step),
-    CASE WHEN t.transport = 'LOCAL'
-         THEN coalesce(t.dst_rank, t.src_rank) || '-' || coalesce(t.src_rank, t.dst_rank)
-         ELSE coalesce(t.src_rank, t.dst_rank) || '-' || coalesce(t.dst_rank, t.src_rank) END AS link,
-    t.plane = p.main_plane AS main_plane,
-    coalesce(c.column_name, t.op_name) AS op_label
-FROM comm_task t
-JOIN placed p USING (rank, capture, op_name, iteration)
-JOIN op_order o USING (rank, capture, op_name)
-LEFT JOIN column_order c ON c.rank = t.rank AND c.capture = t.capture AND c.type = o.type AND c.k = o.k
+    rank,
+    capture,
+    op_name,
+    op_type,
+    op_ordinal,
+    iteration,
+    step,
+    seq,
+    plane,
+    stream_id,
+    task_id,
+    task_type,
+    src_rank,
+    dst_rank,
+    transport,
+    bytes,
+    start_ns,
+    dur_ns
+FROM {{ source('comm_task') }}

@@ -1,37 +1,19 @@
--- stg_overlap_segment: one row per stretch of a step (rank, capture, step, category, start_ns) that is computing, communicating, communicating while nothing computes, or idle.
--- computed once per run
--- Columns:
---   rank, capture, step.
---   category: 'computation' (at least one computing device execution runs: Ascend op tasks, CUDA kernels,
---     memcpy and memset; communication kernels and runtime sync tasks are not computation),
---     'communication' (an HCCL op execution (comm_op_stats) runs where the rank has them, else a step-trace
---     communication span (step_communication), else an NCCL kernel (GPU traces)), 'pure_communication' (communication while nothing computes:
---     MindSpore's "pure communication", msprof's "Communication(Not Overlapped)"), 'free' (neither);
---     pure communication splits into 'collective_alone' (a collective - anything but a pipeline Receive -
---     runs while nothing computes) and 'receive_alone' (only pipeline-parallel Receive ops run: the stage
---     waits for its predecessor; MindSpore's receive_alone_time).
---   start_ns, end_ns, dur_ns: the stretch, clipped to the step window of step_phases; stretches of one
---     category never touch or overlap (parallel streams are merged first).
--- Built by one sweep over each rank's timeline: every interval start and end and every step edge cuts it into
--- pieces, a running count of open computation and communication intervals labels each piece, the pieces
--- inside a step window are kept, adjacent pieces of a category merge.
--- Ranks without device executions (a step trace alone) have no rows: their computation is unknown.
 WITH steps AS (
-    SELECT rank, capture, step, start_ns, end_ns FROM step_phases
-    WHERE (rank, capture) IN (SELECT DISTINCT (rank, capture) FROM stg_device_exec) AND end_ns > start_ns
+    SELECT rank, capture, step, start_ns, end_ns FROM {{ ref('step_phases') }}
+    WHERE (rank, capture) IN (SELECT DISTINCT (rank, capture) FROM {{ ref('int_device_exec') }}) AND end_ns > start_ns
 ), communication AS (
-    SELECT rank, capture, op_name, start_ns, end_ns FROM comm_op_stats
+    SELECT rank, capture, op_name, start_ns, end_ns FROM {{ ref('comm_op_stats') }}
     UNION ALL
-    SELECT rank, capture, op_name, start_ns, end_ns FROM step_communication c
-    WHERE NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = c.rank AND o.capture = c.capture)
+    SELECT rank, capture, op_name, start_ns, end_ns FROM {{ ref('int_step_communication') }} c
+    WHERE NOT EXISTS (SELECT 1 FROM {{ ref('comm_op_stats') }} o WHERE o.rank = c.rank AND o.capture = c.capture)
     UNION ALL  -- GPU traces: the NCCL kernels themselves
-    SELECT rank, capture, coalesce(op_name, name), start_ns, end_ns FROM stg_device_exec e
+    SELECT rank, capture, coalesce(op_name, name), start_ns, end_ns FROM {{ ref('int_device_exec') }} e
     WHERE kind = 'kernel' AND regexp_matches(name, '(?i)nccl')
-      AND NOT EXISTS (SELECT 1 FROM comm_op_stats o WHERE o.rank = e.rank AND o.capture = e.capture)
-      AND NOT EXISTS (SELECT 1 FROM step_communication c WHERE c.rank = e.rank AND c.capture = e.capture)
+      AND NOT EXISTS (SELECT 1 FROM {{ ref('comm_op_stats') }} o WHERE o.rank = e.rank AND o.capture = e.capture)
+      AND NOT EXISTS (SELECT 1 FROM {{ ref('int_step_communication') }} c WHERE c.rank = e.rank AND c.capture = e.capture)
 ), intervals AS (
     SELECT rank, capture, 1 AS computing, 0 AS collective, 0 AS receiving, start_ns, end_ns
-    FROM stg_device_exec
+    FROM {{ ref('int_device_exec') }}
     WHERE (rank, capture) IN (SELECT (rank, capture) FROM steps) AND kind IN ('task', 'kernel', 'memcpy', 'memset')
       AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
     UNION ALL

@@ -1,16 +1,3 @@
--- stg_step: one row per (rank, capture, step) with its four base points and the ops that carry them.
--- Columns:
---   rank, capture (the profiling cycle: each cycle numbers its own steps), step.
---   start_ns: step start (MindSpore: where the previous step ended; the first step at its FP start).
---   fp_ns: FP start (first forward op starts).  bp_ns: BP end (last backward op ends).  end_ns: step end.
---   fp_op, bp_op, end_op: ops that carry those points. In order of precedence: the user's override
---     (run_option fp_op / bp_op: then fp_ns / bp_ns are that op's first start / last end inside
---     the step), the op the step trace names, or - when the trace names none - the op derived from
---     op order on the rank's first complete step as MindSpore does for msprof data: FP = the last op
---     starting at or before the FP point; BP = in start order, the op at position (number of ops
---     ending before the BP point).
---   point_source: 'override', 'trace', 'derived' or NULL (for fp_op).
--- computed once per run (read by most marts and exports; computing it once is much cheaper)
 WITH points AS (
     SELECT
         rank,
@@ -23,16 +10,16 @@ WITH points AS (
         max(op_name) FILTER (WHERE kind = 'fp_start') AS fp_op,
         max(op_name) FILTER (WHERE kind = 'bp_end') AS bp_op,
         max(op_name) FILTER (WHERE kind = 'step_end') AS end_op
-    FROM step_point
+    FROM {{ ref('stg_step_point') }}
     GROUP BY rank, capture, step
 ), options AS (
     SELECT max(value) FILTER (WHERE name = 'fp_op') AS fp_override,
            max(value) FILTER (WHERE name = 'bp_op') AS bp_override
-    FROM run_option
+    FROM {{ ref('stg_run_option') }}
 ), ops AS (
-    SELECT rank, capture, op_name, start_ns, end_ns FROM stg_device_exec WHERE op_name IS NOT NULL
+    SELECT rank, capture, op_name, start_ns, end_ns FROM {{ ref('int_device_exec') }} WHERE op_name IS NOT NULL
     UNION ALL
-    SELECT rank, capture, op_name, start_ns, end_ns FROM stg_host_op
+    SELECT rank, capture, op_name, start_ns, end_ns FROM {{ ref('stg_host_op') }}
 ), first_step AS (
     SELECT rank, capture, arg_min(fp_ns, step) AS fp_ns, arg_min(bp_ns, step) AS bp_ns
     FROM points WHERE fp_ns IS NOT NULL AND end_ns IS NOT NULL

@@ -1,0 +1,12 @@
+SELECT
+    rank,
+    scope,
+    op_id,
+    sample,
+    user_pct,
+    sys_pct,
+    io_pct,
+    idle_pct,
+    memory_mb,
+    ts_ns
+FROM {{ source('data_cpu_sample') }}

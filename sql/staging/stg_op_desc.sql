@@ -1,0 +1,7 @@
+SELECT
+    rank,
+    seq,
+    op_name,
+    op_type,
+    tensors_json
+FROM {{ source('op_desc') }}

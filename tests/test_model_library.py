@@ -1,0 +1,184 @@
+"""The SQL model library (sql/): layer rules, documentation that matches the tables, units, and the
+models' data tests on the output of every fixture."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from conftest import FIXTURES, REPO, run
+from pipeline.model_checks import check_models
+from pipeline.models import UNIT_SUFFIXES, UNITS, ModelError, load_models, run_models
+from pipeline.tables import catalog
+
+#: One folder per format family: the model tests run on each one's output.
+FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",
+                "ascend_ms_era_f", "ascend_ms_cluster", "msprof_timeline", "kineto", "paddle", "nsys",
+                "minddata_mindspore", "minddata_sink"]
+#: Unit endings no normalized or mart column may carry (README, "Units").
+FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_pct", "_percent", "_kb", "_mb", "_gb", "_kb_s", "_gb_s")
+
+
+def _mini_library(root: Path, models: dict[str, tuple[str, str]]) -> Path:
+    """A model library at `root` with `models`: path under sql/ (e.g. "marts/m") -> (SQL, extra YAML)."""
+    for relative, (sql, extra) in models.items():
+        path = root / f"{relative}.sql"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(sql)
+        path.with_suffix(".yml").write_text("description: One row per thing.\ncolumns:\n"
+                                            "  - {name: x, type: INTEGER, description: a number}\n" + extra)
+    return root
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, Path]:
+    """The output folder of each fixture in FIXTURE_RUNS."""
+    root = tmp_path_factory.mktemp("model_outputs")
+    found = {}
+    for name in FIXTURE_RUNS:
+        out = root / name.replace("/", "_")
+        run(FIXTURES / name, out)
+        found[name] = out
+    return found
+
+
+def test_layers_are_folders_and_each_model_reads_only_earlier_layers():
+    allowed = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
+               "marts": {"staging", "intermediate", "marts"}}
+    models = {m.name: m for m in load_models()}
+    assert {m.layer for m in models.values()} == set(allowed)
+    for model in models.values():
+        assert (REPO / "sql" / model.layer / f"{model.name}.sql").is_file()
+        assert all(models[r].layer in allowed[model.layer] for r in model.refs), model.name
+        assert not model.sources or model.layer == "staging", model.name
+    # one staging view per normalized table, and only staging reads them
+    assert {s for m in models.values() for s in m.sources} == set(catalog()) | {"run_option"}
+    assert {f"stg_{t}" for t in catalog()} <= set(models)
+
+
+def test_models_run_after_what_they_read():
+    order = [m.name for m in load_models()]
+    for model in load_models():
+        for dependency in model.refs:
+            assert order.index(dependency) < order.index(model.name), (model.name, dependency)
+
+
+@pytest.mark.parametrize("case, sql, message", [
+    ("mart reads a normalized table", "SELECT rank AS x FROM {{ source('host_op') }}", "only staging"),
+    ("unnamed read", "SELECT count(*)::INTEGER AS x FROM host_op", "without ref"),
+    ("unknown ref", "SELECT 1 AS x FROM {{ ref('nowhere') }}", "names no model"),
+])
+def test_the_loader_refuses_a_mart_that_breaks_the_rules(tmp_path, case, sql, message):
+    _mini_library(tmp_path, {"marts/m": (sql, "")})
+    with pytest.raises(ModelError, match=message):
+        load_models(tmp_path)
+
+
+def test_the_loader_refuses_a_staging_model_that_reads_a_mart_and_a_cycle(tmp_path):
+    _mini_library(tmp_path, {"staging/stg_a": ("SELECT x FROM {{ ref('m') }}", ""),
+                             "marts/m": ("SELECT 1 AS x", "")})
+    with pytest.raises(ModelError, match="may not read the marts model m"):
+        load_models(tmp_path / "")
+    shutil.rmtree(tmp_path / "staging")
+    _mini_library(tmp_path, {"marts/a": ("SELECT x FROM {{ ref('b') }}", ""),
+                             "marts/b": ("SELECT x FROM {{ ref('a') }}", "")})
+    with pytest.raises(ModelError, match="cycle"):
+        load_models(tmp_path)
+
+
+def test_the_loader_refuses_a_model_without_its_yaml(tmp_path):
+    _mini_library(tmp_path, {"marts/m": ("SELECT 1 AS x", "")})
+    (tmp_path / "marts" / "m.yml").unlink()
+    with pytest.raises(ModelError, match="no m.yml"):
+        load_models(tmp_path)
+
+
+def test_an_intermediate_model_computed_once_is_a_temp_table_during_the_run_and_a_view_saved(tmp_path):
+    _mini_library(tmp_path, {"intermediate/int_a": ("SELECT 1 AS x", ""),
+                             "intermediate/int_b": ("SELECT x, random() AS r FROM {{ ref('int_a') }}",
+                                                    "computed_once: true\n"),
+                             "marts/m": ("SELECT (b1.r = b2.r)::INTEGER AS x FROM {{ ref('int_b') }} b1, "
+                                         "{{ ref('int_b') }} b2", "")})
+    models = load_models(tmp_path)
+    assert {m.name: m.computed_once for m in models} == {"int_a": False, "int_b": True, "m": False}
+    database = tmp_path / "p.duckdb"
+    with duckdb.connect(str(database)) as con:
+        run_models(con, models)
+        assert con.sql("SELECT x FROM m").fetchall() == [(1,)]  # one temporary table, read twice
+    with duckdb.connect(str(database)) as con:  # saved: the view, not the rows
+        kinds = dict(con.sql("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+    assert kinds == {"int_a": "VIEW", "int_b": "VIEW", "m": "BASE TABLE"}
+    (tmp_path / "marts" / "m.yml").write_text((tmp_path / "marts" / "m.yml").read_text() + "computed_once: true\n")
+    with pytest.raises(ModelError, match="only intermediate models"):
+        load_models(tmp_path)
+
+
+def test_every_model_and_column_is_documented():
+    for model in load_models():
+        assert len(model.description) > 20 and "TODO" not in model.description, model.name
+        for column in model.columns:
+            assert column.description and "TODO" not in column.description, (model.name, column.name)
+        if model.layer == "marts":
+            assert model.grain, f"{model.name}: a mart states its grain"
+        assert set(model.grain) <= {c.name for c in model.columns}, model.name
+
+
+def test_units_follow_one_convention():
+    """ns for times, bytes for sizes, 0-1 shares, counts: stated in the YAML, matching the column name."""
+    columns = [(f"table {t}", f.name, None) for t, spec in catalog().items() for f in spec.schema]
+    columns += [(m.name, c.name, c.unit) for m in load_models() for c in m.columns]
+    for where, name, unit in columns:
+        assert not name.endswith(FORBIDDEN_SUFFIXES), f"{where}.{name}: a unit other than ns, bytes, share, count"
+        if unit is not None:
+            assert unit in UNITS, (where, name, unit)
+        for suffix, required in UNIT_SUFFIXES.items():
+            if name.endswith(suffix) and not where.startswith("table "):
+                assert unit == required, f"{where}.{name}: named {suffix} but documented as {unit}"
+
+
+def test_documented_columns_are_the_columns_of_every_fixture_output(outputs):
+    for name, out in outputs.items():
+        with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+            for model in load_models():
+                actual = [(c, t) for c, t, *_ in con.execute(f"DESCRIBE {model.name}").fetchall()]
+                assert actual == [(c.name, c.type) for c in model.columns], (name, model.name)
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_RUNS)
+def test_the_models_data_tests_pass_on_every_fixture(outputs, fixture):
+    with duckdb.connect(str(outputs[fixture] / "profile.duckdb"), read_only=True) as con:
+        failures = check_models(con)
+    assert not failures, "\n".join(map(str, failures))
+
+
+def test_a_data_test_that_breaks_is_reported(tmp_path):
+    _mini_library(tmp_path, {"marts/m": ("SELECT * FROM (VALUES (1), (1), (NULL)) t(x)", "grain: [x]\n")})
+    (tmp_path / "marts" / "m.yml").write_text(
+        "description: One row per thing.\ngrain: [x]\ncolumns:\n"
+        "  - {name: x, type: INTEGER, description: n, tests: [not_null, {range: [2, null]}]}\n")
+    models = load_models(tmp_path)
+    with duckdb.connect() as con:
+        run_models(con, models)
+        found = {(f.test, f.rows) for f in check_models(con, models)}
+    assert found == {("unique grain (x)", 1), ("x not null", 1), ("x within [2, None]", 2)}
+
+
+def test_the_saved_profile_opens_from_any_folder_and_after_a_move(outputs, tmp_path, monkeypatch):
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(outputs["mindspore_gpu/two_ranks"], moved)
+    monkeypatch.chdir(tmp_path)
+    with duckdb.connect(str(moved / "profile.duckdb"), read_only=True) as con:
+        for name in list(catalog()) + [m.name for m in load_models()]:
+            con.execute(f"SELECT count(*) FROM {name}").fetchone()
+        assert con.execute("SELECT count(*) FROM host_op").fetchone()[0] > 0
+
+
+def test_shared_column_meanings_are_used():
+    shared = yaml.safe_load((REPO / "sql" / "columns.yml").read_text())
+    used = {c.name for m in load_models() for c in m.columns}
+    assert set(shared) <= used, set(shared) - used
+    assert all(re.fullmatch(r"[a-z_]+", name) for name in shared)
