@@ -11,35 +11,45 @@ from pathlib import Path
 import duckdb
 
 from .errors import ProfpipeError
-from .export.ascend_reports import ReportOptions
+from .options import Options, ReportOptions
 from .run import RunResult, analyse
 
 
-def offline_analyse(path: str | Path, output_path: str | Path | None = None, pretty: bool = False,
-                    step_list: list[int] | None = None, *, subgraph: str = "all",
-                    optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
-                    is_show_op_path: bool = False, report_style: str = "latest",
-                    rank_map: str | Path | None = None, strict: bool = False, force: bool = False) -> RunResult:
-    """Analyse the saved profiler folder `path`, as MindSpore's `Profiler.offline_analyse` does.
+def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int] | None = None,
+                    data_simplification: bool = True, output_path: str | Path | None = None, *,
+                    subgraph: str = "all", optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
+                    is_show_op_path: bool = False, report_style: str = "latest", rank_map: str | Path | None = None,
+                    strict: bool = False, force: bool = False) -> RunResult:
+    """Analyse the saved profiler folder (or one trace file) `path`, as MindSpore's
+    `Profiler.offline_analyse(path, pretty, step_list, data_simplification)` does.
 
-    Unlike MindSpore, nothing is written into `path`: results go to `output_path` (default
-    `./<folder name>.profpipe`). `pretty` indents the JSON reports; `step_list` keeps only
-    those consecutive steps (ranks without a step trace keep everything). `subgraph`,
-    `optypes_to_deal`, `optypes_not_deal` (comma-separated) and `is_show_op_path` are
-    MindSpore's Profiler arguments for the Ascend op detail report; `report_style` is
-    "latest" or "legacy" (see README). `rank_map` is a file giving traces without a rank theirs (lines
-    "<path or glob> <rank>" or a JSON object, paths relative to `path`; see `profpipe analyse --rank-map`).
-    `strict` makes any data loss an error; `force` lets the output replace a non-empty folder profpipe did not
-    write (never the input). The result's `health` and `exit_code` say whether anything was dropped.
+    MindSpore's parameters:
+      pretty: indent the JSON reports.
+      step_list: keep only these consecutive steps (ranks without a step trace keep everything); a step
+        outside a rank's step trace is an error naming the steps it has.
+      data_simplification: keep the deliverables only (True, the default): the normalized tables live in
+        profile.duckdb; False also keeps them as Parquet files under tables/.
+    profpipe's own (keywords; unlike MindSpore, nothing is ever written into `path`):
+      output_path: the output folder (default `./<folder name>.profpipe`); replaced only when it is
+        empty or written by profpipe (or with `force`), never when it is, holds or lies in the input.
+      subgraph, optypes_to_deal, optypes_not_deal (comma-separated), is_show_op_path: MindSpore's
+        Profiler arguments for the Ascend op detail report.
+      report_style: "latest" or "legacy" MindSpore behaviour for the compatible reports (README).
+      rank_map: a file giving traces without a rank theirs (lines "<path or glob> <rank>" or a JSON
+        object, paths relative to `path`; see `profpipe analyse --rank-map`).
+      strict: make any data loss an error.  force: see output_path.
+    The result's `health` and `exit_code` say whether anything was dropped or repaired.
     """
-    options = ReportOptions(style=report_style, subgraph=subgraph,
-                            optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
-                            optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),
-                            show_op_path=is_show_op_path)
+    options = Options(
+        step_list=step_list, data_simplification=data_simplification, pretty=pretty, rank_map=rank_map,
+        strict=strict, force=force,
+        report=ReportOptions(style=report_style, subgraph=subgraph,
+                             optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
+                             optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),
+                             show_op_path=is_show_op_path))
     source = Path(path)
     output = Path(output_path) if output_path is not None else Path.cwd() / f"{source.resolve().name}.profpipe"
-    return analyse(source, output, step_list=step_list, pretty=pretty, report_options=options, rank_map=rank_map,
-                   strict=strict, force=force)
+    return analyse(source, output, options)
 
 
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
@@ -57,7 +67,6 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     if not database.is_file():
         raise ProfpipeError(f"{output_path}: not a profpipe output folder (no profile.duckdb)")
     with duckdb.connect(str(database), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(Path(output_path).resolve())])
         ranks = [r for (r,) in con.execute("SELECT rank FROM run_info ORDER BY rank").fetchall()]
         if device_id is None:
             if len(ranks) != 1:

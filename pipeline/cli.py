@@ -17,19 +17,17 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError
-from .health import describe
-from .export.ascend_reports import ReportOptions
-from .models import load_models
-from .run import RunResult, analyse as run_analysis
-from .tables import catalog
+from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
+from .health import describe as describe_health
+from .export.query_output import export_query
+from .model_checks import check_models
+from .models import documentation
+from .options import Options, ReportOptions
+from .run import VERSION, RunResult, analyse as run_analysis
 
-app = typer.Typer(
-    help="profpipe: offline analysis of deep-learning profiler dumps.\n\n"
-         "Point `analyse` at a folder a profiler saved; open the result with `query` and `tables`, "
-         "or with any DuckDB client.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 _err = Console(stderr=True)
 _out = Console()
 
@@ -71,9 +69,12 @@ def analyse(
     optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", help="Ascend op detail report: only these comma-separated op types.")] = "",
     optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",
     op_path: Annotated[bool, typer.Option("--op-path", help="Ascend op detail report: add the full op name column.")] = False,
+    step_list: Annotated[Optional[str], typer.Option("--step-list", metavar="STEPS", help="Keep only these consecutive steps, as MindSpore's step_list: '3-5' or '3,4,5'. A step outside the data is an error naming the steps there are.")] = None,
+    data_simplification: Annotated[bool, typer.Option("--data-simplification/--keep-parquet", help="MindSpore's data_simplification: keep the deliverables only (the normalized tables live in profile.duckdb), or also keep them as Parquet files under OUTPUT/tables/.")] = True,
+    pretty: Annotated[bool, typer.Option("--pretty", help="Indent the JSON reports.")] = False,
 ) -> None:
-    """Analyse a saved profiler folder, or one trace file, into OUTPUT (tables/, profile.duckdb, reports/,
-    timeline/, manifest.json).
+    """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
+    manifest.json; tables/ with --keep-parquet).
 
     OUTPUT is replaced only when the run succeeds, and only when it is empty or written by profpipe
     (or with --force); inputs are never written. After the run a health summary lists every value
@@ -84,17 +85,17 @@ def analyse(
     (bad option, an OUTPUT that must not be replaced); 130 / 143 interrupted by SIGINT / SIGTERM.
     """
     try:
-        options = ReportOptions(style=report_style, subgraph=subgraph,
-                                optypes_to_deal=_type_list(optypes_to_deal),
-                                optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path)
+        options = Options(
+            ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
+            timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
+            step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, rank_map=rank_map, strict=strict,
+            force=force, report=ReportOptions(style=report_style, subgraph=subgraph,
+                                              optypes_to_deal=_type_list(optypes_to_deal),
+                                              optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path))
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
                       TimeElapsedColumn(), console=_err, transient=True,
                       disable=quiet or not _err.is_terminal) as bars:
-            result = run_analysis(path, output, ranks=rank, timeline_limit_mb=timeline_limit,
-                                  strict=strict, reporter=_BarReporter(bars), fp_op=fp_op, bp_op=bp_op,
-                                  report_options=options, timeline_summary=timeline_summary,
-                                  models=model, step_range=step_range_name, force=force,
-                                  rank_map=rank_map)
+            result = run_analysis(path, output, options, reporter=_BarReporter(bars))
     except ProfpipeError as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
@@ -125,60 +126,157 @@ def _type_list(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
+def _step_list(text: str | None) -> list[int] | None:
+    """'3-5' or '3,4,5' as a list of steps (Options checks that they are consecutive)."""
+    if text is None:
+        return None
+    try:
+        if "-" in text.strip("-"):
+            first, last = (int(part) for part in text.split("-", 1))
+            return list(range(first, last + 1))
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--step-list must look like 3-5 or 3,4,5, got {text!r}") from None
+
+
+#: Rows `query` prints unless --limit says otherwise.
+DEFAULT_QUERY_LIMIT = 100
+
+
 @app.command()
 def query(
     output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")],
-    sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables`).")],
-    format: Annotated[str, typer.Option("--format", "-f", help="table, csv or json.")] = "table",
+    sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables` and `profpipe describe`).")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table (for people), csv, json (an array of objects) or parquet (needs --to).")] = "table",
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Print at most this many rows (0: all). A note on stderr says when rows were left out.")] = DEFAULT_QUERY_LIMIT,
+    to: Annotated[Optional[Path], typer.Option("--to", metavar="FILE", help="Write to FILE instead of standard output.")] = None,
 ) -> None:
-    """Run SQL over OUTPUT/profile.duckdb and print the result."""
-    if format not in ("table", "csv", "json"):
-        typer.echo("profpipe: error: --format must be table, csv or json", err=True)
-        raise typer.Exit(2)
+    """Run SQL over OUTPUT/profile.duckdb and print the result.
+
+    Rows stream out in batches, so `--limit 0 -f csv` works on tables of any size. Names are printed
+    as they are (no markup is interpreted).
+    """
+    if format not in ("table", "csv", "json", "parquet"):
+        raise _usage("--format must be table, csv, json or parquet")
+    if format == "parquet" and to is None:
+        raise _usage("--format parquet writes a file: give it with --to FILE")
+    if limit < 0:
+        raise _usage("--limit must be 0 (all rows) or more")
     try:
         con = _open(output)
         relation = con.sql(sql)
         if relation is None:
             return
-        frame = relation.pl()
+        if limit:
+            relation = relation.limit(limit + 1)  # one more row says whether any were left out
+        written = export_query(relation, format, to, limit)
     except (duckdb.Error, ProfpipeError) as exc:
-        typer.echo(f"profpipe: error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if format == "csv":
-        sys.stdout.write(frame.write_csv())
-    elif format == "json":
-        sys.stdout.write(json.dumps(frame.to_dicts(), default=str) + "\n")
-    else:
-        table = Table(*frame.columns, show_lines=False)
-        for row in frame.iter_rows():
-            table.add_row(*("" if v is None else str(v) for v in row))
-        _out.print(table)
+        raise _usage(str(exc)) from None
+    if limit and written > limit:
+        typer.echo(f"profpipe: note: showing the first {limit} rows; --limit 0 prints them all", err=True)
+
+
+@app.command()
+def describe(
+    table: Annotated[Optional[str], typer.Argument(help="A table or model; without it, the list of them.")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table (for people) or json.")] = "table",
+    private: Annotated[bool, typer.Option("--private", help="Also list the intermediate (int_) models.")] = False,
+) -> None:
+    """Document the tables and SQL models: what one row is, and each column's type, unit and meaning.
+
+    The same text is in profile.duckdb (COMMENT ON, see duckdb_columns()) and in sql/**/*.yml.
+    """
+    if format not in ("table", "json"):
+        raise _usage("--format must be table or json")
+    entries = documentation()
+    if table is None:
+        shown = [e for e in entries.values() if private or e["layer"] != "intermediate"]
+        if format == "json":
+            sys.stdout.write(json.dumps([{k: e[k] for k in ("name", "layer", "description", "grain")}
+                                         for e in shown], indent=2) + "\n")
+            return
+        listing = Table("name", "layer", "one row is", "grain")
+        for entry in shown:
+            listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], entry["description"],
+                                                ", ".join(entry["grain"]))))
+        _out.print(listing)
+        return
+    if table not in entries:
+        raise _usage(f"no table or model {table!r}; `profpipe describe` lists them")
+    entry = entries[table]
+    if format == "json":
+        sys.stdout.write(json.dumps(entry, indent=2) + "\n")
+        return
+    _out.print(Text(f"{entry['name']} ({entry['layer']}): {entry['description']}"))
+    if entry["grain"]:
+        _out.print(Text(f"one row per: {', '.join(entry['grain'])}"))
+    columns = Table("column", "type", "unit", "meaning", "tests")
+    for column in entry["columns"]:
+        columns.add_row(*(Text(v) for v in (column["name"], column["type"], column["unit"] or "",
+                                            column["description"], ", ".join(column["tests"]))))
+    _out.print(columns)
+
+
+@app.command()
+def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
+    """Run the models' data tests (unique grain, not null, accepted values, ranges, relationships) on
+    OUTPUT/profile.duckdb; exit 1 if any fails."""
+    try:
+        con = _open(output)
+        failures = check_models(con)
+    except (duckdb.Error, ProfpipeError) as exc:
+        raise _usage(str(exc)) from None
+    for failure in failures:
+        typer.echo(f"FAIL {failure}")
+    typer.echo(f"profpipe: {len(failures)} data tests failed" if failures else "profpipe: every data test passed",
+               err=True)
+    raise typer.Exit(1 if failures else 0)
 
 
 @app.command()
 def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
-    """List the normalized tables and the SQL models in OUTPUT with row counts and what one row is."""
+    """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
+    the columns)."""
     try:
         con = _open(output)
     except ProfpipeError as exc:
-        typer.echo(f"profpipe: error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    table = Table("name", "kind", "rows", "one row is")
-    for name, spec in catalog().items():
-        table.add_row(name, "table", str(con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]), spec.description)
-    for model in load_models():
-        rows = con.execute(f"SELECT count(*) FROM {model.name}").fetchone()[0]
-        table.add_row(model.name, model.kind.lower(), str(rows), model.description)
-    _out.print(table)
+        raise _usage(str(exc)) from None
+    listing = Table("name", "kind", "rows", "one row is")
+    for entry in documentation().values():
+        if entry["layer"] == "intermediate":
+            continue
+        rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
+        listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
+    _out.print(listing)
 
 
 def _open(output: Path) -> duckdb.DuckDBPyConnection:
     database = output / "profile.duckdb"
     if not database.is_file():
-        raise ProfpipeError(f"{output}: not a profpipe output folder (no profile.duckdb)")
-    con = duckdb.connect(str(database), read_only=True)
-    con.execute("SET file_search_path = ?", [str(output.resolve())])
-    return con
+        raise UsageError(f"{output}: not a profpipe output folder (no profile.duckdb)")
+    return duckdb.connect(str(database), read_only=True)
+
+
+def _usage(message: str) -> typer.Exit:
+    """Print `message` as a usage error and return the exit to raise."""
+    typer.echo(f"profpipe: error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"profpipe {VERSION}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Print profpipe's version and exit.")] = False) -> None:
+    """profpipe: offline analysis of deep-learning profiler dumps.
+
+    Point `analyse` at a folder a profiler saved; read the result with `query`, `tables` and `describe`,
+    or open OUTPUT/profile.duckdb with any DuckDB client.
+    """
 
 
 def _print_input_pipeline(rank: int, pipeline: dict) -> None:
@@ -199,9 +297,14 @@ def _print_health(result: RunResult) -> None:
         return
     state = "partial: data was dropped or changed" if health["partial"] else "warnings only"
     typer.echo(f"profpipe: trace health: {len(health['rows'])} checks fired ({state}):", err=True)
-    for line in describe(health["rows"]):
+    for line in describe_health(health["rows"]):
         typer.echo(f"  {line}", err=True)
     typer.echo(f"  full ledger: table trace_health ({result.output / 'reports' / 'trace_health.csv'})", err=True)
+
+
+def _ms(value: float | None) -> str:
+    """A phase in ms for the console; a phase the data cannot give (no FP or BP point) says so."""
+    return "n/a (no FP/BP point)" if value is None else f"{value:.3f}"
 
 
 def _print_summary(result: RunResult) -> None:
@@ -212,7 +315,7 @@ def _print_summary(result: RunResult) -> None:
             for column in ("side", "op type", "count", "total ms", "share %"):
                 types.add_column(column, justify="right" if column in ("count", "total ms", "share %") else "left")
             for row in rank["top_op_types"]:
-                types.add_row(row["side"], row["op_type"], str(row["occurrences"]), f"{row['total_ms']:.3f}",
+                types.add_row(Text(row["side"]), Text(row["op_type"]), str(row["occurrences"]), f"{row['total_ms']:.3f}",
                               "" if row["share"] is None else f"{100 * row['share']:.1f}")
             _out.print(types)
         if rank["top_kernels"]:
@@ -221,15 +324,14 @@ def _print_summary(result: RunResult) -> None:
                 kernels.add_column(column, justify="left" if column == "kernel" else "right")
             for row in rank["top_kernels"]:
                 name = row["name"] if len(row["name"]) <= 60 else row["name"][:57] + "..."
-                kernels.add_row(name, str(row["stream_id"]), str(row["instances"]), f"{row['total_ms']:.3f}",
+                kernels.add_row(Text(name), str(row["stream_id"]), str(row["instances"]), f"{row['total_ms']:.3f}",
                                 "" if row["share"] is None else f"{100 * row['share']:.1f}")
             _out.print(kernels)
         steps = rank["steps"]
         if steps["count"]:
-            _out.print(f"rank {rank['rank']}: {steps['count']} steps, avg {steps['avg_total_ms']:.3f} ms "
-                       f"(iteration gap {steps['avg_iteration_interval_ms']:.3f}, "
-                       f"fp+bp {steps['avg_fp_and_bp_ms']:.3f}, tail "
-                       f"{steps['avg_tail_ms'] if steps['avg_tail_ms'] is None else round(steps['avg_tail_ms'], 3)})",
+            phases = ", ".join(f"{label} {_ms(steps[key])}" for label, key in (
+                ("iteration gap", "avg_iteration_interval_ms"), ("fp+bp", "avg_fp_and_bp_ms"), ("tail", "avg_tail_ms")))
+            _out.print(f"rank {rank['rank']}: {steps['count']} steps, avg {_ms(steps['avg_total_ms'])} ms ({phases})",
                        markup=False)
         for device in rank["memory"]:
             where = device["device_type"] + ("" if device["device_id"] is None or device["device_id"] < 0

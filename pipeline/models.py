@@ -243,6 +243,47 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     return timings
 
 
+def documentation() -> dict[str, dict[str, Any]]:
+    """Every normalized table (layer "table") and model, by name: its layer, what one row is, its grain
+    and its columns (name, type, unit, description, tests), as `profpipe describe` shows them."""
+    entries: dict[str, dict[str, Any]] = {}
+    shared = _shared_columns(data_dir("sql"))
+    for name, spec in catalog().items():
+        entries[name] = {"name": name, "layer": "table", "description": spec.description, "grain": [],
+                         "columns": [{"name": f.name, "type": str(f.type), "unit": spec.units.get(f.name),
+                                      "description": spec.column_docs[f.name]
+                                      or shared.get(f.name, {}).get("description", ""),
+                                      "tests": [] if f.nullable else ["not_null"]} for f in spec.schema]}
+    for model in load_models():
+        entries[model.name] = {"name": model.name, "layer": model.layer, "description": model.description,
+                               "grain": list(model.grain),
+                               "columns": [{"name": c.name, "type": c.type, "unit": c.unit, "description": c.description,
+                                            "tests": [_test_name(t) for t in c.tests]} for c in model.columns]}
+    return entries
+
+
+def comment_on(con: duckdb.DuckDBPyConnection) -> None:
+    """Write every table's and model's documentation into `con` (COMMENT ON TABLE / VIEW / COLUMN), where
+    any DuckDB client shows it (duckdb_tables(), duckdb_columns())."""
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
+                             "WHERE table_schema = 'main'").fetchall())
+    for name, entry in documentation().items():
+        if name not in kinds:
+            continue
+        kind = "VIEW" if kinds[name] == "VIEW" else "TABLE"
+        con.execute(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
+        for column in entry["columns"]:
+            unit = f" [{column['unit']}]" if column["unit"] else ""
+            con.execute(f"COMMENT ON COLUMN {name}.{column['name']} IS '{_quote(column['description'] + unit)}'")
+
+
+def _test_name(test: Any) -> str:
+    if isinstance(test, str):
+        return test
+    kind, argument = next(iter(test.items()))
+    return f"{kind} {argument}"
+
+
 def _quote(text: str) -> str:
     return text.replace("'", "''")
 

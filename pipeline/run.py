@@ -6,7 +6,6 @@ call `analyse`; progress goes to a `Reporter` (the CLI draws bars, the API stays
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
 import time
@@ -23,28 +22,22 @@ from . import ingest
 from .clocks import clock_findings
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, UsageError
-from .export.ascend_reports import ReportOptions, write_ascend_reports
+from .export.ascend_reports import write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
-from .models import create_macros, load_models, run_models, set_run_options, load_tables
+from .models import comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthLedger
 from .ingest.scratch import sweep_scratch_folders
+from .options import Options
 from .output import check_output, fingerprint, staged_output
 from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
-from .step_filter import check_step_list, keep_steps
+from .step_filter import keep_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
 VERSION = "0.1.0"
-
-
-def trace_point_overrides(fp_op: str | None, bp_op: str | None) -> dict[str, str]:
-    """The FP/BP op overrides: arguments first, then MindSpore's environment variables."""
-    fp_op = fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START")
-    bp_op = bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END")
-    return {name: value for name, value in (("fp_op", fp_op), ("bp_op", bp_op)) if value}
 
 
 class Reporter(Protocol):
@@ -90,59 +83,37 @@ class RunResult:
         return EXIT_PARTIAL if self.skipped or self.health["partial"] else EXIT_COMPLETE
 
 
-def analyse(path: str | Path, output: str | Path, ranks: list[int] | None = None,
-            timeline_limit_mb: float | None = None, strict: bool = False,
-            step_list: list[int] | None = None, pretty: bool = True,
-            reporter: Reporter | None = None, fp_op: str | None = None, bp_op: str | None = None,
-            report_options: ReportOptions | None = None, timeline_summary: bool = False,
-            models: list[int] | None = None, step_range: str | None = None, force: bool = False,
-            rank_map: str | Path | None = None) -> RunResult:
-    """Analyse the profiler folder (or single trace file) `path` into the output folder `output`.
+def analyse(path: str | Path, output: str | Path, options: Options | None = None,
+            reporter: Reporter | None = None) -> RunResult:
+    """Analyse the profiler folder (or single trace file) `path` into the output folder `output`, with
+    `options` (pipeline.options.Options; default: MindSpore's defaults).
 
-    `output` is replaced atomically, and only when it is empty, a folder profpipe wrote, or `force` is
-    given; never when it is, holds or lies inside the input. `strict` makes any data loss fatal: a
-    source that cannot be read, or a number dropped, clamped or repaired (the trace-health ledger);
-    the earlier output is then kept. `step_list` keeps only those consecutive steps; `pretty` indents
-    the JSON reports.
-    `fp_op` / `bp_op` name the ops that start forward and end backward propagation, overriding
-    the step trace (default: the FP_POINT / BP_POINT or PROFILING_FP_START / PROFILING_BP_END
-    environment variables, as MindSpore reads them). `report_options` are the Ascend report
-    choices (MindSpore's Profiler filters and which MindSpore version to imitate).
-    `timeline_summary` writes only steps, phases and the overlap analysis to the timeline.
-    `models` reads only those msprof model ids (default: per rank, the model with the most files).
-    `step_range` names the annotation or NVTX range that marks a step in PyTorch traces and Nsight
-    Systems exports (default: ProfilerStep#N).
-    `rank_map` is a file that gives traces without a rank of their own their rank (see
-    discover.load_rank_map: JSON {"path/or/glob": rank} or lines "<path or glob> <rank>", relative to `path`).
+    `output` is replaced atomically, and only when it is empty, a folder profpipe wrote, or
+    `options.force` is given; never when it is, holds or lies inside the input. With `options.strict`
+    any data loss is fatal (a source that cannot be read, or a number dropped, clamped or repaired:
+    the trace-health ledger), and the earlier output is kept. `reporter` receives progress.
     """
-    report_options = report_options or ReportOptions()
+    options = (options or Options()).resolved()
     reporter = reporter or QuietReporter()
     path, output = Path(path), Path(output)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
-    check_output(output, path, force)
-    steps = check_step_list(step_list) if step_list is not None else None
-    if rank_map is not None and not Path(rank_map).is_file():
-        raise UsageError(f"--rank-map {rank_map}: no such file")
+    check_output(output, path, options.force)
     with stop_on_signals(), out_of_space_named(output.resolve().parent):
         sweep_scratch_folders()
-        return _analyse(path, output, ranks, timeline_limit_mb, strict, steps, pretty, reporter,
-                        trace_point_overrides(fp_op, bp_op), report_options, timeline_summary, models, step_range,
-                        rank_map)
+        return _analyse(path, output, options, reporter)
 
 
-def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_mb: float | None, strict: bool,
-             steps: list[int] | None, pretty: bool, reporter: Reporter, overrides: dict[str, str],
-             report_options: ReportOptions, timeline_summary: bool, models: list[int] | None,
-             step_range: str | None, rank_map: str | Path | None = None) -> RunResult:
+def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> RunResult:
     timings: dict[str, float] = {}
     notices: list[str] = []
     health = HealthLedger()
 
     started = time.perf_counter()
-    sources = discover(path, ranks, models, step_range, health.for_source(str(path), -1), rank_map)
+    sources = discover(path, options.ranks, options.msprof_models, options.step_range_name,
+                       health.for_source(str(path), -1), options.rank_map)
     if not sources:
-        wanted = f" for ranks {ranks}" if ranks else ""
+        wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
         raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
@@ -152,18 +123,18 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
 
     with staged_output(output) as tmp:
         started = time.perf_counter()
-        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", strict, reporter, health)
+        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", options.strict, reporter, health)
         if not part_dirs:
             raise ProfpipeError("every source failed to read:\n" +
                                 "\n".join(f"  {s['error']}" for s in skipped))
-        if strict and health.lossy:
+        if options.strict and health.lossy:
             first = health.lossy[0]
             raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
                                 f"{first.message}")
         merge_parts(part_dirs, tmp / "tables")
         shutil.rmtree(tmp / "parts")
-        if steps is not None:
-            notices += keep_steps(tmp / "tables", steps)
+        if options.step_list is not None:
+            notices += keep_steps(tmp / "tables", list(options.step_list))
         for finding in clock_findings(tmp / "tables"):
             health.add(finding)
         pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
@@ -177,24 +148,26 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
             reporter.stage("models", len(models_to_run))
             load_tables(con, tmp)
             create_macros(con)
-            set_run_options(con, overrides)
+            set_run_options(con, options.trace_point_overrides)
             run_models(con, models_to_run)
+            comment_on(con)
             reporter.advance(len(models_to_run))
             timings["models"] = time.perf_counter() - started
 
             started = time.perf_counter()
             reporter.stage("export", 3)
             write_reports(con, tmp / "reports")
-            write_ascend_reports(con, tmp / "reports", report_options)
-            write_minddata_reports(con, tmp / "reports", report_options.style)
+            write_ascend_reports(con, tmp / "reports", options.report)
+            write_minddata_reports(con, tmp / "reports", options.report.style)
             write_marts(con, tmp / "reports", [m for m in models_to_run if m.csv_order is not None])
             reporter.advance(1)
-            timeline = write_timeline(con, tmp / "timeline" / "trace.json", timeline_limit_mb, timeline_summary)
+            timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
+                                      options.timeline_summary)
             reporter.advance(1)
             timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
                              "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
             summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
-            write_summary(summary, tmp / "reports" / "summary.json", indent=2 if pretty else None)
+            write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
             reporter.advance(1)
             timings["export"] = time.perf_counter() - started
         finally:
@@ -203,7 +176,9 @@ def _analyse(path: Path, output: Path, ranks: list[int] | None, timeline_limit_m
             notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, timings,
-                        indent=2 if pretty else None)
+                        indent=2 if options.pretty else None)
+        if options.data_simplification:  # the tables live on in profile.duckdb
+            shutil.rmtree(tmp / "tables")
 
     return RunResult(output=output, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
                      timings=timings, notices=notices)

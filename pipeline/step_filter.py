@@ -13,18 +13,10 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import ProfpipeError
+from .errors import UsageError
 from .ingest.scratch import memory_database
 
 _TIMED_TABLES = ("host_op", "device_exec")
-
-
-def check_step_list(step_list: list[int]) -> list[int]:
-    """MindSpore's rule: a non-empty list of consecutive positive step numbers."""
-    steps = sorted(int(s) for s in step_list)
-    if not steps or steps[0] < 1 or steps != list(range(steps[0], steps[0] + len(steps))):
-        raise ProfpipeError(f"step_list must be consecutive step numbers starting at 1 or later, got {step_list}")
-    return steps
 
 
 def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
@@ -41,6 +33,7 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
             GROUP BY rank""")
         ranks_with_steps = con.execute(
             "SELECT DISTINCT rank FROM read_parquet('step_point.parquet')").fetchall()
+        _check_in_range(con, first, last)
         all_ranks = con.execute("SELECT rank FROM read_parquet('run_info.parquet')").fetchall()
         warnings = [f"rank {r}: no step trace, step_list ignored"
                     for (r,) in sorted(set(all_ranks) - set(ranks_with_steps))]
@@ -53,6 +46,18 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
         _rewrite(con, tables_dir, "step_point",
                  f"SELECT * FROM read_parquet('{{name}}.parquet') WHERE step BETWEEN {first} AND {last}")
     return warnings
+
+
+def _check_in_range(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+    """A step_list reaching outside the steps of a rank's step trace is an error naming the steps it has
+    (as MindSpore refuses one), never a silently empty result."""
+    outside = con.execute(f"""
+        SELECT rank, min(step), max(step) FROM read_parquet('step_point.parquet')
+        WHERE kind = 'step_end' GROUP BY rank HAVING min(step) > {first} OR max(step) < {last}
+        ORDER BY rank""").fetchall()
+    if outside:
+        have = "; ".join(f"rank {rank} has steps {low}-{high}" for rank, low, high in outside)
+        raise UsageError(f"step_list {first}-{last} is outside the data: {have}")
 
 
 def _rewrite(con: duckdb.DuckDBPyConnection, tables_dir: Path, name: str, select: str) -> None:

@@ -35,6 +35,8 @@ class TableSpec:
     description: str
     schema: pa.Schema
     column_docs: dict[str, str]
+    #: The unit of each column that has one (ns, bytes, share, count).
+    units: dict[str, str]
 
 
 @lru_cache(maxsize=1)
@@ -45,12 +47,17 @@ def catalog() -> dict[str, TableSpec]:
     for name, decl in raw["tables"].items():
         fields = []
         docs = {}
+        units = {}
         for col in decl["columns"]:
-            fields.append(pa.field(col["name"], _ARROW_TYPES[col["type"]],
-                                   nullable=col.get("nullable", False)))
-            unit = f" [{col['unit']}]" if "unit" in col else ""
-            docs[col["name"]] = col.get("description", "") + unit
-        specs[name] = TableSpec(name, decl["description"], pa.schema(fields), docs)
+            docs[col["name"]] = col.get("description", "")
+            if "unit" in col:
+                units[col["name"]] = col["unit"]
+            # the meaning travels with the data: Parquet keeps field metadata
+            meaning = docs[col["name"]] + (f" [{col['unit']}]" if "unit" in col else "")
+            fields.append(pa.field(col["name"], _ARROW_TYPES[col["type"]], nullable=col.get("nullable", False),
+                                   metadata={"description": meaning}))
+        specs[name] = TableSpec(name, decl["description"], pa.schema(fields, metadata={"description": decl["description"]}),
+                                docs, units)
     return specs
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from pipeline.options import Options
 from pipeline.run import RunResult, analyse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,8 +25,11 @@ def realdata(relative: str) -> Path:
     return path
 
 
-def run(source: Path, out: Path, **kwargs) -> RunResult:
-    return analyse(source, out, **kwargs)
+def run(source: Path, out: Path, **options) -> RunResult:
+    """Analyse `source` into `out` with Options(**options); the tests read tables/ too, so the Parquet
+    copies are kept unless `data_simplification=True` is given."""
+    options.setdefault("data_simplification", False)
+    return analyse(source, out, Options(**options))
 
 
 def load_trace(out: Path) -> dict:
@@ -35,7 +39,6 @@ def load_trace(out: Path) -> dict:
 def query(out: Path, sql: str) -> list[tuple]:
     """Rows of `sql` run on the output folder's profile.duckdb (read-only)."""
     with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(out)])
         return con.execute(sql).fetchall()
 
 

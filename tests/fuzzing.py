@@ -22,6 +22,7 @@ from pipeline import ingest
 from pipeline.discover import discover
 from pipeline.errors import ProfpipeError
 from pipeline.health import HealthEvent, HealthLedger
+from pipeline.options import Options
 from pipeline.run import RunResult, analyse, source_error
 from pipeline.tables import conform
 
@@ -99,7 +100,7 @@ def analyse_damaged(folder: Path, out: Path, **options: object) -> RunResult | P
     before = snapshot(folder)
     earlier = snapshot(out) if out.exists() else None
     try:
-        outcome: RunResult | ProfpipeError = analyse(folder, out, **options)
+        outcome: RunResult | ProfpipeError = analyse(folder, out, Options(**options))
     except ProfpipeError as exc:
         outcome = exc
         assert (snapshot(out) if out.exists() else None) == earlier, "a failed run changed the earlier output"

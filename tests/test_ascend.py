@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.errors import InputError, ProfpipeError
 from pipeline.ingest import binary_records
-from pipeline.export.ascend_reports import ReportOptions
+from pipeline.options import ReportOptions
 
 ERA_A = FIXTURES / "ascend_raw" / "era_a"
 ERA_C = FIXTURES / "ascend_raw" / "era_c"
@@ -95,7 +95,7 @@ def _same_text(ours: Path, theirs: Path) -> None:
 def test_job3_reproduces_mindspore_outputs(tmp_path: Path) -> None:
     job = realdata(f"{RESOURCE}/JOB3")
     expected = realdata(f"{RESOURCE}/run_1/normal_run/profiler")
-    out = run(job, tmp_path / "out", report_options=ReportOptions(style="legacy")).output / "reports"
+    out = run(job, tmp_path / "out", report=ReportOptions(style="legacy")).output / "reports"
     for name in ("output_timeline_data_1.txt", "output_op_compute_time_1.txt", "step_trace_raw_1_detail_time.csv",
                  "step_trace_point_info.json", "timeline_summary_1.json"):
         assert (out / name).read_bytes() == (expected / name).read_bytes(), name
@@ -125,7 +125,7 @@ def test_job3_latest_style_counts(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("job,device", [("JOB1", 0), ("ERROR_JOB", 10)])
 def test_step_trace_fixtures(job: str, device: int, tmp_path: Path) -> None:
-    out = run(realdata(f"{RESOURCE}/{job}"), tmp_path / "out", report_options=ReportOptions(style="legacy")).output
+    out = run(realdata(f"{RESOURCE}/{job}"), tmp_path / "out", report=ReportOptions(style="legacy")).output
     name = f"step_trace_raw_{device}_detail_time.csv"
     _same_text(out / "reports" / name, realdata(f"{RESOURCE}/profiler/{name}"))
 
@@ -135,7 +135,7 @@ def test_framework_raw_both_layouts(job: str, tmp_path: Path) -> None:
     source = realdata(f"{RESOURCE}/{job}")
     latest = run(source, tmp_path / "latest").output / "reports" / "framework_raw_0.csv"
     _same_text(latest, realdata(f"{RESOURCE}/profiler/framework_raw_0.csv"))
-    legacy = run(source, tmp_path / "legacy", report_options=ReportOptions(style="legacy")).output
+    legacy = run(source, tmp_path / "legacy", report=ReportOptions(style="legacy")).output
     _same_text(legacy / "reports" / "framework_raw_0.csv", realdata(f"{R10_FORK}/profiler/framework_raw_0.csv"))
 
 
@@ -151,7 +151,7 @@ def test_aicpu_text_both_layouts(tmp_path: Path) -> None:
     source = realdata(f"{RESOURCE}/JOB_AICPU")
     name = "output_data_preprocess_aicpu_0.txt"
     _same_text(run(source, tmp_path / "latest").output / "reports" / name, source / "expect" / name)
-    legacy = run(source, tmp_path / "legacy", report_options=ReportOptions(style="legacy")).output
+    legacy = run(source, tmp_path / "legacy", report=ReportOptions(style="legacy")).output
     _same_text(legacy / "reports" / name, realdata(f"{R10_FORK}/JOB_AICPU/expect/{name}"))
 
 

@@ -43,7 +43,6 @@ def _ns(us: Decimal | int) -> int:
 
 def _run_info(out: Path) -> dict[int, dict]:
     with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(out)])
         cursor = con.execute("SELECT * FROM run_info")
         names = [c[0] for c in cursor.description]
         return {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
@@ -209,7 +208,6 @@ def _timeline_of_times(out: Path, target: Path, ranks: dict[int, tuple[str, int 
     con = duckdb.connect()
     source = str(out / "profile.duckdb").replace("'", "''")
     con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
-    con.execute("SET file_search_path = ?", [str(out)])
     for (name,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = 'src'").fetchall():
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name} WHERE false")
     for rank, (clock, offset, times) in ranks.items():

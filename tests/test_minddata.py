@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from pipeline.discover import discover
-from pipeline.export.ascend_reports import ReportOptions
+from pipeline.options import ReportOptions
 
 REAL_RUNS = FIXTURES / "minddata_mindspore"
 MI = "mindinsight/tests/utils/resource"
@@ -72,7 +72,7 @@ def test_tables_hold_the_logs_as_written(tmp_path: Path):
 def test_pipeline_raw_equals_mindinsight_expected(job: str, tmp_path: Path):
     """JOB1 has an inlined op (metrics null) whose child is promoted: Shuffle's children [2, 4] -> [2, 3].
     The root Batch has no queue metrics: MindSpore 1.x (style legacy) printed its usage as 0."""
-    run(realdata(f"{MI}/{job}"), tmp_path / "out", report_options=ReportOptions(style="legacy"))
+    run(realdata(f"{MI}/{job}"), tmp_path / "out", report=ReportOptions(style="legacy"))
     assert (tmp_path / "out" / "reports" / "minddata_pipeline_raw_0.csv").read_bytes() == \
         realdata(f"{MI}/profiler/minddata_pipeline_raw_0.csv").read_bytes()
 

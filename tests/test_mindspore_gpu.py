@@ -23,7 +23,6 @@ def analysed(request, tmp_path_factory):
     result = run(folder, out)
     expected = json.loads((folder / "expected.json").read_text())["ranks"]
     con = duckdb.connect(str(out / "profile.duckdb"), read_only=True)
-    con.execute("SET file_search_path = ?", [str(out)])
     yield request.param, result, expected, con, out
     con.close()
 

@@ -261,7 +261,7 @@ def test_two_devices_merge_as_mindinsight_expects(tmp_path: Path) -> None:
 
 def test_model_selection_keeps_the_ranks_that_ran_it(tmp_path: Path) -> None:
     folder = _copy_devices(tmp_path)
-    result = run(folder, tmp_path / "out", models=[0])
+    result = run(folder, tmp_path / "out", msprof_models=[0])
     assert result.ranks == [1]
     assert "no exports of models [0] (this rank has models [2])" in result.skipped[0]["error"]
     assert [(r["rank"], r["model_id"], r["models"]) for r in result.summary["ranks"]] == [(1, 0, [0])]

@@ -38,7 +38,7 @@ def test_generator_reproduces(tmp_path: Path):
 
 
 def test_fixture_tables(tmp_path: Path):
-    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    out = run(NSYS, tmp_path / "out", step_range_name="train_step").output
     device = query(out, "SELECT kind, name, op_name, start_ns - 1000000000, dur_ns, stream_id, device_id, grid, block, "
                         "bytes FROM device_exec WHERE start_ns < 1010000000 ORDER BY start_ns")
     gemm = "void gemm_kernel<float, 128>(float const*, float*)"
@@ -65,7 +65,7 @@ def test_fixture_tables(tmp_path: Path):
 
 
 def test_steps_from_the_named_nvtx_ranges(tmp_path: Path):
-    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    out = run(NSYS, tmp_path / "out", step_range_name="train_step").output
     phases = query(out, "SELECT step, start_ns, fp_ns, bp_ns, end_ns, fp_op, bp_op FROM step_phases ORDER BY step")
     assert phases == [(n, STEP_1 + (n - 1) * 10 * MS, STEP_1 + (n - 1) * 10 * MS + 2 * MS,
                        STEP_1 + (n - 1) * 10 * MS + 7 * MS, STEP_1 + n * 10 * MS, "forward", "backward") for n in (1, 2)]
@@ -241,7 +241,7 @@ def test_the_input_folder_is_left_as_it_was(tmp_path: Path):
 
 
 def test_timeline_of_an_export(tmp_path: Path):
-    out = run(NSYS, tmp_path / "out", step_range="train_step").output
+    out = run(NSYS, tmp_path / "out", step_range_name="train_step").output
     events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
     by_process: dict[str, int] = {}

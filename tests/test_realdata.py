@@ -32,7 +32,6 @@ def test_step_phases_equal_mindinsight(tmp_path):
     (source / "gpu_op_execute_timestamp_0.txt").write_text(f"Default/FP-op1;GpuOps;{ticks[0]['fp_point'] * 10},1 \n")
     run(source, tmp_path / "out")
     with duckdb.connect(str(tmp_path / "out" / "profile.duckdb"), read_only=True) as con:
-        con.execute("SET file_search_path = ?", [str(tmp_path / "out")])
         ours = con.execute("SELECT step, start_ns, end_ns, total_ns, iteration_interval_ns, fp_and_bp_ns, tail_ns "
                            "FROM step_phases ORDER BY step").fetchall()
     assert len(ours) == len(steps) == 20

@@ -23,17 +23,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
-from ..errors import ProfpipeError
+from ..options import ReportOptions
 from .text_stream import write_text_column
 from .text_table import simple_table
 
-STYLES = ("latest", "legacy")
 _TITLE = "====================op compute time===================="
 
 #: One row per step of the step-trace CSV: its values in ticks, phases then the `span` values
@@ -60,23 +58,6 @@ WITH steps AS (
 SELECT step, {phases} || coalesce(comm.vals, []::BIGINT[]) AS vals
 FROM steps LEFT JOIN comm USING (step)
 """
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """Choices of MindSpore's Profiler arguments and of the version the reports imitate."""
-
-    style: str = "latest"
-    subgraph: str = "all"  # all | Default | Gradients: ops listed in the Detail section
-    optypes_to_deal: tuple[str, ...] = ()  # only these op types in the Detail section (empty: all)
-    optypes_not_deal: tuple[str, ...] = ("Variable",)  # op types left out of the Detail section
-    show_op_path: bool = False  # add the full op name to the Detail section
-
-    def __post_init__(self) -> None:
-        if self.style not in STYLES:
-            raise ProfpipeError(f"report style must be one of {', '.join(STYLES)}, got {self.style!r}")
-        if self.subgraph not in ("all", "Default", "Gradients"):
-            raise ProfpipeError(f"subgraph must be all, Default or Gradients, got {self.subgraph!r}")
 
 
 def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, options: ReportOptions) -> list[Path]:

@@ -1,0 +1,108 @@
+"""The options of one analysis: one typed, validated object, built once by the CLI or the Python API and
+read by every stage (discover, ingest, step filter, models, exports).
+
+Defaults follow MindSpore's `Profiler.offline_analyse` and `Profiler(...)` arguments where they have a
+counterpart; the FP/BP overrides fall back on MindSpore's environment variables when `resolved()` is
+called, once, at the start of a run.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .errors import UsageError
+
+#: Which MindSpore version the compatible reports imitate (README, "Ascend reports").
+REPORT_STYLES = ("latest", "legacy")
+SUBGRAPHS = ("all", "Default", "Gradients")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """MindSpore's Profiler arguments for the compatible reports, and the version they imitate."""
+
+    #: "latest" MindSpore behaviour or "legacy" (Ascend: MindSpore r0.5-r1.0 layouts; MindData: 1.x files).
+    style: str = "latest"
+    #: Ascend op detail report: all, Default or Gradients ops.
+    subgraph: str = "all"
+    #: Ascend op detail report: only these op types (empty: all).
+    optypes_to_deal: tuple[str, ...] = ()
+    #: Ascend op detail report: op types left out.
+    optypes_not_deal: tuple[str, ...] = ("Variable",)
+    #: Ascend op detail report: add the full op name column.
+    show_op_path: bool = False
+
+    def __post_init__(self) -> None:
+        if self.style not in REPORT_STYLES:
+            raise UsageError(f"report style must be one of {', '.join(REPORT_STYLES)}, got {self.style!r}")
+        if self.subgraph not in SUBGRAPHS:
+            raise UsageError(f"subgraph must be one of {', '.join(SUBGRAPHS)}, got {self.subgraph!r}")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every choice of one analysis. Build it with keyword arguments; it checks itself."""
+
+    #: Only these ranks (None: every rank found).
+    ranks: tuple[int, ...] | None = None
+    #: Only these consecutive steps, as MindSpore's step_list (None: all). A step outside the data is an error.
+    step_list: tuple[int, ...] | None = None
+    #: MindSpore's data_simplification: True keeps the deliverables only (the normalized tables live in
+    #: profile.duckdb); False also keeps them as Parquet files under tables/.
+    data_simplification: bool = True
+    #: Indent the JSON reports.
+    pretty: bool = False
+    #: Cap timeline/trace.json at this many MiB (None: no cap).
+    timeline_limit_mb: float | None = None
+    #: Timeline with steps, phases and the overlap analysis only.
+    timeline_summary: bool = False
+    #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
+    msprof_models: tuple[int, ...] | None = None
+    #: PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step.
+    step_range_name: str | None = None
+    #: Full names of the ops that start forward and end backward propagation (None: the step trace's,
+    #: or MindSpore's environment variables FP_POINT / PROFILING_FP_START and BP_POINT / PROFILING_BP_END).
+    fp_op: str | None = None
+    bp_op: str | None = None
+    #: A file giving traces without a rank of their own their rank (discover.load_rank_map).
+    rank_map: Path | None = None
+    #: Make any data loss fatal (exit 1, the earlier output kept).
+    strict: bool = False
+    #: Let the output replace a non-empty folder profpipe did not write (never one that holds the input).
+    force: bool = False
+    report: ReportOptions = field(default_factory=ReportOptions)
+
+    def __post_init__(self) -> None:
+        for name in ("ranks", "step_list", "msprof_models"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, (str, bytes)) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                              for v in value):
+                    raise UsageError(f"{name} must be a list of integers, got {value!r}")
+                object.__setattr__(self, name, tuple(value))
+        if self.step_list is not None:
+            steps = sorted(self.step_list)
+            if not steps or steps[0] < 1 or steps != list(range(steps[0], steps[0] + len(steps))):
+                raise UsageError(f"step_list must be consecutive step numbers starting at 1 or later, "
+                                 f"got {list(self.step_list)}")
+            object.__setattr__(self, "step_list", tuple(steps))
+        if self.timeline_limit_mb is not None and not (math.isfinite(self.timeline_limit_mb)
+                                                       and self.timeline_limit_mb > 0):
+            raise UsageError(f"timeline limit must be a positive number of MiB, got {self.timeline_limit_mb}")
+        if self.rank_map is not None:
+            object.__setattr__(self, "rank_map", Path(self.rank_map))
+
+    def resolved(self) -> Options:
+        """These options with the FP/BP overrides taken from MindSpore's environment variables where
+        not given, and the rank map checked."""
+        if self.rank_map is not None and not self.rank_map.is_file():
+            raise UsageError(f"--rank-map {self.rank_map}: no such file")
+        return replace(self, fp_op=self.fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START"),
+                       bp_op=self.bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END"))
+
+    @property
+    def trace_point_overrides(self) -> dict[str, str]:
+        """The run_option rows the step models read: fp_op / bp_op where set."""
+        return {name: value for name, value in (("fp_op", self.fp_op), ("bp_op", self.bp_op)) if value}

@@ -1,0 +1,120 @@
+"""The user surface: the CLI's version, step list, query limits and formats, describe and check; the
+Python API's MindSpore-compatible signature; the options object; data_simplification."""
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+import pipeline
+from conftest import FIXTURES, run
+from pipeline.cli import app
+from pipeline.errors import UsageError
+from pipeline.options import Options
+from pipeline.run import VERSION
+
+GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("surface") / "out"
+    run(GPU, folder)
+    return folder
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"profpipe {VERSION}"
+
+
+def test_query_prints_at_most_its_limit_and_says_so(out):
+    total = int(invoke("query", out, "SELECT count(*) FROM host_op", "-f", "csv").stdout.splitlines()[1])
+    assert total > 5
+    limited = invoke("query", out, "SELECT * FROM host_op ORDER BY start_ns", "-f", "csv", "--limit", "5")
+    assert limited.exit_code == 0
+    assert len(list(csv.reader(io.StringIO(limited.stdout)))) == 1 + 5
+    assert "showing the first 5 rows" in limited.stderr
+    everything = invoke("query", out, "SELECT * FROM host_op", "-f", "csv", "--limit", "0")
+    assert len(list(csv.reader(io.StringIO(everything.stdout)))) == 1 + total and not everything.stderr
+    default = invoke("query", out, "SELECT * FROM range(150)")
+    assert len(default.stdout.splitlines()) == 2 + 100 and "first 100 rows" in default.stderr
+
+
+def test_query_formats_keep_values_exactly(out, tmp_path):
+    sql = "SELECT '[memory] [red]x[/red]' AS name, 1.5 AS value, NULL AS missing"
+    assert "[memory] [red]x[/red]" in invoke("query", out, sql).stdout
+    assert json.loads(invoke("query", out, sql, "-f", "json").stdout) == [
+        {"name": "[memory] [red]x[/red]", "value": "1.5", "missing": None}]
+    target = tmp_path / "r.parquet"
+    assert invoke("query", out, "SELECT * FROM host_op", "-f", "parquet", "--to", target, "-n", "0").exit_code == 0
+    assert pq.read_table(target).num_rows == int(invoke("query", out, "SELECT count(*) FROM host_op", "-f", "csv")
+                                                 .stdout.splitlines()[1])
+    assert invoke("query", out, "SELECT 1", "-f", "parquet").exit_code == 2
+
+
+def test_describe_documents_a_mart_and_refuses_an_unknown_name():
+    listing = invoke("describe", "-f", "json")
+    names = {e["name"] for e in json.loads(listing.stdout)}
+    assert {"kernel_stats", "step_phases", "device_exec", "stg_host_op"} <= names
+    assert "int_step" not in names  # private helpers only with --private
+    entry = json.loads(invoke("describe", "kernel_stats", "-f", "json").stdout)
+    total = next(c for c in entry["columns"] if c["name"] == "total_ns")
+    assert total["unit"] == "ns" and total["type"] == "BIGINT" and total["description"]
+    assert invoke("describe", "no_such_table").exit_code == 2
+
+
+def test_check_runs_the_data_tests(out):
+    result = invoke("check", out)
+    assert result.exit_code == 0 and "every data test passed" in result.stderr
+
+
+def test_step_list_on_the_cli_and_a_step_outside_the_data(tmp_path):
+    result = invoke("analyse", GPU, "-o", tmp_path / "a", "--step-list", "2-3", "--quiet")
+    assert result.exit_code == 0
+    steps = invoke("query", tmp_path / "a", "SELECT min(step), max(step) FROM step_phases", "-f", "csv")
+    assert steps.stdout.splitlines()[1] == "2,3"
+    outside = invoke("analyse", GPU, "-o", tmp_path / "b", "--step-list", "8-9")
+    assert outside.exit_code == 2
+    assert "outside the data" in outside.stderr and "has steps 1-5" in outside.stderr
+    assert not (tmp_path / "b").exists()
+    assert invoke("analyse", GPU, "-o", tmp_path / "c", "--step-list", "x").exit_code == 2
+
+
+def test_offline_analyse_takes_mindsporeʼs_parameters_in_mindsporeʼs_order():
+    parameters = list(inspect.signature(pipeline.offline_analyse).parameters.values())
+    assert [p.name for p in parameters[:4]] == ["path", "pretty", "step_list", "data_simplification"]
+    assert [p.default for p in parameters[1:4]] == [False, None, True]
+    assert "data_simplification" in pipeline.offline_analyse.__doc__
+
+
+def test_data_simplification_keeps_the_tables_in_profile_duckdb_only(tmp_path):
+    simple = pipeline.offline_analyse(GPU, output_path=tmp_path / "simple")
+    assert not (simple.output / "tables").exists()
+    full = pipeline.offline_analyse(GPU, data_simplification=False, output_path=tmp_path / "full")
+    schema = pq.read_schema(full.output / "tables" / "device_exec.parquet")
+    assert b"stream" in schema.field("stream_id").metadata[b"description"].lower()
+    count = "SELECT count(*) FROM device_exec"
+    assert invoke("query", simple.output, count).stdout == invoke("query", full.output, count).stdout
+
+
+@pytest.mark.parametrize("bad", [dict(step_list=[1, 3]), dict(step_list=[0, 1]), dict(ranks=["0"]),
+                                 dict(timeline_limit_mb=-1.0), dict(timeline_limit_mb=float("nan"))])
+def test_options_refuse_bad_values(bad):
+    with pytest.raises(UsageError):
+        Options(**bad)
+
+
+def test_a_missing_phase_is_said_not_printed_as_none():
+    from pipeline.cli import _ms
+
+    assert _ms(None) == "n/a (no FP/BP point)" and _ms(1.23456) == "1.235"
