@@ -211,9 +211,9 @@ class _RankReports:
                 FROM (SELECT * FROM task_desc WHERE rank = $rank) t
                 FULL JOIN (SELECT * FROM op_desc WHERE rank = $rank) o ON o.op_name = t.op_name
             )
-            SELECT task_id, stream_id, block_dim, full_name, regexp_extract(full_name, '[^/]*$'),
-                   op_type, CASE WHEN split_part(full_name, '/', 1) IN ('Default', 'Gradients')
-                                 THEN split_part(full_name, '/', 1) ELSE '' END,
+            SELECT task_id, stream_id, block_dim, full_name, op_short_name(full_name),
+                   op_type, CASE WHEN op_subgraph(full_name) IN ('Default', 'Gradients')
+                                 THEN op_subgraph(full_name) ELSE '' END,
                    tensors_json, graph_id
             FROM joined ORDER BY ordering""")
         if self.options.style == "legacy":

@@ -17,8 +17,8 @@ SELECT
     min(tag) FILTER (WHERE position % 2 = 0) AS start_tag,
     max(tag) FILTER (WHERE position % 2 = 1) AS end_tag,
     coalesce(max(op_name) FILTER (WHERE position % 2 = 0), max(op_name) FILTER (WHERE position % 2 = 1)) AS op_name,
-    coalesce(regexp_extract(coalesce(max(op_name) FILTER (WHERE position % 2 = 0),
-                                     max(op_name) FILTER (WHERE position % 2 = 1)), '[^/]*$'), 'parallel') AS op_label
+    coalesce(op_short_name(coalesce(max(op_name) FILTER (WHERE position % 2 = 0),
+                                    max(op_name) FILTER (WHERE position % 2 = 1))), 'parallel') AS op_label
 FROM points
 WHERE points_in_stream % 2 = 0
 GROUP BY rank, capture, step, stream_id, position // 2

@@ -17,9 +17,9 @@ WITH tasks AS (
 SELECT
     t.rank,
     t.op_name,
-    regexp_extract(t.op_name, '[^/]*$') AS short_name,
-    coalesce(ty.op_type, regexp_extract(regexp_extract(t.op_name, '[^/]*$'), '^([^-]*)', 1)) AS op_type,
-    split_part(t.op_name, '/', 1) AS subgraph,
+    op_short_name(t.op_name) AS short_name,
+    coalesce(ty.op_type, op_type_of(t.op_name)) AS op_type,
+    op_subgraph(t.op_name) AS subgraph,
     p.stream_id,
     p.first_task_id,
     count(*) FILTER (WHERE t.task_id = p.first_task_id) AS executions,
