@@ -9,6 +9,8 @@ The library is layered as dbt projects are (README, "SQL models"):
 * `sql/intermediate/int_<name>.sql`: private, reusable building blocks (step windows, device executions
   with their op, communication tasks with their step); they read staging and other intermediate models.
 * `sql/marts/<name>.sql`: the public analysis tables; they read staging, intermediate and earlier marts.
+* `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible CSVs), in those tools' units and
+  formats; they read marts only. The YAML names the file (`{rank}` where there is one per rank).
 
 A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
@@ -35,12 +37,12 @@ import yaml
 from .resources import data_dir
 from .tables import catalog
 
-LAYERS = ("staging", "intermediate", "marts")
+LAYERS = ("staging", "intermediate", "marts", "reports")
 #: What each layer may read: sources (the normalized tables) or models of these layers.
 MAY_READ = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
-            "marts": {"staging", "intermediate", "marts"}}
-_MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE"}
-_PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": ""}
+            "marts": {"staging", "intermediate", "marts"}, "reports": {"marts"}}
+_MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE", "reports": "VIEW"}
+_PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": "", "reports": ""}
 #: Units a column may carry (README, "Units"); a column without one is a name, id, flag or plain number.
 UNITS = ("ns", "bytes", "share", "count")
 #: Column-name endings and the unit each one requires.
@@ -63,6 +65,8 @@ class Column:
     description: str
     unit: str | None = None
     tests: tuple[Any, ...] = ()
+    #: reports: a column that orders or splits the rows but is not written to the file (rank, total_ns).
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,10 @@ class Model:
     refs: frozenset[str]
     sources: frozenset[str]
     computed_once: bool = False
-    #: marts: the ORDER BY of reports/<name>.csv (most important rows first); None: no CSV.
+    #: marts and reports: the ORDER BY of the CSV (most important rows first); None: no CSV.
     csv_order: str | None = None
+    #: reports: the file name, with {rank} where the report is written once per rank.
+    file: str | None = None
 
     @property
     def kind(self) -> str:
@@ -93,7 +99,7 @@ class Model:
 
     @property
     def public(self) -> bool:
-        """Marts and staging views are documented for users; intermediate models are private helpers."""
+        """Marts, reports and staging views are documented for users; intermediate models are private helpers."""
         return self.layer != "intermediate"
 
 
@@ -139,20 +145,22 @@ def _load_models(root: Path) -> tuple[Model, ...]:
 
 def _read_model(path: Path, layer: str) -> Model:
     name = path.stem
-    if not name.startswith(_PREFIX[layer]) or (layer == "marts" and name.startswith(("stg_", "int_"))):
+    if not name.startswith(_PREFIX[layer]) or (not _PREFIX[layer] and name.startswith(("stg_", "int_"))):
         raise ModelError(f"SQL model {name}: a {layer} model's name starts with {_PREFIX[layer] or 'neither stg_ nor int_'}")
     doc_path = path.with_suffix(".yml")
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
-    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "columns", "tests"}
+    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "columns", "tests"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
     if computed_once and layer != "intermediate":
         raise ModelError(f"SQL model {name}: only intermediate models can be computed once per run")
-    if doc.get("csv_order") is not None and layer != "marts":
-        raise ModelError(f"SQL model {name}: only marts are written as CSVs (csv_order)")
+    if doc.get("csv_order") is not None and layer not in ("marts", "reports"):
+        raise ModelError(f"SQL model {name}: only marts and reports are written as CSVs (csv_order)")
+    if (layer == "reports") != bool(doc.get("file")):
+        raise ModelError(f"SQL model {name}: a report, and only a report, names its file")
     shared = _shared_columns(path.parent.parent)
     columns = []
     for column in doc["columns"]:
@@ -161,14 +169,15 @@ def _read_model(path: Path, layer: str) -> Model:
         if not description:
             raise ModelError(f"{doc_path}: column {column['name']} has no description (and sql/columns.yml none)")
         columns.append(Column(column["name"], column["type"], " ".join(str(description).split()),
-                              column.get("unit", common.get("unit")), tuple(column.get("tests", ()))))
+                              column.get("unit", common.get("unit")), tuple(column.get("tests", ())),
+                              bool(column.get("hidden", False))))
     raw = path.read_text(encoding="utf-8")
     calls = _CALL.findall(raw)
     return Model(name=name, layer=layer, sql=_CALL.sub(lambda m: m.group(2), raw).strip().rstrip(";"),
                  description=" ".join(str(doc["description"]).split()), grain=tuple(doc.get("grain", ())),
                  columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
-                 csv_order=doc.get("csv_order"))
+                 csv_order=doc.get("csv_order"), file=doc.get("file"))
 
 
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:
@@ -274,7 +283,8 @@ def comment_on(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
         for column in entry["columns"]:
             unit = f" [{column['unit']}]" if column["unit"] else ""
-            con.execute(f"COMMENT ON COLUMN {name}.{column['name']} IS '{_quote(column['description'] + unit)}'")
+            quoted = '"' + column["name"].replace('"', '""') + '"'
+            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS '{_quote(column['description'] + unit)}'")
 
 
 def _test_name(test: Any) -> str:

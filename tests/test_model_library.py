@@ -48,7 +48,7 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
 
 def test_layers_are_folders_and_each_model_reads_only_earlier_layers():
     allowed = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
-               "marts": {"staging", "intermediate", "marts"}}
+               "marts": {"staging", "intermediate", "marts"}, "reports": {"marts"}}
     models = {m.name: m for m in load_models()}
     assert {m.layer for m in models.values()} == set(allowed)
     for model in models.values():
@@ -58,6 +58,18 @@ def test_layers_are_folders_and_each_model_reads_only_earlier_layers():
     # one staging view per normalized table, and only staging reads them
     assert {s for m in models.values() for s in m.sources} == set(catalog()) | {"run_option"}
     assert {f"stg_{t}" for t in catalog()} <= set(models)
+
+
+def test_reports_are_written_from_marts_with_their_file_names(outputs):
+    reports = [m for m in load_models() if m.layer == "reports"]
+    assert {m.file for m in reports} >= {"cpu_op_type_info_{rank}.csv", "gpu_activity_data_{rank}.csv"}
+    for model in reports:
+        hidden = [c.name for c in model.columns if c.hidden]
+        assert "rank" in hidden, model.name
+    written = {p.name for p in (outputs["mindspore_gpu/two_ranks"] / "reports").iterdir()}
+    assert {"gpu_op_type_info_0.csv", "gpu_op_type_info_1.csv", "gpu_activity_data_1.csv"} <= written
+    header = (outputs["mindspore_gpu/two_ranks"] / "reports" / "gpu_activity_data_0.csv").read_text().splitlines()[0]
+    assert header.startswith("name,type,op_full_name,stream_id") and "total_ns" not in header and "rank" not in header
 
 
 def test_models_run_after_what_they_read():
@@ -122,15 +134,16 @@ def test_every_model_and_column_is_documented():
         assert len(model.description) > 20 and "TODO" not in model.description, model.name
         for column in model.columns:
             assert column.description and "TODO" not in column.description, (model.name, column.name)
-        if model.layer == "marts":
-            assert model.grain, f"{model.name}: a mart states its grain"
+        if model.layer in ("marts", "reports"):
+            assert model.grain, f"{model.name}: a mart or report states its grain"
         assert set(model.grain) <= {c.name for c in model.columns}, model.name
 
 
 def test_units_follow_one_convention():
     """ns for times, bytes for sizes, 0-1 shares, counts: stated in the YAML, matching the column name."""
     columns = [(f"table {t}", f.name, None) for t, spec in catalog().items() for f in spec.schema]
-    columns += [(m.name, c.name, c.unit) for m in load_models() for c in m.columns]
+    # compatibility reports keep the units of the tool they imitate (MindSpore's ms and us)
+    columns += [(m.name, c.name, c.unit) for m in load_models() if m.layer != "reports" for c in m.columns]
     for where, name, unit in columns:
         assert not name.endswith(FORBIDDEN_SUFFIXES), f"{where}.{name}: a unit other than ns, bytes, share, count"
         if unit is not None:
