@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name == "__version__":
-        from .run import VERSION
+        from .version import VERSION
 
         return VERSION
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")

@@ -10,9 +10,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -20,12 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
-from .health import describe as describe_health
-from .export.query_output import export_query
-from .model_checks import check_models
-from .models import documentation
 from .options import Options, ReportOptions
-from .run import VERSION, RunResult, analyse as run_analysis
+from .version import VERSION
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .run import RunResult
+
+# The heavy modules (duckdb, pyarrow, polars, the pipeline) are imported inside the commands, so that
+# `profpipe --help` and `--version` answer at once.
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 _err = Console(stderr=True)
@@ -95,6 +98,8 @@ def analyse(
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
                       TimeElapsedColumn(), console=_err, transient=True,
                       disable=quiet or not _err.is_terminal) as bars:
+            from .run import analyse as run_analysis
+
             result = run_analysis(path, output, options, reporter=_BarReporter(bars))
     except ProfpipeError as exc:
         typer.echo(f"profpipe: error: {exc}", err=True)
@@ -162,6 +167,10 @@ def query(
         raise _usage("--format parquet writes a file: give it with --to FILE")
     if limit < 0:
         raise _usage("--limit must be 0 (all rows) or more")
+    import duckdb
+
+    from .export.query_output import export_query
+
     try:
         con = _open(output)
         relation = con.sql(sql)
@@ -188,6 +197,8 @@ def describe(
     """
     if format not in ("table", "json"):
         raise _usage("--format must be table or json")
+    from .models import documentation
+
     entries = documentation()
     if table is None:
         shown = [e for e in entries.values() if private or e["layer"] != "intermediate"]
@@ -221,6 +232,10 @@ def describe(
 def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
     """Run the models' data tests (unique grain, not null, accepted values, ranges, relationships) on
     OUTPUT/profile.duckdb; exit 1 if any fails."""
+    import duckdb
+
+    from .model_checks import check_models
+
     try:
         con = _open(output)
         failures = check_models(con)
@@ -241,6 +256,8 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
         con = _open(output)
     except ProfpipeError as exc:
         raise _usage(str(exc)) from None
+    from .models import documentation
+
     listing = Table("name", "kind", "rows", "one row is")
     for entry in documentation().values():
         if entry["layer"] == "intermediate":
@@ -251,6 +268,8 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
 
 
 def _open(output: Path) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
     database = output / "profile.duckdb"
     if not database.is_file():
         raise UsageError(f"{output}: not a profpipe output folder (no profile.duckdb)")
@@ -297,6 +316,8 @@ def _print_health(result: RunResult) -> None:
         return
     state = "partial: data was dropped or changed" if health["partial"] else "warnings only"
     typer.echo(f"profpipe: trace health: {len(health['rows'])} checks fired ({state}):", err=True)
+    from .health import describe as describe_health
+
     for line in describe_health(health["rows"]):
         typer.echo(f"  {line}", err=True)
     typer.echo(f"  full ledger: table trace_health ({result.output / 'reports' / 'trace_health.csv'})", err=True)

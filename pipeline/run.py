@@ -32,12 +32,12 @@ from .models import comment_on, create_macros, load_models, run_models, set_run_
 from .health import HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .options import Options
+from .version import VERSION
 from .output import check_output, fingerprint, staged_output
 from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import keep_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
-VERSION = "0.1.0"
 
 
 class Reporter(Protocol):
