@@ -6,5 +6,5 @@ SELECT d.rank, 'Host' AS op_side, d.op_type, d.short_name AS op_name, d.op_name 
        d.subgraph, r.pid,
        d.total_ns
 FROM {{ ref('op_detail_stats') }} d
-JOIN {{ ref('rank_info') }} r ON r.rank = d.rank AND r.capture = 0
+LEFT JOIN (SELECT rank, min(pid) AS pid FROM {{ ref('rank_info') }} GROUP BY rank) r ON r.rank = d.rank
 WHERE d.side = 'Host'
