@@ -214,7 +214,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
             if source.problem is not None:
                 raise InputError(location, source.problem)
             for table_name, table in ingest.read(source, warn):
-                sink.write(table_name, _with_capture(table_name, table, source.capture))
+                sink.write(table_name, _with_source_keys(table_name, table, source.rank, source.capture))
             sink.close()
             part_dirs.append(part_dir)
             ranks_read.add(source.rank)
@@ -233,12 +233,14 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
     return part_dirs, skipped, sorted(ranks_read)
 
 
-def _with_capture(table_name: str, table: pa.Table, capture: int) -> pa.Table:
-    """The table with the source's capture in its `capture` column, where the table declares one."""
+def _with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) -> pa.Table:
+    """The table with the source's rank and capture in its `rank` and `capture` columns, where the table
+    declares them and the reader left them out: the one place a row gets its source's keys."""
     spec = catalog().get(table_name)
-    if spec is None or "capture" not in spec.schema.names or "capture" in table.column_names:
-        return table
-    return table.append_column("capture", pa.repeat(pa.scalar(capture, pa.int32()), table.num_rows))
+    for name, value in (("rank", rank), ("capture", capture)):
+        if spec is not None and name in spec.schema.names and name not in table.column_names:
+            table = table.append_column(name, pa.repeat(pa.scalar(value, pa.int32()), table.num_rows))
+    return table
 
 
 def source_error(exc: Exception, location: Path) -> ProfpipeError:
