@@ -306,6 +306,14 @@ def test_device_op_type_stats_sum_instances_and_per_step_averages():
     ])
 
 
+def test_device_op_shares_are_null_not_nan_when_the_rank_has_no_task_time():
+    # one task of 0 ns: 0 / 0 is no share (NULL, as every other mart's share), not NaN
+    tasks = [{"kind": "task", "name": "x", "op_name": "a/B-op1", "task_id": 1, "start_ns": 0, "dur_ns": 0}]
+    same(model_rows({"device_exec": tasks}, "device_op_stats"), [{"executions": 1, "total_ns": 0, "share": None}])
+    same(model_rows({"device_exec": tasks}, "device_op_type_stats"), [{"total_ns": 0, "share": None,
+                                                                      "per_step_share": None}])
+
+
 def test_host_op_stats_self_and_total_times_of_nested_ops():
     # P (0) 0-100 holds C (1) 10-40 and C (2) 50-70; C (1) holds G (3) 15-25.  Kernels: 7 ns launched by P,
     # 5 by G, 4 by the second C
