@@ -119,6 +119,17 @@ def test_int_step_run_option_override_measures_from_the_ops_first_start_and_last
     same(phases[1:], [{"step": 2, "iteration_interval_ns": 30, "fp_and_bp_ns": 250, "tail_ns": 120}])
 
 
+def test_int_step_override_op_starting_at_the_step_boundary_belongs_to_the_next_step():
+    # steps [0, 500) and [500, 900); C runs 310-380 and 500-560: the second run starts at step 2's start, so
+    # step 1's BP is 380 (tail 500 - 380 = 120), not 560 (which would give a tail of -60)
+    host_op = _device_ops(("B", 130, 200), ("C", 310, 380), ("B", 500, 520), ("C", 500, 560))
+    step_point = points(1, start=0, fp=10, bp=490, end=500) + points(2, start=500, fp=510, bp=890, end=900)
+    same(model_rows({"host_op": host_op, "step_point": step_point}, "step_phases", {"fp_op": "B", "bp_op": "C"}), [
+        {"step": 1, "fp_ns": 130, "bp_ns": 380, "iteration_interval_ns": 130, "fp_and_bp_ns": 250, "tail_ns": 120},
+        {"step": 2, "fp_ns": 500, "bp_ns": 560, "iteration_interval_ns": 0, "fp_and_bp_ns": 60, "tail_ns": 340},
+    ])
+
+
 # ---------------------------------------------------------------------------------------------- attribution
 
 def test_int_device_exec_attributes_by_source_then_time_then_profiler():
