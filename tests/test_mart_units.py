@@ -421,6 +421,19 @@ def test_overlap_segment_merges_parallel_streams_and_clips_to_the_step_window():
     ])
 
 
+def test_overlap_segment_memcpy_and_memset_compute_sync_tasks_do_not():
+    # window 0-100: memcpy 10-20 and memset 20-30 touch (one computation stretch 10-30); a sync task 40-90 is
+    # no computation: free 0-10 and 30-100
+    device_exec = [{"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 10, "dur_ns": 10},
+                   {"kind": "memset", "name": "Memset", "start_ns": 20, "dur_ns": 10},
+                   {"kind": "sync", "name": "cudaDeviceSynchronize", "start_ns": 40, "dur_ns": 50}]
+    same(model_rows({"device_exec": device_exec, "step_point": points(1, start=0, fp=0, end=100)}, "overlap_segment"), [
+        {"category": "computation", "start_ns": 10, "end_ns": 30, "dur_ns": 20},
+        {"category": "free", "start_ns": 0, "end_ns": 10, "dur_ns": 10},
+        {"category": "free", "start_ns": 30, "end_ns": 100, "dur_ns": 70},
+    ])
+
+
 def test_step_overlap_sums_the_segments_of_each_step():
     same(model_rows(_overlap_inputs(), "step_overlap"), [
         # step 1: computation 50 + 20 = 70; communication 30 of which pure 20, overlapped 30 - 20 = 10;
