@@ -46,12 +46,13 @@ SELECT
     p.capture,
     p.step,
     p.start_ns,
+    -- an override op's runs belong to the step whose [start, end) holds their start
     CASE WHEN fp_override IS NULL THEN p.fp_ns
          ELSE (SELECT min(o.start_ns) FROM ops o WHERE o.rank = p.rank AND o.capture = p.capture AND o.op_name = fp_override
-               AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS fp_ns,
+               AND o.start_ns >= p.start_ns AND o.start_ns < p.end_ns) END AS fp_ns,
     CASE WHEN bp_override IS NULL THEN p.bp_ns
          ELSE (SELECT max(o.end_ns) FROM ops o WHERE o.rank = p.rank AND o.capture = p.capture AND o.op_name = bp_override
-               AND o.start_ns BETWEEN p.start_ns AND p.end_ns) END AS bp_ns,
+               AND o.start_ns >= p.start_ns AND o.start_ns < p.end_ns) END AS bp_ns,
     p.end_ns,
     coalesce(fp_override, p.fp_op, d.fp_op) AS fp_op,
     coalesce(bp_override, p.bp_op, d.bp_op) AS bp_op,

@@ -18,5 +18,6 @@ SELECT
     s.ranks, s.fastest_total_ns, s.slowest_total_ns, s.slowest_rank,
     (s.slowest_total_ns - s.fastest_total_ns) / nullif(s.fastest_total_ns, 0) AS spread,
     p.total_ns / nullif(s.fastest_total_ns, 0) - 1 AS slowdown,
-    coalesce(p.total_ns / nullif(s.fastest_total_ns, 0) - 1 > 0.05, false) AS is_slow
+    -- more than 5 % slower, compared in integers: 105 / 100 - 1 > 0.05 holds in floating point
+    coalesce(s.fastest_total_ns > 0 AND p.total_ns * 100 > s.fastest_total_ns * 105, false) AS is_slow
 FROM phases p JOIN per_step s USING (capture, step)

@@ -29,7 +29,7 @@ SELECT
     min(t.dur_ns) AS min_ns,
     max(t.dur_ns) AS max_ns,
     p.first_start_ns,
-    sum(t.dur_ns) / sum(sum(t.dur_ns)) OVER (PARTITION BY t.rank) AS share
+    sum(t.dur_ns) / nullif(sum(sum(t.dur_ns)) OVER (PARTITION BY t.rank), 0) AS share
 FROM tasks t
 JOIN per_op p USING (rank, op_name)
 LEFT JOIN types ty USING (rank, op_name)

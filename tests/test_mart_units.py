@@ -1,0 +1,545 @@
+"""Unit tests per model: a handful of hand-made normalized rows in, the exact expected rows out, for
+every mart (tests/model_harness.py runs the whole library in an in-memory DuckDB). The arithmetic of each
+expected value is written beside it. Marts left to their own tests for now: comm_link_stats,
+comm_op_stats, comm_matrix, data_batch_stats, data_op_stats, data_queue_stats, data_findings and
+step_input_wait."""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+from model_harness import build, model_rows, rows
+from pipeline.models import load_models
+
+MARTS = sorted(m.name for m in load_models() if m.layer == "marts")
+
+
+def _rounded(value):
+    return round(value, 9) if isinstance(value, float) else value
+
+
+def same(actual: list[dict], expected: list[dict]) -> None:
+    """`actual` rows equal `expected` (floats to 9 decimals); expected rows may name only some columns."""
+    assert len(actual) == len(expected), actual
+    for got, want in zip(actual, expected):
+        assert {k: _rounded(got[k]) for k in want} == {k: _rounded(v) for k, v in want.items()}, got
+
+
+def points(step: int, start=None, fp=None, bp=None, end=None, capture: int = 0, rank: int = 0, **ops) -> list[dict]:
+    """step_point rows of one step (None: that point is absent); ops: fp_op=..., bp_op=... name the op."""
+    kinds = {"step_start": start, "fp_start": fp, "bp_end": bp, "step_end": end}
+    names = {"fp_start": ops.get("fp_op"), "bp_end": ops.get("bp_op"), "step_end": ops.get("end_op")}
+    return [{"rank": rank, "capture": capture, "step": step, "kind": kind, "op_name": names.get(kind), "seq": i,
+             "ts_ns": ts} for i, (kind, ts) in enumerate(kinds.items()) if ts is not None]
+
+
+def kernel(name: str, start: int, dur: int, **more) -> dict:
+    return {"kind": "kernel", "name": name, "start_ns": start, "dur_ns": dur, **more}
+
+
+# ---------------------------------------------------------------------------------------------- harness
+
+def test_empty_input_gives_no_rows_in_any_mart():
+    con = build({})
+    try:
+        for mart in MARTS:
+            assert rows(con, mart) == [], mart
+    finally:
+        con.close()
+
+
+def test_the_harness_runs_every_model_well_under_a_second():
+    started = time.perf_counter()
+    build({"device_exec": [kernel("k", 0, 10)]}).close()
+    assert time.perf_counter() - started < 1.5  # about 0.35 s on the 2-core CI machine
+
+
+# ---------------------------------------------------------------------------------------------- steps
+
+def test_step_phases_split_a_training_step_and_an_inference_step():
+    step_point = (points(1, start=100, fp=150, bp=400, end=500, fp_op="F", bp_op="B")
+                  + points(2, start=500, fp=520, end=700)   # inference: no BP point
+                  + points(3, start=700, end=900))          # no FP point: not a complete step
+    same(model_rows({"step_point": step_point}, "step_phases"), [
+        # total 500-100 = 400; iteration interval 150-100 = 50; fp_and_bp 400-150 = 250; tail 500-400 = 100
+        {"step": 1, "start_ns": 100, "fp_ns": 150, "bp_ns": 400, "end_ns": 500, "fp_op": "F", "bp_op": "B",
+         "total_ns": 400, "iteration_interval_ns": 50, "fp_and_bp_ns": 250, "tail_ns": 100},
+        # no BP: fp_and_bp = end - fp = 700-520 = 180, tail NULL; total 200, interval 20
+        {"step": 2, "start_ns": 500, "fp_ns": 520, "bp_ns": None, "end_ns": 700,
+         "total_ns": 200, "iteration_interval_ns": 20, "fp_and_bp_ns": 180, "tail_ns": None},
+    ])
+
+
+def test_step_phases_keep_two_captures_of_one_rank_apart():
+    # the same step number in two profiling cycles of rank 0: two rows, not one merged step
+    step_point = points(1, start=0, fp=10, end=100, capture=0) + points(1, start=5000, fp=5030, end=5200, capture=1)
+    same(model_rows({"step_point": step_point}, "step_phases"), [
+        {"capture": 0, "step": 1, "start_ns": 0, "total_ns": 100, "iteration_interval_ns": 10, "fp_and_bp_ns": 90},
+        {"capture": 1, "step": 1, "start_ns": 5000, "total_ns": 200, "iteration_interval_ns": 30, "fp_and_bp_ns": 170},
+    ])
+
+
+def _device_ops(*spans):
+    return [{"side": "Device", "op_name": name, "start_ns": start, "dur_ns": end - start} for name, start, end in spans]
+
+
+def test_int_step_derives_fp_and_bp_ops_from_op_order_when_the_trace_names_none():
+    # ops A 100-120, B 130-200, C 210-380, D 390-450; FP point 135, BP point 385 (first step)
+    # FP = last op starting at or before 135: B.  BP: ops ending before 385 are A, B, C (3): the op at
+    # position 3 in start order: C
+    host_op = _device_ops(("A", 100, 120), ("B", 130, 200), ("C", 210, 380), ("D", 390, 450))
+    same(model_rows({"host_op": host_op, "step_point": points(1, start=90, fp=135, bp=385, end=500)}, "int_step"), [
+        {"step": 1, "start_ns": 90, "fp_ns": 135, "bp_ns": 385, "end_ns": 500, "fp_op": "B", "bp_op": "C",
+         "point_source": "derived"},
+    ])
+
+
+def test_int_step_prefers_the_op_the_trace_names():
+    host_op = _device_ops(("A", 100, 120), ("B", 130, 200))
+    step_point = points(1, start=90, fp=135, bp=385, end=500, fp_op="TraceFP", bp_op="TraceBP")
+    same(model_rows({"host_op": host_op, "step_point": step_point}, "int_step"), [
+        {"fp_ns": 135, "bp_ns": 385, "fp_op": "TraceFP", "bp_op": "TraceBP", "point_source": "trace"},
+    ])
+
+
+def test_int_step_run_option_override_measures_from_the_ops_first_start_and_last_end_in_each_step():
+    # step 1 window 0-500: B runs 130-200, C runs 210-300 and 310-380: fp = 130, bp = 380
+    # step 2 window 500-900: B 530-600, C 610-780: fp = 530, bp = 780 (the trace's points are ignored)
+    host_op = _device_ops(("B", 130, 200), ("C", 210, 300), ("C", 310, 380), ("B", 530, 600), ("C", 610, 780))
+    step_point = (points(1, start=0, fp=10, bp=490, end=500, fp_op="TraceFP")
+                  + points(2, start=500, fp=510, bp=890, end=900))
+    result = model_rows({"host_op": host_op, "step_point": step_point}, "int_step", {"fp_op": "B", "bp_op": "C"})
+    same(result, [
+        {"step": 1, "fp_ns": 130, "bp_ns": 380, "fp_op": "B", "bp_op": "C", "point_source": "override"},
+        {"step": 2, "fp_ns": 530, "bp_ns": 780, "fp_op": "B", "bp_op": "C", "point_source": "override"},
+    ])
+    # step_phases then measures from them: step 2 interval 530-500 = 30, fp_and_bp 780-530 = 250, tail 120
+    phases = model_rows({"host_op": host_op, "step_point": step_point}, "step_phases", {"fp_op": "B", "bp_op": "C"})
+    same(phases[1:], [{"step": 2, "iteration_interval_ns": 30, "fp_and_bp_ns": 250, "tail_ns": 120}])
+
+
+def test_int_step_override_op_starting_at_the_step_boundary_belongs_to_the_next_step():
+    # steps [0, 500) and [500, 900); C runs 310-380 and 500-560: the second run starts at step 2's start, so
+    # step 1's BP is 380 (tail 500 - 380 = 120), not 560 (which would give a tail of -60)
+    host_op = _device_ops(("B", 130, 200), ("C", 310, 380), ("B", 500, 520), ("C", 500, 560))
+    step_point = points(1, start=0, fp=10, bp=490, end=500) + points(2, start=500, fp=510, bp=890, end=900)
+    same(model_rows({"host_op": host_op, "step_point": step_point}, "step_phases", {"fp_op": "B", "bp_op": "C"}), [
+        {"step": 1, "fp_ns": 130, "bp_ns": 380, "iteration_interval_ns": 130, "fp_and_bp_ns": 250, "tail_ns": 120},
+        {"step": 2, "fp_ns": 500, "bp_ns": 560, "iteration_interval_ns": 0, "fp_and_bp_ns": 60, "tail_ns": 340},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- attribution
+
+def test_int_device_exec_attributes_by_source_then_time_then_profiler():
+    host_op = _device_ops(("Op1", 100, 110), ("Op2", 240, 245)) + [
+        {"side": "Host", "op_name": "HostOnly", "start_ns": 55, "dur_ns": 1}]  # host ops own no kernels
+    device_exec = [
+        kernel("k1", 200, 5, op_name="Named"),  # the source names it: source, though Op1 precedes it
+        kernel("k2", 250, 5),                   # last Device op started at or before 250: Op2 (time)
+        kernel("k3", 50, 5),                    # no op before it: the profiler's op for the name (kernel_meta)
+        kernel("k4", 60, 5),                    # nothing: NULL
+    ]
+    kernel_meta = [{"name": "k3", "op_name": "Meta"}]
+    result = model_rows({"host_op": host_op, "device_exec": device_exec, "kernel_meta": kernel_meta}, "int_device_exec")
+    got = sorted((r["name"], r["op_name"], r["op_attribution"], r["end_ns"]) for r in result)
+    assert got == [("k1", "Named", "source", 205), ("k2", "Op2", "time", 255), ("k3", "Meta", "profiler", 55),
+                   ("k4", None, None, 65)]
+
+
+def test_int_device_exec_attributes_by_time_only_within_the_capture():
+    # capture 0's op Op1 started at 100; capture 1's kernel at 150 has no op of its own capture before it
+    host_op = [dict(r, capture=0) for r in _device_ops(("Op1", 100, 110))]
+    device_exec = [kernel("k", 150, 5, capture=1), kernel("k", 150, 5, capture=0)]
+    result = model_rows({"host_op": host_op, "device_exec": device_exec}, "int_device_exec")
+    assert sorted((r["capture"], r["op_name"], r["op_attribution"]) for r in result) == [(0, "Op1", "time"),
+                                                                                          (1, None, None)]
+
+
+def test_op_kernel_stats_groups_kernels_by_their_op():
+    device_exec = [kernel("k", 0, 10, op_name="A"), kernel("k", 20, 30, op_name="A"), kernel("m", 60, 60, op_name="A"),
+                   kernel("k", 200, 100, op_name="B"), kernel("k", 400, 5),
+                   {"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 500, "dur_ns": 50, "op_name": "A"}]
+    same(model_rows({"device_exec": device_exec}, "op_kernel_stats"), [
+        # op A: k 10 + 30 = 40 (avg 20), m 60; A's kernel time 100: shares 40/100, 60/100; the memcpy is no kernel
+        {"op_name": "A", "name": "k", "instances": 2, "total_ns": 40, "avg_ns": 20.0, "min_ns": 10, "max_ns": 30,
+         "share_of_op": 40 / 100},
+        {"op_name": "A", "name": "m", "instances": 1, "total_ns": 60, "avg_ns": 60.0, "min_ns": 60, "max_ns": 60,
+         "share_of_op": 60 / 100},
+        {"op_name": "B", "name": "k", "instances": 1, "total_ns": 100, "share_of_op": 1.0},
+        {"op_name": None, "name": "k", "instances": 1, "total_ns": 5, "share_of_op": 1.0},  # unattributed
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+
+def test_kernel_stats_nsight_columns_with_sample_stddev_and_main_op():
+    device_exec = [kernel("k", 0, 10, stream_id=7, op_name="A"), kernel("k", 100, 20, stream_id=7, op_name="A"),
+                   kernel("k", 200, 60, stream_id=7, op_name="B"),
+                   kernel("j", 300, 10, stream_id=7),                  # a single execution: stddev 0
+                   kernel("k", 400, 100, stream_id=8, op_name="B"),    # another stream: its own row
+                   {"kind": "memset", "name": "Memset", "start_ns": 0, "dur_ns": 1000, "stream_id": 7}]
+    same(model_rows({"device_exec": device_exec}, "kernel_stats"), [
+        # the rank's kernel time: 10+20+60 + 10 + 100 = 200 (the memset is no kernel)
+        {"name": "j", "stream_id": 7, "instances": 1, "total_ns": 10, "avg_ns": 10.0, "median_ns": 10.0,
+         "min_ns": 10, "max_ns": 10, "stddev_ns": 0.0, "share": 10 / 200, "op_name": None},
+        # 10, 20, 60: total 90, avg 30, median 20; sample variance ((-20)^2 + (-10)^2 + 30^2) / 2 = 700;
+        # two of three executions belong to A
+        {"name": "k", "stream_id": 7, "instances": 3, "total_ns": 90, "avg_ns": 30.0, "median_ns": 20.0,
+         "min_ns": 10, "max_ns": 60, "stddev_ns": math.sqrt(700), "share": 90 / 200, "op_name": "A"},
+        {"name": "k", "stream_id": 8, "instances": 1, "total_ns": 100, "stddev_ns": 0.0, "share": 100 / 200,
+         "op_name": "B"},
+    ])
+
+
+def test_kernel_stats_main_op_tie_goes_to_more_kernel_time_then_name():
+    # one execution each: B has more time (30 > 10); C and D tie on both: the first by name, C
+    device_exec = [kernel("k", 0, 10, op_name="A"), kernel("k", 100, 30, op_name="B"),
+                   kernel("m", 0, 5, op_name="D"), kernel("m", 100, 5, op_name="C")]
+    got = {r["name"]: r["op_name"] for r in model_rows({"device_exec": device_exec}, "kernel_stats")}
+    assert got == {"k": "B", "m": "C"}
+
+
+def test_kernel_shape_stats_split_by_grid_and_block():
+    device_exec = [kernel("k", 0, 10, grid="1,1,1", block="128,1,1"), kernel("k", 100, 30, grid="1,1,1", block="128,1,1"),
+                   kernel("k", 200, 60, grid="2,1,1", block="128,1,1"), kernel("n", 300, 100)]
+    same(model_rows({"device_exec": device_exec}, "kernel_shape_stats"), [
+        # 10 and 30: total 40, avg 20, median 20, sample stddev sqrt((10^2 + 10^2) / 1) = sqrt(200); share 40/200
+        {"name": "k", "grid": "1,1,1", "block": "128,1,1", "instances": 2, "total_ns": 40, "avg_ns": 20.0,
+         "median_ns": 20.0, "min_ns": 10, "max_ns": 30, "stddev_ns": math.sqrt(200), "share": 40 / 200},
+        {"name": "k", "grid": "2,1,1", "block": "128,1,1", "instances": 1, "total_ns": 60, "stddev_ns": 0.0,
+         "share": 60 / 200},
+        # no launch shape recorded: NULL grid and block, one row
+        {"name": "n", "grid": None, "block": None, "instances": 1, "total_ns": 100, "share": 100 / 200},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- ops
+
+def _ops(side, *runs):
+    """host_op rows: (op_name, [durations]) executions one after another."""
+    rows_, at = [], 0
+    for name, durations in runs:
+        for dur in durations:
+            rows_.append({"side": side, "op_name": name, "start_ns": at, "dur_ns": dur})
+            at += dur + 1
+    return rows_
+
+
+OPS = _ops("Device", ("Default/net/Conv2D-op1", [10, 30]), ("Default/net/Conv2D-op2", [20, 20]),
+           ("Gradients/net/ReLU-op3", [5, 15]))
+
+
+def test_op_detail_stats_per_op_instance():
+    host_op = OPS + _ops("Host", ("Default/net/Conv2D-op1", [4]))
+    device_exec = [{"kind": "task", "name": "t", "op_name": "Default/net/Conv2D-op1", "start_ns": 0, "dur_ns": 7}]
+    same(model_rows({"host_op": host_op, "device_exec": device_exec}, "op_detail_stats"), [
+        # Device side total 40 + 40 + 20 = 100
+        {"side": "Device", "op_name": "Default/net/Conv2D-op1", "short_name": "Conv2D-op1", "op_type": "Conv2D",
+         "subgraph": "Default", "occurrences": 2, "total_ns": 40, "avg_ns": 20.0, "min_ns": 10, "max_ns": 30,
+         "share": 40 / 100, "device_exec_count": 1, "device_exec_total_ns": 7},
+        {"side": "Device", "op_name": "Default/net/Conv2D-op2", "occurrences": 2, "total_ns": 40, "share": 40 / 100,
+         "device_exec_count": 0, "device_exec_total_ns": 0},
+        {"side": "Device", "op_name": "Gradients/net/ReLU-op3", "op_type": "ReLU", "subgraph": "Gradients",
+         "occurrences": 2, "total_ns": 20, "avg_ns": 10.0, "share": 20 / 100},
+        # the host side is its own population (share 4/4) and has no device executions
+        {"side": "Host", "op_name": "Default/net/Conv2D-op1", "occurrences": 1, "total_ns": 4, "share": 1.0,
+         "device_exec_count": 0, "device_exec_total_ns": 0},
+    ])
+
+
+def test_op_type_stats_without_step_trace_take_the_modal_execution_count_as_steps():
+    # every instance ran twice: steps = 2.  Conv2D: 2 instances, 4 executions, 40 + 40 = 80 ns, avg 80/4 = 20,
+    # executions_per_step 4 // 2 = 2, share 80/100.  ReLU: 2 executions, 20 ns, avg 10, 2 // 2 = 1, share 20/100
+    same(model_rows({"host_op": OPS}, "op_type_stats"), [
+        {"side": "Device", "op_type": "Conv2D", "instances": 2, "occurrences": 4, "steps": 2, "executions_per_step": 2,
+         "total_ns": 80, "avg_ns": 20.0, "min_ns": 10, "max_ns": 30, "share": 80 / 100},
+        {"side": "Device", "op_type": "ReLU", "instances": 1, "occurrences": 2, "steps": 2, "executions_per_step": 1,
+         "total_ns": 20, "avg_ns": 10.0, "min_ns": 5, "max_ns": 15, "share": 20 / 100},
+    ])
+
+
+def test_op_type_stats_count_steps_from_the_step_trace_and_floor_the_division():
+    # three steps in the trace: Conv2D 4 // 3 = 1, ReLU 2 // 3 = 0 (integer division, as MindSpore)
+    step_point = points(1, start=0, fp=0, end=10) + points(2, start=10, fp=10, end=20) + points(3, start=20, fp=20, end=30)
+    same(model_rows({"host_op": OPS, "step_point": step_point}, "op_type_stats"), [
+        {"op_type": "Conv2D", "steps": 3, "executions_per_step": 1},
+        {"op_type": "ReLU", "steps": 3, "executions_per_step": 0},
+    ])
+
+
+def test_op_type_stats_modal_steps_without_step_trace_on_a_tie_take_the_larger_count():
+    # instances run 2, 2, 3 and 3 times: counts 2 and 3 are equally common; steps = 3.
+    # A: 2 + 3 = 5 executions, 5 // 3 = 1; B: 2 + 3 = 5, 1
+    host_op = _ops("Device", ("x/A-op1", [1, 1]), ("x/A-op2", [1, 1, 1]), ("x/B-op3", [1, 1]), ("x/B-op4", [1, 1, 1]))
+    same(model_rows({"host_op": host_op}, "op_type_stats"), [
+        {"op_type": "A", "instances": 2, "occurrences": 5, "steps": 3, "executions_per_step": 1, "share": 0.5},
+        {"op_type": "B", "instances": 2, "occurrences": 5, "steps": 3, "executions_per_step": 1, "share": 0.5},
+    ])
+
+
+def _tasks():
+    # op X: two tasks (ids 1, 2) run twice; op Y: one task
+    x = "Default/net/MatMul-op5"
+    return [{"kind": "task", "name": x, "op_name": x, "task_id": 1, "stream_id": 5, "start_ns": 100, "dur_ns": 10},
+            {"kind": "task", "name": x, "op_name": x, "task_id": 2, "stream_id": 5, "start_ns": 110, "dur_ns": 20},
+            {"kind": "task", "name": x, "op_name": x, "task_id": 1, "stream_id": 5, "start_ns": 200, "dur_ns": 30},
+            {"kind": "task", "name": x, "op_name": x, "task_id": 2, "stream_id": 5, "start_ns": 230, "dur_ns": 40},
+            {"kind": "task", "name": "Y", "op_name": "Default/Add-op1", "task_id": 3, "stream_id": 6, "start_ns": 50,
+             "dur_ns": 100},
+            {"kind": "sync", "name": "notify", "op_name": None, "task_id": 9, "stream_id": 6, "start_ns": 0, "dur_ns": 999}]
+
+
+def test_device_op_stats_count_one_execution_per_run_of_the_first_task():
+    op_desc = [{"seq": 0, "op_name": "Default/net/MatMul-op5", "op_type": "MatMulV2"}]
+    same(model_rows({"device_exec": _tasks(), "op_desc": op_desc}, "device_op_stats"), [
+        # Add-op1: one task of 100 ns; the op type from its name
+        {"op_name": "Default/Add-op1", "short_name": "Add-op1", "op_type": "Add", "subgraph": "Default", "stream_id": 6,
+         "first_task_id": 3, "executions": 1, "tasks": 1, "total_ns": 100, "avg_ns": 100.0, "min_ns": 100,
+         "max_ns": 100, "first_start_ns": 50, "share": 100 / 200},
+        # MatMul-op5: task 1 ran twice (executions 2), 4 tasks of 10+20+30+40 = 100 ns, avg 100/2 = 50;
+        # its type from op_desc; first execution: task 1 on stream 5 at 100; share 100 / 200 (sync tasks excluded)
+        {"op_name": "Default/net/MatMul-op5", "short_name": "MatMul-op5", "op_type": "MatMulV2", "stream_id": 5,
+         "first_task_id": 1, "executions": 2, "tasks": 4, "total_ns": 100, "avg_ns": 50.0, "min_ns": 10, "max_ns": 40,
+         "first_start_ns": 100, "share": 100 / 200},
+    ])
+
+
+def test_device_op_type_stats_sum_instances_and_per_step_averages():
+    op_desc = [{"seq": 0, "op_name": "Default/net/MatMul-op5", "op_type": "MatMulV2"}]
+    same(model_rows({"device_exec": _tasks(), "op_desc": op_desc}, "device_op_type_stats"), [
+        # per_step_ns = sum of instance averages: Add 100, MatMulV2 50; per_step_share 100/150 and 50/150
+        {"op_type": "Add", "instances": 1, "executions": 1, "total_ns": 100, "per_step_ns": 100.0, "share": 100 / 200,
+         "per_step_share": 100 / 150},
+        {"op_type": "MatMulV2", "instances": 1, "executions": 2, "total_ns": 100, "per_step_ns": 50.0,
+         "share": 100 / 200, "per_step_share": 50 / 150},
+    ])
+
+
+def test_device_op_shares_are_null_not_nan_when_the_rank_has_no_task_time():
+    # one task of 0 ns: 0 / 0 is no share (NULL, as every other mart's share), not NaN
+    tasks = [{"kind": "task", "name": "x", "op_name": "a/B-op1", "task_id": 1, "start_ns": 0, "dur_ns": 0}]
+    same(model_rows({"device_exec": tasks}, "device_op_stats"), [{"executions": 1, "total_ns": 0, "share": None}])
+    same(model_rows({"device_exec": tasks}, "device_op_type_stats"), [{"total_ns": 0, "share": None,
+                                                                      "per_step_share": None}])
+
+
+def test_host_op_stats_self_and_total_times_of_nested_ops():
+    # P (0) 0-100 holds C (1) 10-40 and C (2) 50-70; C (1) holds G (3) 15-25.  Kernels: 7 ns launched by P,
+    # 5 by G, 4 by the second C
+    host_op = [{"op_name": "P", "op_index": 0, "parent_index": -1, "start_ns": 0, "dur_ns": 100},
+               {"op_name": "C", "op_index": 1, "parent_index": 0, "start_ns": 10, "dur_ns": 30},
+               {"op_name": "C", "op_index": 2, "parent_index": 0, "start_ns": 50, "dur_ns": 20},
+               {"op_name": "G", "op_index": 3, "parent_index": 1, "start_ns": 15, "dur_ns": 10}]
+    host_op = [dict(r, side="Host", category="cpu_op") for r in host_op]
+    device_exec = [kernel("a", 20, 7, op_index=0), kernel("b", 30, 5, op_index=3), kernel("c", 60, 4, op_index=2)]
+    same(model_rows({"host_op": host_op, "device_exec": device_exec}, "host_op_stats"), [
+        # C: 30 + 20 = 50 total; self (30 - 10) + 20 = 40; device self 0 + 4; total 5 (G's, nested) + 4 = 9
+        {"op_name": "C", "category": "cpu_op", "calls": 2, "host_total_ns": 50, "host_self_ns": 40,
+         "device_self_ns": 4, "device_total_ns": 9, "host_self_share": 40 / 100},
+        {"op_name": "G", "calls": 1, "host_total_ns": 10, "host_self_ns": 10, "device_self_ns": 5,
+         "device_total_ns": 5, "host_self_share": 10 / 100},
+        # P: self 100 - 30 - 20 = 50; device self 7, total 7 + 5 + 4 = 16; self times sum to 50 + 40 + 10 = 100
+        {"op_name": "P", "calls": 1, "host_total_ns": 100, "host_self_ns": 50, "device_self_ns": 7,
+         "device_total_ns": 16, "host_self_share": 50 / 100},
+    ])
+
+
+def test_host_op_stats_keep_the_op_trees_of_two_captures_apart():
+    # op_index 0 and 1 exist in both captures; capture 1's Q (1) is nested in nothing but has the same index
+    host_op = [{"capture": 0, "op_name": "P", "op_index": 0, "parent_index": -1, "start_ns": 0, "dur_ns": 100},
+               {"capture": 0, "op_name": "C", "op_index": 1, "parent_index": 0, "start_ns": 10, "dur_ns": 30},
+               {"capture": 1, "op_name": "P", "op_index": 0, "parent_index": -1, "start_ns": 0, "dur_ns": 10},
+               {"capture": 1, "op_name": "Q", "op_index": 1, "parent_index": -1, "start_ns": 20, "dur_ns": 5},
+               {"op_name": "flat", "op_index": None, "parent_index": None, "start_ns": 200, "dur_ns": 8}]
+    host_op = [dict(r, side="Host") for r in host_op]
+    device_exec = [kernel("k", 15, 3, op_index=1, capture=1)]  # launched by capture 1's Q, not capture 0's C
+    same(model_rows({"host_op": host_op, "device_exec": device_exec}, "host_op_stats"), [
+        {"op_name": "C", "calls": 1, "host_self_ns": 30, "device_self_ns": 0, "device_total_ns": 0},
+        # P: capture 0 self 100 - 30 = 70, capture 1 self 10 (Q is not its child): 80 of 110 total
+        {"op_name": "P", "calls": 2, "host_total_ns": 110, "host_self_ns": 80, "device_total_ns": 0},
+        {"op_name": "Q", "calls": 1, "host_self_ns": 5, "device_self_ns": 3, "device_total_ns": 3},
+        # no nesting recorded: its own self
+        {"op_name": "flat", "calls": 1, "host_total_ns": 8, "host_self_ns": 8},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+def test_memory_stats_peak_and_end_in_use():
+    memory_event = [
+        # no Total Allocated: in use is the running sum 100, 150 (peak at 20), 50, 130
+        {"ts_ns": 10, "seq": 0, "device_type": "cuda", "device_id": 0, "bytes": 100},
+        {"ts_ns": 20, "seq": 1, "device_type": "cuda", "device_id": 0, "bytes": 50},
+        {"ts_ns": 30, "seq": 2, "device_type": "cuda", "device_id": 0, "bytes": -100},
+        {"ts_ns": 40, "seq": 3, "device_type": "cuda", "device_id": 0, "bytes": 80},
+        # Total Allocated given: in use is the allocator's figure (1000 before the trace began); two events at
+        # one time are ordered by seq: the end is 1040, the later by seq
+        {"ts_ns": 10, "seq": 0, "device_type": "cuda", "device_id": 1, "bytes": 64, "total_allocated": 1064,
+         "total_reserved": 2048},
+        {"ts_ns": 20, "seq": 2, "device_type": "cuda", "device_id": 1, "bytes": -24, "total_allocated": 1040,
+         "total_reserved": 4096},
+        {"ts_ns": 20, "seq": 1, "device_type": "cuda", "device_id": 1, "bytes": -64, "total_allocated": 1000,
+         "total_reserved": 4096},
+    ]
+    same(model_rows({"memory_event": memory_event}, "memory_stats"), [
+        # allocated 100 + 50 + 80 = 230, freed 100; peak 150 at 20; end 130
+        {"device_type": "cuda", "device_id": 0, "allocations": 3, "frees": 1, "allocated_bytes": 230,
+         "freed_bytes": 100, "peak_in_use_bytes": 150, "peak_ts_ns": 20, "end_in_use_bytes": 130,
+         "peak_reserved_bytes": None, "in_use_from_trace_start": True},
+        {"device_type": "cuda", "device_id": 1, "allocations": 1, "frees": 2, "allocated_bytes": 64,
+         "freed_bytes": 88, "peak_in_use_bytes": 1064, "peak_ts_ns": 10, "end_in_use_bytes": 1040,
+         "peak_reserved_bytes": 4096, "in_use_from_trace_start": False},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- overlap
+
+def _overlap_inputs() -> dict:
+    # step 1 window 100-200 (fp 100, bp 190), step 2 200-300 (fp 200).  Computing: stream 1 90-130 and stream 2
+    # 120-150 (merged: 100-150 inside step 1), stream 1 180-220 (cut at the step edge 200).  NCCL 140-170.
+    device_exec = [kernel("gemm", 90, 40, stream_id=1), kernel("relu", 120, 30, stream_id=2, correlation=1),
+                   kernel("ncclAllReduce", 140, 30, stream_id=3), kernel("gemm", 180, 40, stream_id=1)]
+    step_point = points(1, start=100, fp=100, bp=190, end=200) + points(2, start=200, fp=200, end=300)
+    return {"device_exec": device_exec, "step_point": step_point}
+
+
+def test_overlap_segment_merges_parallel_streams_and_clips_to_the_step_window():
+    same(model_rows(_overlap_inputs(), "overlap_segment"), [
+        # step 1: computation 100-150 (90-130 and 120-150 merged, clipped at 100) and 180-200 (clipped at 200);
+        # communication 140-170, of it 150-170 with nothing computing (pure, collective alone); free 170-180
+        {"step": 1, "category": "collective_alone", "start_ns": 150, "end_ns": 170, "dur_ns": 20},
+        {"step": 1, "category": "communication", "start_ns": 140, "end_ns": 170, "dur_ns": 30},
+        {"step": 1, "category": "computation", "start_ns": 100, "end_ns": 150, "dur_ns": 50},
+        {"step": 1, "category": "computation", "start_ns": 180, "end_ns": 200, "dur_ns": 20},
+        {"step": 1, "category": "free", "start_ns": 170, "end_ns": 180, "dur_ns": 10},
+        {"step": 1, "category": "pure_communication", "start_ns": 150, "end_ns": 170, "dur_ns": 20},
+        # step 2: the rest of 180-220, then free to the end of the window
+        {"step": 2, "category": "computation", "start_ns": 200, "end_ns": 220, "dur_ns": 20},
+        {"step": 2, "category": "free", "start_ns": 220, "end_ns": 300, "dur_ns": 80},
+    ])
+
+
+def test_overlap_segment_memcpy_and_memset_compute_sync_tasks_do_not():
+    # window 0-100: memcpy 10-20 and memset 20-30 touch (one computation stretch 10-30); a sync task 40-90 is
+    # no computation: free 0-10 and 30-100
+    device_exec = [{"kind": "memcpy", "name": "Memcpy HtoD", "start_ns": 10, "dur_ns": 10},
+                   {"kind": "memset", "name": "Memset", "start_ns": 20, "dur_ns": 10},
+                   {"kind": "sync", "name": "cudaDeviceSynchronize", "start_ns": 40, "dur_ns": 50}]
+    same(model_rows({"device_exec": device_exec, "step_point": points(1, start=0, fp=0, end=100)}, "overlap_segment"), [
+        {"category": "computation", "start_ns": 10, "end_ns": 30, "dur_ns": 20},
+        {"category": "free", "start_ns": 0, "end_ns": 10, "dur_ns": 10},
+        {"category": "free", "start_ns": 30, "end_ns": 100, "dur_ns": 70},
+    ])
+
+
+def test_step_overlap_sums_the_segments_of_each_step():
+    same(model_rows(_overlap_inputs(), "step_overlap"), [
+        # step 1: computation 50 + 20 = 70; communication 30 of which pure 20, overlapped 30 - 20 = 10;
+        # free 10; no Receive: stage = total 100
+        {"step": 1, "start_ns": 100, "end_ns": 200, "total_ns": 100, "computation_ns": 70, "communication_ns": 30,
+         "overlapped_communication_ns": 10, "pure_communication_ns": 20, "free_ns": 10, "receive_alone_ns": 0,
+         "collective_alone_ns": 20, "stage_ns": 100},
+        {"step": 2, "total_ns": 100, "computation_ns": 20, "communication_ns": 0, "overlapped_communication_ns": 0,
+         "pure_communication_ns": 0, "free_ns": 80, "stage_ns": 100},
+    ])
+
+
+def test_step_overlap_receive_alone_is_not_stage_time():
+    # a pipeline Receive 120-160 alone in step 1 (nothing computes): receive_alone 40, stage 100 - 40 = 60
+    tables = {"device_exec": [kernel("gemm", 100, 20)],
+              "step_point": points(1, start=100, fp=100, end=200)
+              + [{"step": 1, "kind": "comm_start", "op_name": "Default/Receive-op1", "seq": 5, "stream_id": 9, "ts_ns": 120},
+                 {"step": 1, "kind": "comm_end", "op_name": "Default/Receive-op1", "seq": 6, "stream_id": 9, "ts_ns": 160}]}
+    same(model_rows(tables, "step_overlap"), [
+        {"step": 1, "computation_ns": 20, "communication_ns": 40, "pure_communication_ns": 40, "receive_alone_ns": 40,
+         "collective_alone_ns": 0, "free_ns": 40, "stage_ns": 60},
+    ])
+
+
+def test_step_gpu_time_splits_device_work_and_idle_time():
+    tables = _overlap_inputs()
+    tables["run_info"] = [{"device_id": 0, "device_type": "gpu", "framework": "pytorch", "layout": "kineto",
+                           "source_dir": "x", "clock": "host"}]
+    tables["host_api"] = [{"name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 110,
+                           "dur_ns": 3}]
+    tables["host_op"] = [{"side": "Host", "op_name": "dl", "category": "dataloader", "start_ns": 100, "dur_ns": 10},
+                         {"side": "Host", "op_name": "bw", "category": "backward", "start_ns": 160, "dur_ns": 20},
+                         {"side": "Host", "op_name": "opt", "category": "optimizer", "start_ns": 195, "dur_ns": 5}]
+    same(model_rows(tables, "step_gpu_time"), [
+        # step 1 holds the launches of relu (launched at 110, started 120: delay 10), the NCCL kernel (140) and the
+        # gemm starting at 180; the gemm starting at 90 precedes every step.  compute 30 + 40 = 70, NCCL 30.
+        # busy = computation 70 + pure communication 20 = 90; idle 100 - 90 = 10.  forward = backward start 160 -
+        # fp 100 = 60; backward = bp 190 - 160 = 30
+        {"step": 1, "step_ns": 100, "compute_ns": 70, "communication_ns": 30, "memcpy_ns": 0, "memset_ns": 0,
+         "busy_ns": 90, "idle_ns": 10, "overlapped_communication_ns": 10, "kernels": 3, "launch_delay_avg_ns": 10,
+         "launch_delay_max_ns": 10, "dataloader_ns": 10, "forward_ns": 60, "backward_ns": 30, "optimizer_ns": 5},
+        # step 2: nothing launched in it; busy 20 (the tail of the gemm); idle 80
+        {"step": 2, "step_ns": 100, "compute_ns": 0, "communication_ns": 0, "busy_ns": 20, "idle_ns": 80, "kernels": 0,
+         "launch_delay_avg_ns": None, "dataloader_ns": None, "forward_ns": None},
+    ])
+
+
+def test_step_gpu_time_only_for_gpu_ranks():
+    assert model_rows(_overlap_inputs(), "step_gpu_time") == []  # no run_info saying gpu
+
+
+# ---------------------------------------------------------------------------------------------- cluster
+
+def test_cluster_step_phases_marks_ranks_more_than_five_percent_slower():
+    meta = json.dumps({"rank_size": 4, "stage_num": 2})
+    run_info = [{"rank": r, "device_id": r, "device_type": "ascend", "framework": "mindspore", "layout": "x",
+                 "source_dir": "x", "clock": "x", "metadata_json": meta} for r in range(4)]
+    # step 1 totals: rank 0 100, rank 1 104, rank 2 110, rank 3 110; capture 1 has rank 0 alone
+    step_point = (points(1, start=0, fp=10, end=100, rank=0) + points(1, start=0, fp=10, end=104, rank=1)
+                  + points(1, start=0, fp=10, end=110, rank=2) + points(1, start=0, fp=10, end=110, rank=3)
+                  + points(1, start=0, fp=10, end=300, rank=0, capture=1))
+    same(model_rows({"run_info": run_info, "step_point": step_point}, "cluster_step_phases"), [
+        # fastest 100, slowest 110 (ranks 2 and 3 tie: the lower, 2); spread (110 - 100) / 100
+        # slowdown 104/100 - 1 = 0.04: not slow; 110/100 - 1 = 0.1: slow.  stage = rank // (4 // 2) + 1
+        {"rank": 0, "capture": 0, "total_ns": 100, "stage": 1, "ranks": 4, "fastest_total_ns": 100,
+         "slowest_total_ns": 110, "slowest_rank": 2, "spread": 10 / 100, "slowdown": 0.0, "is_slow": False,
+         "pure_communication_ns": None},
+        {"rank": 0, "capture": 1, "total_ns": 300, "ranks": 1, "fastest_total_ns": 300, "slowest_rank": 0,
+         "spread": 0.0, "is_slow": False},
+        {"rank": 1, "capture": 0, "stage": 1, "slowdown": 104 / 100 - 1, "is_slow": False},
+        {"rank": 2, "capture": 0, "stage": 2, "slowdown": 110 / 100 - 1, "is_slow": True},
+        {"rank": 3, "capture": 0, "stage": 2, "is_slow": True},
+    ])
+
+
+def test_cluster_step_phases_exactly_five_percent_slower_is_not_slow():
+    # 105 / 100 - 1 is 0.05 exactly, not more than 5 %
+    step_point = points(1, start=0, fp=10, end=100, rank=0) + points(1, start=0, fp=10, end=105, rank=1)
+    result = model_rows({"step_point": step_point}, "cluster_step_phases")
+    assert [(r["rank"], r["is_slow"]) for r in result] == [(0, False), (1, False)]
+
+
+# ---------------------------------------------------------------------------------------------- communication
+
+def test_step_communication_pairs_points_in_order_per_stream():
+    comm = [  # stream 3: two spans; stream 4: three points (odd): no rows
+        {"step": 1, "kind": "comm_start", "op_name": "Default/AllReduce-op1", "seq": 1, "stream_id": 3, "tag": 5, "ts_ns": 10},
+        {"step": 1, "kind": "comm_end", "op_name": "Default/AllReduce-op1", "seq": 2, "stream_id": 3, "tag": 6, "ts_ns": 30},
+        {"step": 1, "kind": "comm_start", "op_name": None, "seq": 3, "stream_id": 3, "tag": 7, "ts_ns": 40},
+        {"step": 1, "kind": "comm_end", "op_name": None, "seq": 4, "stream_id": 3, "tag": 8, "ts_ns": 45},
+        {"step": 1, "kind": "comm_start", "op_name": None, "seq": 5, "stream_id": 4, "tag": 9, "ts_ns": 50},
+        {"step": 1, "kind": "comm_end", "op_name": None, "seq": 6, "stream_id": 4, "tag": 10, "ts_ns": 60},
+        {"step": 1, "kind": "comm_start", "op_name": None, "seq": 7, "stream_id": 4, "tag": 11, "ts_ns": 70},
+    ]
+    same(model_rows({"step_point": comm}, "step_communication"), [
+        # 30 - 10 = 20; 45 - 40 = 5; an unnamed span is labelled 'parallel'
+        {"step": 1, "stream_id": 3, "pair": 0, "start_ns": 10, "end_ns": 30, "dur_ns": 20, "start_tag": 5, "end_tag": 6,
+         "op_name": "Default/AllReduce-op1", "op_label": "AllReduce-op1"},
+        {"step": 1, "stream_id": 3, "pair": 1, "start_ns": 40, "end_ns": 45, "dur_ns": 5, "start_tag": 7, "end_tag": 8,
+         "op_name": None, "op_label": "parallel"},
+    ])
+
+
+def test_every_mart_but_the_ones_left_has_a_unit_test():
+    left = {"comm_link_stats", "comm_op_stats", "comm_matrix", "data_batch_stats", "data_op_stats",
+            "data_queue_stats", "data_findings", "step_input_wait"}
+    source = open(__file__, encoding="utf-8").read()
+    untested = [m for m in MARTS if m not in left and f'"{m}")' not in source]
+    assert untested == []
