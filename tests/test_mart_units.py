@@ -537,6 +537,31 @@ def test_step_communication_pairs_points_in_order_per_stream():
     ])
 
 
+def test_kernel_name_stats_takes_the_profilers_record_else_the_first_execution():
+    tables = {
+        "device_exec": [kernel("gemm", 100, 20, stream_id=7, op_name="Default/MatMul-op1"),
+                        kernel("gemm", 50, 40, stream_id=8, op_name="Default/MatMul-op2"),
+                        kernel("relu", 10, 5, stream_id=9)],
+        "kernel_meta": [{"name": "relu", "launch_api": "cudaLaunchKernel", "op_name": "Default/ReLU-op3",
+                         "stream_id": 4, "block_dim": "128,1,1", "grid_dim": "4,1,1"}],
+    }
+    same(model_rows(tables, "kernel_name_stats"), [
+        # gemm: no record, so the first execution's op and stream (the one at 50); 2 runs, 20 + 40 = 60
+        {"name": "gemm", "launch_api": None, "op_name": "Default/MatMul-op2", "stream_id": 8, "instances": 2,
+         "total_ns": 60, "max_ns": 40, "min_ns": 20},
+        # relu: the profiler's record wins
+        {"name": "relu", "launch_api": "cudaLaunchKernel", "op_name": "Default/ReLU-op3", "stream_id": 4,
+         "block_dim": "128,1,1", "grid_dim": "4,1,1", "instances": 1, "total_ns": 5},
+    ])
+
+
+def test_rank_info_is_run_info_without_the_raw_metadata():
+    info = [{"rank": 1, "capture": 0, "device_id": 3, "device_type": "gpu", "framework": "pytorch",
+             "layout": "kineto", "source_dir": "/x", "clock": "unix_epoch", "pid": 42, "metadata_json": "{}"}]
+    same(model_rows({"run_info": info}, "rank_info"), [
+        {"rank": 1, "capture": 0, "device_id": 3, "device_type": "gpu", "clock": "unix_epoch", "pid": 42}])
+
+
 def test_every_mart_but_the_ones_left_has_a_unit_test():
     left = {"comm_link_stats", "comm_op_stats", "comm_matrix", "data_batch_stats", "data_op_stats",
             "data_queue_stats", "data_findings", "step_input_wait"}
