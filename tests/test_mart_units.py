@@ -562,6 +562,22 @@ def test_rank_info_is_run_info_without_the_raw_metadata():
         {"rank": 1, "capture": 0, "device_id": 3, "device_type": "gpu", "clock": "unix_epoch", "pid": 42}])
 
 
+def test_data_op_stats_keeps_two_captures_of_a_rank_apart():
+    ops = [{"capture": c, "op_id": 0, "op_type": "BatchOp", "num_workers": 2, "child_index": 0, "has_queue": True,
+            "queue_capacity": 10, "pipeline_order": 0} for c in (0, 1)]
+    queue = [{"capture": c, "queue": "op_output", "op_id": 0, "sample": i, "size": size}
+             for c, sizes in ((0, (2, 4)), (1, (10, 0))) for i, size in enumerate(sizes)]
+    cpu = [{"capture": 1, "scope": "op", "op_id": 0, "sample": 0, "user_pct": 30.0, "sys_pct": 10.0}]
+    same(model_rows({"data_op": ops, "queue_sample": queue, "data_cpu_sample": cpu}, "data_op_stats"), [
+        # capture 0: sizes 2, 4 -> average 3, usage 3/10, never empty, no CPU samples
+        {"capture": 0, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 3.0, "queue_usage_rate": 0.3,
+         "queue_empty_freq_pct": 0.0, "cpu_samples": None},
+        # capture 1: sizes 10, 0 -> average 5, empty half the time; CPU 30 + 10 over 2 workers
+        {"capture": 1, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 5.0, "queue_usage_rate": 0.5,
+         "queue_empty_freq_pct": 50.0, "cpu_samples": 1, "avg_cpu_pct": 40.0, "avg_cpu_pct_per_worker": 20.0},
+    ])
+
+
 def test_every_mart_but_the_ones_left_has_a_unit_test():
     left = {"comm_link_stats", "comm_op_stats", "comm_matrix", "data_batch_stats", "data_op_stats",
             "data_queue_stats", "data_findings", "step_input_wait"}

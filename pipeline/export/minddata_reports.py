@@ -10,6 +10,9 @@
   purpose unlike MindSpore: op names drop a trailing "Op" (MindSpore cuts the last two
   characters, so 1.x names like "Batch" became "Bat"), and ops without CPU samples get no CPU
   finding (MindSpore reads their -1 % as low usage).
+
+A rank's later profiling cycles (capture 1, 2, ...) get the same files with `_capture<c>` after the rank;
+MindSpore has one cycle per folder.
 """
 from __future__ import annotations
 
@@ -28,13 +31,15 @@ def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, st
     """Write the MindData reports of every rank with a pipeline file; return their paths.
     `style` is the MindSpore version imitated: "latest" (2.x) or "legacy" (1.x)."""
     written = []
-    for (rank,) in con.execute("SELECT DISTINCT rank FROM data_op ORDER BY rank").fetchall():
+    for rank, capture in con.execute("SELECT DISTINCT rank, capture FROM data_op ORDER BY ALL").fetchall():
         reports_dir.mkdir(parents=True, exist_ok=True)
-        written.append(_pipeline_raw(con, rank, reports_dir / f"minddata_pipeline_raw_{rank}.csv",
+        key = {"rank": rank, "capture": capture}
+        suffix = f"{rank}" if capture == 0 else f"{rank}_capture{capture}"  # a later profiling cycle of the rank
+        written.append(_pipeline_raw(con, key, reports_dir / f"minddata_pipeline_raw_{suffix}.csv",
                                      root_usage=0 if style == "legacy" else None))
-        summary = _summary(con, rank)
+        summary = _summary(con, key)
         if summary:
-            json_path = reports_dir / f"minddata_pipeline_summary_{rank}.json"
+            json_path = reports_dir / f"minddata_pipeline_summary_{suffix}.json"
             json_path.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
             csv_path = json_path.with_suffix(".csv")
             with open(csv_path, "w", newline="", encoding="utf-8") as handle:
@@ -43,8 +48,8 @@ def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, st
     return written
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, rank: int) -> list[dict[str, Any]]:
-    relation = con.sql(sql, params={"rank": rank})
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, key: dict[str, int]) -> list[dict[str, Any]]:
+    relation = con.sql(sql, params=key)
     return [dict(zip(relation.columns, row)) for row in relation.fetchall()]
 
 
@@ -53,12 +58,13 @@ def _number(value: float | None) -> int | float | None:
     return int(value) if value is not None and float(value).is_integer() else value
 
 
-def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path, root_usage: int | None) -> Path:
+def _pipeline_raw(con: duckdb.DuckDBPyConnection, key: dict[str, int], path: Path, root_usage: int | None) -> Path:
     rows = _rows(con, """
         SELECT s.op_id, s.op_type, s.num_workers, s.queue_sizes, s.queue_average_size, s.queue_capacity,
                s.queue_usage_rate, o.sampling_interval_ms, s.pipeline_parent_id, s.pipeline_children
-        FROM data_op_stats s JOIN data_op o USING (rank, op_id)
-        WHERE s.rank = $rank AND s.pipeline_order IS NOT NULL ORDER BY s.pipeline_order""", rank)
+        FROM data_op_stats s JOIN data_op o USING (rank, capture, op_id)
+        WHERE s.rank = $rank AND s.capture = $capture AND s.pipeline_order IS NOT NULL
+        ORDER BY s.pipeline_order""", key)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(_RAW_COLUMNS)
@@ -74,18 +80,19 @@ def _pipeline_raw(con: duckdb.DuckDBPyConnection, rank: int, path: Path, root_us
     return path
 
 
-def _summary(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[Any]] | None:
+def _summary(con: duckdb.DuckDBPyConnection, key: dict[str, int]) -> dict[str, list[Any]] | None:
     """MindSpore's summary dict, or None when one of its three inputs is missing."""
     present = con.execute("""
-        SELECT (SELECT count(*) FROM data_cpu_sample WHERE rank = $rank AND scope = 'op') > 0,
-               (SELECT count(*) FROM data_batch_stats WHERE rank = $rank AND trace IN ('device_queue', 'iterator')) > 0
-        """, {"rank": rank}).fetchall()[0]
+        SELECT (SELECT count(*) FROM data_cpu_sample WHERE rank = $rank AND capture = $capture AND scope = 'op') > 0,
+               (SELECT count(*) FROM data_batch_stats
+                WHERE rank = $rank AND capture = $capture AND trace IN ('device_queue', 'iterator')) > 0
+        """, key).fetchall()[0]
     if not all(present):
         return None
     ops = _rows(con, """
         SELECT s.*, (SELECT list(c.op_id ORDER BY c.child_index) FROM data_op c
-                     WHERE c.rank = s.rank AND c.parent_id = s.op_id) AS children
-        FROM data_op_stats s WHERE s.rank = $rank ORDER BY s.op_id""", rank)
+                     WHERE c.rank = s.rank AND c.capture = s.capture AND c.parent_id = s.op_id) AS children
+        FROM data_op_stats s WHERE s.rank = $rank AND s.capture = $capture ORDER BY s.op_id""", key)
     summary: dict[str, list[Any]] = {"op_ids": [], "op_names": [], "pipeline_ops": [], "num_workers": [],
                                      "queue_average_size": [], "queue_utilization_pct": [],
                                      "queue_empty_freq_pct": [], "children_ids": [], "parent_id": []}
@@ -103,14 +110,14 @@ def _summary(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[Any]] 
         summary["parent_id"].append(op["parent_id"] if op["parent_id"] is not None else -1)
     cpu = {op["op_id"]: round(op["avg_cpu_pct"], 2) for op in ops if op["cpu_samples"]}
     summary["avg_cpu_pct"] = [cpu.get(op_id, -1) for op_id in range(len(cpu))]
-    summary.update(_batch_times(con, rank))
+    summary.update(_batch_times(con, key))
     if len(cpu) == len(ops):
         summary["avg_cpu_pct_per_worker"] = [
             round(cpu[op["op_id"]] / op["num_workers"], 2) if op["num_workers"] and op["op_id"] in cpu else -1
             for op in ops]
         findings = _rows(con, """
             SELECT rule, op, finding || ' ' || suggestion AS text FROM data_findings
-            WHERE rank = $rank AND analyzer = 'mindspore' ORDER BY op_id, rule""", rank)
+            WHERE rank = $rank AND capture = $capture AND analyzer = 'mindspore' ORDER BY op_id, rule""", key)
         for key, rules in (("cpu_analysis_details", ("cpu_high", "cpu_low")),
                            ("queue_analysis_details", ("queue_leaf", "queue_device", "queue_internal"))):
             texts = [f["text"] for f in findings if f["rule"] in rules]
@@ -123,21 +130,21 @@ def _summary(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[Any]] 
     return summary
 
 
-def _batch_times(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, list[float]]:
+def _batch_times(con: duckdb.DuckDBPyConnection, key: dict[str, int]) -> dict[str, list[float]]:
     """Mean pipeline, push and batch time of the batches after the first (MindSpore skips batch 1),
     from the device-queue trace, else the iterator trace, whose batch times MindSpore averages
     together with the times between its queue records; -1 where there are none."""
     means = con.execute("""
         WITH trace AS (
-            SELECT * FROM data_batch_stats WHERE rank = $rank AND batch >= 2 AND trace = (
+            SELECT * FROM data_batch_stats WHERE rank = $rank AND capture = $capture AND batch >= 2 AND trace = (
                 SELECT CASE WHEN bool_or(trace = 'device_queue') THEN 'device_queue' ELSE 'iterator' END
-                FROM data_batch_stats WHERE rank = $rank)
+                FROM data_batch_stats WHERE rank = $rank AND capture = $capture)
         ), batch_times AS (
             SELECT batch_ms AS ms FROM trace
             UNION ALL
             SELECT since_previous_ms FROM trace WHERE trace = 'iterator'
         )
         SELECT (SELECT avg(pipeline_ms) FROM trace), (SELECT avg(push_ms) FROM trace), (SELECT avg(ms) FROM batch_times)
-        """, {"rank": rank}).fetchall()[0]
-    return {key: [round(value, 3) if value is not None else -1]
-            for key, value in zip(("per_pipeline_time", "per_push_queue_time", "per_batch_time"), means)}
+        """, key).fetchall()[0]
+    return {name: [round(value, 3) if value is not None else -1]
+            for name, value in zip(("per_pipeline_time", "per_push_queue_time", "per_batch_time"), means)}

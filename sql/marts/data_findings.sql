@@ -8,90 +8,93 @@ WITH ops AS (
                AS single_threaded
     FROM {{ ref('data_op_stats') }}
 ), cpu_ranks AS (  -- ranks where MindSpore's CPU rules run: as many ops in the CPU file as in the pipeline
-    SELECT rank FROM ops GROUP BY rank
-    HAVING count(*) = (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c WHERE c.rank = ops.rank AND c.scope = 'op' AND c.op_id >= 0)
+    SELECT rank, capture FROM ops GROUP BY rank, capture
+    HAVING count(*) = (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c
+                       WHERE c.rank = ops.rank AND c.capture = ops.capture AND c.scope = 'op' AND c.op_id >= 0)
 ), rated AS (
-    SELECT o.*, i.op AS input_op, i.out_q AS in_q, i.empty_q AS input_empty_q, o.rank IN (SELECT rank FROM cpu_ranks) AS cpu_rules
-    FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id
+    SELECT o.*, i.op AS input_op, i.out_q AS in_q, i.empty_q AS input_empty_q, (o.rank, o.capture) IN (SELECT (rank, capture) FROM cpu_ranks) AS cpu_rules
+    FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.capture = o.capture AND i.op_id = o.input_op_id
 ), mindspore AS (
-    SELECT rank, 'cpu_high' AS rule, op_id, op, worker_cpu AS value, 75.0 AS threshold,
+    SELECT rank, capture, 'cpu_high' AS rule, op_id, op, worker_cpu AS value, 75.0 AS threshold,
            op || ' is using ' || worker_cpu || '% CPU per worker.' AS finding,
            'Setting num_parallel_workers>' || num_workers || ' might bring extra performance.' AS suggestion
     FROM rated WHERE cpu_rules AND NOT single_threaded AND worker_cpu > 75
     UNION ALL
-    SELECT rank, 'cpu_low', op_id, op, worker_cpu, 20.0, op || ' is using ' || worker_cpu || '% CPU per worker.',
+    SELECT rank, capture, 'cpu_low', op_id, op, worker_cpu, 20.0, op || ' is using ' || worker_cpu || '% CPU per worker.',
            'Using num_parallel_workers=' || num_workers || ' might not bring as much benefit due to low CPU usage per worker.'
     FROM rated WHERE cpu_rules AND NOT single_threaded AND worker_cpu < 20 AND num_workers > 1
     UNION ALL
-    SELECT rank, 'queue_leaf', op_id, op, out_q, 50.0, 'Leaf op ' || op || ' is using ' || out_q || '% of its output queue.',
+    SELECT rank, capture, 'queue_leaf', op_id, op, out_q, 50.0, 'Leaf op ' || op || ' is using ' || out_q || '% of its output queue.',
            'Setting num_parallel_workers>' || num_workers || ' might speed up I/O.'
     FROM rated WHERE NOT single_threaded AND op_name <> 'Batch' AND input_op_id IS NULL AND out_q <= 50
     UNION ALL
-    SELECT rank, 'queue_device', op_id, op, input_empty_q, 60.0,
+    SELECT rank, capture, 'queue_device', op_id, op, input_empty_q, 60.0,
            op || '''s input queue is empty ' || input_empty_q || '% of the time. This might indicate dataset bottlenecks.',
            'Hence host cannot keep up with the device ' || input_empty_q || '% of the time. Device waits whenever input queue is empty.'
     FROM rated WHERE op_name = 'DeviceQueue' AND input_empty_q > 60
     UNION ALL
-    SELECT rank, 'queue_internal', op_id, op, in_q - out_q, 50.0,
+    SELECT rank, capture, 'queue_internal', op_id, op, in_q - out_q, 50.0,
            op || '''s input queue usage=' || in_q || '% is greater than output queue usage=' || out_q || '%. This '
                || 'indicates child op ' || input_op || ' might be producing faster than its parent ' || op || ' can consume.',
            'If this op has low CPU utilization, try increasing prefetch_size or increasing num_workers.'
     FROM rated WHERE NOT single_threaded AND op_name NOT IN ('Batch', 'DeviceQueue') AND in_q - out_q > 50
     UNION ALL
-    SELECT rank, 'bottleneck', op_id, op, worker_cpu, CASE WHEN worker_cpu > 75 THEN 75.0 ELSE 20.0 END,
+    SELECT rank, capture, 'bottleneck', op_id, op, worker_cpu, CASE WHEN worker_cpu > 75 THEN 75.0 ELSE 20.0 END,
            CASE WHEN worker_cpu > 75 THEN op || ' is using ' || worker_cpu || '% CPU per worker.'
                 ELSE op || ' has low CPU utilization per worker of ' || worker_cpu || '% and abnormal queue usage.' END,
            CASE WHEN worker_cpu > 75 THEN 'Setting num_parallel_workers>' || num_workers || ' might bring extra performance.'
                 ELSE 'Try increasing prefetch_size.' END
-    FROM (SELECT *, row_number() OVER (PARTITION BY rank ORDER BY op_id) AS closest
+    FROM (SELECT *, row_number() OVER (PARTITION BY rank, capture ORDER BY op_id) AS closest
           FROM rated
           WHERE cpu_rules AND NOT single_threaded AND op_name <> 'DeviceQueue'
             AND (worker_cpu > 75 OR (worker_cpu < 20 AND input_op_id IS NOT NULL AND (in_q < 10 OR out_q - in_q > 50))))
     WHERE closest = 1
     UNION ALL
-    SELECT rank, 'rules_skipped', NULL, NULL, NULL, NULL,
-           'The CPU file lists ' || (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c WHERE c.rank = o.rank AND c.scope = 'op' AND c.op_id >= 0)
+    SELECT rank, capture, 'rules_skipped', NULL, NULL, NULL, NULL,
+           'The CPU file lists ' || (SELECT count(DISTINCT op_id) FROM {{ ref('stg_data_cpu_sample') }} c
+                                     WHERE c.rank = o.rank AND c.capture = o.capture AND c.scope = 'op' AND c.op_id >= 0)
                || ' ops, the pipeline ' || count(*) || ': MindSpore''s CPU rules and single bottleneck were not run.',
            'Profile the pipeline and its CPU usage in the same run.'
-    FROM ops o WHERE rank NOT IN (SELECT rank FROM cpu_ranks) AND rank IN (SELECT rank FROM {{ ref('stg_data_cpu_sample') }})
-    GROUP BY rank
+    FROM ops o WHERE (rank, capture) NOT IN (SELECT (rank, capture) FROM cpu_ranks)
+                 AND (rank, capture) IN (SELECT (rank, capture) FROM {{ ref('stg_data_cpu_sample') }})
+    GROUP BY rank, capture
 ), stages AS (  -- profpipe: how much fuller each op's input queue is than its output queue (a source reads from storage: 100 %)
     SELECT *, coalesce(in_q_raw, 100) - queue_utilization_pct AS queue_drop,
-           row_number() OVER (PARTITION BY rank ORDER BY coalesce(in_q_raw, 100) - queue_utilization_pct DESC, op_id) AS rank_in_drop
-    FROM (SELECT o.*, i.queue_utilization_pct AS in_q_raw FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.op_id = o.input_op_id)
+           row_number() OVER (PARTITION BY rank, capture ORDER BY coalesce(in_q_raw, 100) - queue_utilization_pct DESC, op_id) AS rank_in_drop
+    FROM (SELECT o.*, i.queue_utilization_pct AS in_q_raw FROM ops o LEFT JOIN ops i ON i.rank = o.rank AND i.capture = o.capture AND i.op_id = o.input_op_id)
     WHERE queue_samples > 0 AND pipeline_order IS NOT NULL AND (input_op_id IS NULL OR in_q_raw IS NOT NULL)
 ), tree AS (  -- MindInsight's queue-usage rule on the pipeline tree, root ignored
-    SELECT o.rank, o.op_id, o.op, o.queue_usage_rate AS usage, o.pipeline_parent_id IS NULL AS is_root,
-           NOT EXISTS (SELECT 1 FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS is_leaf,
-           (SELECT max(c.queue_usage_rate) FROM ops c WHERE c.rank = o.rank AND c.pipeline_parent_id = o.op_id) AS max_child_usage
+    SELECT o.rank, o.capture, o.op_id, o.op, o.queue_usage_rate AS usage, o.pipeline_parent_id IS NULL AS is_root,
+           NOT EXISTS (SELECT 1 FROM ops c WHERE c.rank = o.rank AND c.capture = o.capture AND c.pipeline_parent_id = o.op_id) AS is_leaf,
+           (SELECT max(c.queue_usage_rate) FROM ops c WHERE c.rank = o.rank AND c.capture = o.capture AND c.pipeline_parent_id = o.op_id) AS max_child_usage
     FROM ops o WHERE o.pipeline_order IS NOT NULL
 ), fast_ranks AS (
-    SELECT rank FROM tree WHERE NOT is_root GROUP BY rank HAVING bool_and(coalesce(usage, 0) >= 0.8)
+    SELECT rank, capture FROM tree WHERE NOT is_root GROUP BY rank, capture HAVING bool_and(coalesce(usage, 0) >= 0.8)
 ), mindinsight_queue AS (
-    SELECT rank, 'queue_usage' AS rule, op_id, op, usage AS value, NULL::DOUBLE AS threshold,
+    SELECT rank, capture, 'queue_usage' AS rule, op_id, op, usage AS value, NULL::DOUBLE AS threshold,
            'Every op''s output queue is at least 80% full: the pipeline keeps up, the consumer of ' || op || ' is slower.' AS finding,
            'Data processing is not the bottleneck; look at the training step.' AS suggestion
-    FROM tree WHERE is_root AND rank IN (SELECT rank FROM fast_ranks)
+    FROM tree WHERE is_root AND (rank, capture) IN (SELECT (rank, capture) FROM fast_ranks)
     UNION ALL
-    SELECT rank, 'queue_usage', op_id, op, usage, 0.1,
+    SELECT rank, capture, 'queue_usage', op_id, op, usage, 0.1,
            op || '''s output queue is ' || round(100 * usage, 2) || '% full, a child''s is ' || round(100 * max_child_usage, 2)
                || '%: ' || op || ' consumes slower than its input is produced.',
            'Increase num_parallel_workers of ' || op || ' or simplify its work.'
-    FROM tree WHERE NOT is_root AND NOT is_leaf AND max_child_usage - usage > 0.1 AND rank NOT IN (SELECT rank FROM fast_ranks)
+    FROM tree WHERE NOT is_root AND NOT is_leaf AND max_child_usage - usage > 0.1 AND (rank, capture) NOT IN (SELECT (rank, capture) FROM fast_ranks)
     UNION ALL
-    SELECT rank, 'queue_usage', op_id, op, usage, 0.6,
+    SELECT rank, capture, 'queue_usage', op_id, op, usage, 0.6,
            'Leaf op ' || op || '''s output queue is only ' || round(100 * usage, 2) || '% full: reading the data is slow.',
            'Increase num_parallel_workers of ' || op || ' or use faster storage / a lighter format.'
-    FROM tree WHERE NOT is_root AND is_leaf AND usage < 0.6 AND rank NOT IN (SELECT rank FROM fast_ranks)
+    FROM tree WHERE NOT is_root AND is_leaf AND usage < 0.6 AND (rank, capture) NOT IN (SELECT (rank, capture) FROM fast_ranks)
 ), device_status AS (  -- the host queue (device_queue trace preferred, else the iterator) and the get_next queue
-    SELECT r.rank, coalesce(d.empty_batches, i.empty_batches) AS empty, coalesce(d.batches, i.batches) AS batches,
+    SELECT r.rank, r.capture, coalesce(d.empty_batches, i.empty_batches) AS empty, coalesce(d.batches, i.batches) AS batches,
            coalesce(g.batches, 0) AS get_next_batches, coalesce(g.empty_batches, 0) AS get_next_empty
-    FROM (SELECT DISTINCT rank FROM {{ ref('data_queue_stats') }}) r
-    LEFT JOIN {{ ref('data_queue_stats') }} d ON d.rank = r.rank AND d.queue = 'device_queue'
-    LEFT JOIN {{ ref('data_queue_stats') }} i ON i.rank = r.rank AND i.queue = 'iterator'
-    LEFT JOIN {{ ref('data_queue_stats') }} g ON g.rank = r.rank AND g.queue = 'get_next'
+    FROM (SELECT DISTINCT rank, capture FROM {{ ref('data_queue_stats') }}) r
+    LEFT JOIN {{ ref('data_queue_stats') }} d ON d.rank = r.rank AND d.capture = r.capture AND d.queue = 'device_queue'
+    LEFT JOIN {{ ref('data_queue_stats') }} i ON i.rank = r.rank AND i.capture = r.capture AND i.queue = 'iterator'
+    LEFT JOIN {{ ref('data_queue_stats') }} g ON g.rank = r.rank AND g.capture = r.capture AND g.queue = 'get_next'
 ), profpipe AS (
-    SELECT rank, 'slowest_op' AS rule, op_id, op, queue_drop AS value, 50.0 AS threshold,
+    SELECT rank, capture, 'slowest_op' AS rule, op_id, op, queue_drop AS value, 50.0 AS threshold,
            CASE WHEN input_op_id IS NULL
                 THEN 'Source op ' || op || ' is the slowest stage: its output queue is only ' || round(queue_utilization_pct, 1)
                      || '% full while the ops above it wait for data.'
@@ -106,10 +109,10 @@ WITH ops AS (
                 THEN 'Raise its num_parallel_workers (now ' || num_workers || ') or make its work cheaper.'
                 ELSE 'Its workers are mostly idle: it waits on I/O, sleeps or holds the Python GIL; try '
                      || 'python_multiprocessing=True, faster storage or caching the data, then more workers.' END AS suggestion
-    FROM stages LEFT JOIN device_status d USING (rank)
+    FROM stages LEFT JOIN device_status d USING (rank, capture)
     WHERE rank_in_drop = 1 AND queue_drop > 50
 ), mindinsight_device AS (
-    SELECT rank, 'device_queue' AS rule, NULL::BIGINT AS op_id, NULL AS op, 100.0 * empty / batches AS value, 30.0 AS threshold,
+    SELECT rank, capture, 'device_queue' AS rule, NULL::BIGINT AS op_id, NULL AS op, 100.0 * empty / batches AS value, 30.0 AS threshold,
            CASE WHEN empty > 0.3 * batches
                 THEN 'The host queue was empty for ' || empty || ' of ' || batches || ' batches (' || ceil(100.0 * empty / batches)
                      || '% > 30%): data processing on the host is the bottleneck.'
@@ -124,22 +127,22 @@ WITH ops AS (
                 ELSE 'Look at the training step itself.' END AS suggestion
     FROM device_status WHERE batches > 0
 ), mindinsight_cpu AS (  -- MindInsight's CPU proposer: the host's average CPU use over the MindData samples
-    SELECT rank, 'cpu_usage' AS rule, NULL::BIGINT AS op_id, NULL AS op, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS value,
+    SELECT rank, capture, 'cpu_usage' AS rule, NULL::BIGINT AS op_id, NULL AS op, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS value,
            80.0 AS threshold,
            'The host CPU was ' || round(avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)), 1)
                || '% busy on average (over 80%) while the pipeline ran.' AS finding,
            'CPU-heavy data processing competes for cores: lower num_parallel_workers of cheap ops, move work off '
                || 'the host (e.g. to the device) or use a larger host.' AS suggestion
     FROM {{ ref('stg_data_cpu_sample') }} WHERE scope = 'device' AND user_pct IS NOT NULL
-    GROUP BY rank HAVING avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) > 80
+    GROUP BY rank, capture HAVING avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) > 80
 )
-SELECT rank, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore
+SELECT rank, capture, 'mindspore' AS analyzer, rule, op_id, op, value, threshold, finding, suggestion FROM mindspore
 UNION ALL
-SELECT rank, 'profpipe', rule, op_id, op, value, threshold, finding, suggestion FROM profpipe
+SELECT rank, capture, 'profpipe', rule, op_id, op, value, threshold, finding, suggestion FROM profpipe
 UNION ALL
-SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_queue
+SELECT rank, capture, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_queue
 UNION ALL
-SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_device
+SELECT rank, capture, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_device
 UNION ALL
-SELECT rank, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_cpu
-ORDER BY rank, analyzer, rule, op_id
+SELECT rank, capture, 'mindinsight', rule, op_id, op, value, threshold, finding, suggestion FROM mindinsight_cpu
+ORDER BY rank, capture, analyzer, rule, op_id

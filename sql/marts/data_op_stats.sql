@@ -1,30 +1,30 @@
 WITH RECURSIVE queue AS (
-    SELECT rank, op_id, count(*) AS queue_samples, list(size ORDER BY sample) AS queue_sizes,
+    SELECT rank, capture, op_id, count(*) AS queue_samples, list(size ORDER BY sample) AS queue_sizes,
            avg(size) AS queue_average_size, count(*) FILTER (WHERE size = 0) AS empty_samples
     FROM {{ ref('stg_queue_sample') }} WHERE queue = 'op_output'
-    GROUP BY rank, op_id
+    GROUP BY rank, capture, op_id
 ), cpu AS (
-    SELECT rank, op_id, count(*) AS cpu_samples, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS avg_cpu_pct
+    SELECT rank, capture, op_id, count(*) AS cpu_samples, avg(coalesce(user_pct, 0) + coalesce(sys_pct, 0)) AS avg_cpu_pct
     FROM {{ ref('stg_data_cpu_sample') }} WHERE scope = 'op' AND op_id >= 0
-    GROUP BY rank, op_id
+    GROUP BY rank, capture, op_id
 ), children AS (
-    SELECT rank, pipeline_parent_id AS op_id,
+    SELECT rank, capture, pipeline_parent_id AS op_id,
            '[' || string_agg(op_id::VARCHAR, ', ' ORDER BY pipeline_order) || ']' AS pipeline_children
     FROM {{ ref('stg_data_op') }} WHERE pipeline_parent_id IS NOT NULL
-    GROUP BY rank, pipeline_parent_id
+    GROUP BY rank, capture, pipeline_parent_id
 ), first_child AS (
-    SELECT c.rank, c.parent_id AS op_id, c.op_id AS child_id, c.has_queue
+    SELECT c.rank, c.capture, c.parent_id AS op_id, c.op_id AS child_id, c.has_queue
     FROM {{ ref('stg_data_op') }} c WHERE c.child_index = 0
 ), descent AS (  -- from each op down its first children until one has queue metrics
-    SELECT rank, op_id, child_id, has_queue, 1 AS depth FROM first_child
+    SELECT rank, capture, op_id, child_id, has_queue, 1 AS depth FROM first_child
     UNION ALL
-    SELECT d.rank, d.op_id, f.child_id, f.has_queue, d.depth + 1
-    FROM descent d JOIN first_child f ON f.rank = d.rank AND f.op_id = d.child_id
+    SELECT d.rank, d.capture, d.op_id, f.child_id, f.has_queue, d.depth + 1
+    FROM descent d JOIN first_child f ON f.rank = d.rank AND f.capture = d.capture AND f.op_id = d.child_id
     WHERE NOT d.has_queue AND d.depth < 1000
 ), input_op AS (
-    SELECT rank, op_id, min(child_id) AS input_op_id FROM descent WHERE has_queue GROUP BY rank, op_id
+    SELECT rank, capture, op_id, min(child_id) AS input_op_id FROM descent WHERE has_queue GROUP BY rank, capture, op_id
 )
-SELECT o.rank, o.op_id, regexp_replace(o.op_type, 'Op$', '') AS op_name, o.op_type, o.num_workers,
+SELECT o.rank, o.capture, o.op_id, regexp_replace(o.op_type, 'Op$', '') AS op_name, o.op_type, o.num_workers,
        o.parent_id, o.pipeline_order, o.pipeline_parent_id, ch.pipeline_children, i.input_op_id,
        o.queue_capacity, q.queue_samples, q.queue_sizes, q.queue_average_size,
        q.queue_average_size / o.queue_capacity AS queue_usage_rate,
@@ -32,7 +32,7 @@ SELECT o.rank, o.op_id, regexp_replace(o.op_type, 'Op$', '') AS op_name, o.op_ty
        100.0 * q.empty_samples / q.queue_samples AS queue_empty_freq_pct,
        c.cpu_samples, c.avg_cpu_pct, c.avg_cpu_pct / nullif(o.num_workers, 0) AS avg_cpu_pct_per_worker
 FROM {{ ref('stg_data_op') }} o
-LEFT JOIN queue q USING (rank, op_id)
-LEFT JOIN cpu c USING (rank, op_id)
-LEFT JOIN children ch USING (rank, op_id)
-LEFT JOIN input_op i USING (rank, op_id)
+LEFT JOIN queue q USING (rank, capture, op_id)
+LEFT JOIN cpu c USING (rank, capture, op_id)
+LEFT JOIN children ch USING (rank, capture, op_id)
+LEFT JOIN input_op i USING (rank, capture, op_id)

@@ -1,5 +1,6 @@
 SELECT
     rank,
+    capture,
     scope,
     op_id,
     sample,

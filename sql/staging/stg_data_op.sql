@@ -1,5 +1,6 @@
 SELECT
     rank,
+    capture,
     op_id,
     op_type,
     num_workers,
