@@ -154,6 +154,23 @@ def _msprof_job(tmp_path: Path, raw_complete: bool) -> Path:
     return job.parent
 
 
+def test_two_raw_ascend_cycles_of_one_rank_get_their_own_step_files(tmp_path: Path):
+    """Step-keyed compatible files are written per capture; op files cover both cycles together."""
+    root = tmp_path / "in"
+    for job in ("JOB1", "JOB2"):
+        shutil.copytree(FIXTURES / "ascend_raw" / "era_a" / "JOB1", root / job)
+    both = run(root, tmp_path / "both").output / "reports"
+    alone = run(FIXTURES / "ascend_raw" / "era_a", tmp_path / "alone").output / "reports"
+    step_file = "step_trace_raw_0_detail_time.csv"
+    assert (both / step_file).read_bytes() == (alone / step_file).read_bytes()
+    assert (both / "step_trace_raw_0_detail_time_capture1.csv").read_bytes() == (alone / step_file).read_bytes()
+    assert (both / "step_trace_point_info_0_capture1.json").is_file()
+    assert [(r, c) for r, c in query(tmp_path / "both", "SELECT rank, capture FROM rank_info ORDER BY 2")] == [(0, 0), (0, 1)]
+    # the op table counts the executions of both cycles: twice those of one
+    twice = query(tmp_path / "both", "SELECT sum(executions) FROM device_op_stats")[0][0]
+    assert twice == 2 * query(tmp_path / "alone", "SELECT sum(executions) FROM device_op_stats")[0][0]
+
+
 @pytest.mark.parametrize("raw_complete", [True, False])
 def test_raw_msprof_folder_and_its_export_keep_the_more_complete(tmp_path: Path, raw_complete: bool):
     folder = _msprof_job(tmp_path, raw_complete)

@@ -4,6 +4,8 @@ Per Ascend rank N (its device id): output_timeline_data_N.txt, output_op_compute
 output_op_compute_time_detail_N.txt, aicore_intermediate_N_{detail,type}.csv,
 framework_raw_N.csv, step_trace_raw_N_detail_time.csv, step_trace_point_info.json,
 (ascend_)timeline_display_N.json with its summary, output_data_preprocess_aicpu_N.txt.
+Op and task files cover all of a rank's profiling cycles together; the step-keyed files (step trace,
+point info, hccl_raw) are written per cycle, a later cycle's with `_capture<c>` before the extension.
 
 Numbers are computed the way MindSpore computes them, down to the float arithmetic (per-op
 averages are a left-to-right sum of per-execution milliseconds, printed like Python prints
@@ -42,16 +44,18 @@ WITH steps AS (
     SELECT step, round_even(start_ns / {tick}, 0)::BIGINT AS s, round_even(end_ns / {tick}, 0)::BIGINT AS e,
            round_even(fp_ns / {tick}, 0)::BIGINT AS f, round_even(bp_ns / {tick}, 0)::BIGINT AS b
     FROM int_step
-    WHERE rank = $rank AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL {bp_filter}
+    WHERE rank = $rank AND capture = $capture AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL
+          {bp_filter}
 ), spans AS (
     SELECT stream_id, pair, row_number() OVER (ORDER BY stream_id, pair) AS col
-    FROM step_communication WHERE rank = $rank AND step = {first_step}
+    FROM step_communication WHERE rank = $rank AND capture = $capture AND step = {first_step}
 ), cells AS (
     SELECT t.step, p.col, coalesce(round_even(c.start_ns / {tick}, 0)::BIGINT, 0) AS cs,
            coalesce(round_even(c.end_ns / {tick}, 0)::BIGINT, 0) AS ce
     FROM steps t CROSS JOIN spans p
     LEFT JOIN step_communication c
-           ON c.rank = $rank AND c.step = t.step AND c.stream_id = p.stream_id AND c.pair = p.pair
+           ON c.rank = $rank AND c.capture = $capture AND c.step = t.step AND c.stream_id = p.stream_id
+          AND c.pair = p.pair
 ), comm AS (
     SELECT step, flatten(list({span} ORDER BY col)) AS vals FROM cells GROUP BY step
 )
@@ -65,8 +69,8 @@ def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, opti
     written: list[Path] = []
     # ranks read from device-counter data (raw dumps, MindSpore 1.x result folders); msprof
     # exports carry host-clock times and MindSpore 2.x reports of their own
-    ranks = con.execute("SELECT rank, device_id, tick_hz FROM run_info WHERE device_type = 'ascend' "
-                        "AND tick_hz IS NOT NULL ORDER BY rank").fetchall()
+    ranks = con.execute("SELECT rank, min(device_id), min(tick_hz) FROM run_info WHERE device_type = 'ascend' "
+                        "AND tick_hz IS NOT NULL GROUP BY rank ORDER BY rank").fetchall()
     for rank, device, tick_hz in ranks:
         writer = _RankReports(con, reports_dir, rank, device, tick_hz, options)
         written += writer.write_all()
@@ -78,6 +82,7 @@ class _RankReports:
                  options: ReportOptions) -> None:
         self.con, self.folder, self.rank, self.device, self.options = con, folder, rank, device, options
         self.ns_per_tick = 1e9 / tick_hz
+        self.capture = 0  # the profiling cycle the step-keyed files are written for (see write_all)
         self.written: list[Path] = []
 
     def write_all(self) -> list[Path]:
@@ -92,20 +97,24 @@ class _RankReports:
         if self._scalar("SELECT count(*) FROM task_desc WHERE rank = $rank") or \
                 self._scalar("SELECT count(*) FROM op_desc WHERE rank = $rank"):
             self._framework_raw()
-        if self._scalar("SELECT count(*) FROM int_step WHERE rank = $rank AND end_ns IS NOT NULL"):
-            self._step_trace()
-            self._point_info()
         if has_tasks or self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
             self._timeline_display()
         if self._scalar("SELECT count(*) FROM aicpu_exec WHERE rank = $rank"):
             self._aicpu()
-        if self._scalar("SELECT count(*) FROM comm_op_stats WHERE rank = $rank AND step IS NOT NULL"):
-            self._hccl_raw()
+        # step-keyed files, once per profiling cycle of the rank: a later cycle's files carry _capture<c>
+        for (self.capture,) in self._rows("SELECT DISTINCT capture FROM int_step WHERE rank = $rank ORDER BY 1"):
+            if self._scalar("SELECT count(*) FROM int_step WHERE rank = $rank AND capture = $capture "
+                            "AND end_ns IS NOT NULL"):
+                self._step_trace()
+                self._point_info()
+            if self._scalar("SELECT count(*) FROM comm_op_stats WHERE rank = $rank AND capture = $capture "
+                            "AND step IS NOT NULL"):
+                self._hccl_raw()
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
     def _sql(self, sql: str) -> str:
-        return sql.replace("$rank", str(int(self.rank)))
+        return sql.replace("$rank", str(int(self.rank))).replace("$capture", str(int(self.capture)))
 
     def _rows(self, sql: str) -> list[tuple]:
         return self.con.execute(self._sql(sql)).fetchall()
@@ -113,13 +122,17 @@ class _RankReports:
     def _scalar(self, sql: str) -> object:
         return self._rows(sql)[0][0]
 
-    def _path(self, name: str) -> Path:
+    def _path(self, name: str, per_capture: bool = False) -> Path:
+        """reports/<name>; for a step-keyed file of a later capture, `_capture<c>` before the extension."""
+        if per_capture and self.capture:
+            stem, dot, extension = name.rpartition(".")
+            name = f"{stem}_capture{self.capture}{dot}{extension}"
         path = self.folder / name
         self.written.append(path)
         return path
 
-    def _text(self, name: str, text: str) -> None:
-        self._path(name).write_text(text, encoding="utf-8")
+    def _text(self, name: str, text: str, per_capture: bool = False) -> None:
+        self._path(name, per_capture).write_text(text, encoding="utf-8")
 
     def _csv(self, name: str, header: list[str], rows: list[tuple]) -> None:
         with open(self._path(name), "w", newline="", encoding="utf-8") as handle:
@@ -231,15 +244,17 @@ class _RankReports:
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
         legacy = self.options.style == "legacy"
-        training = self._scalar("""SELECT count(bp_ns) > 0 FROM int_step WHERE rank = $rank
+        training = self._scalar("""SELECT count(bp_ns) > 0 FROM int_step WHERE rank = $rank AND capture = $capture
                                    AND start_ns IS NOT NULL AND end_ns IS NOT NULL AND fp_ns IS NOT NULL""")
-        first_step = self._scalar("""SELECT min(step) FROM int_step WHERE rank = $rank AND start_ns IS NOT NULL
+        first_step = self._scalar("""SELECT min(step) FROM int_step WHERE rank = $rank AND capture = $capture
+                                     AND start_ns IS NOT NULL
                                      AND end_ns IS NOT NULL AND fp_ns IS NOT NULL"""
                                   + (" AND bp_ns IS NOT NULL" if training else ""))
         if first_step is None:
             return
         spans = self._rows(f"""SELECT stream_id, pair, op_label FROM step_communication
-                               WHERE rank = $rank AND step = {first_step} ORDER BY stream_id, pair""")
+                               WHERE rank = $rank AND capture = $capture AND step = {first_step}
+                               ORDER BY stream_id, pair""")
         header = ["step_num", "start_point", "end_point", "total", "fp_point"]
         header += ["bp_point", "iteration_interval", "fp_and_bp", "tail"] if training else ["iteration_interval", "fp"]
         for sid, k, label in spans:
@@ -255,7 +270,7 @@ class _RankReports:
             SELECT count(*), {", ".join(f"sum(vals[{i}])" for i in range(1, columns + 1))} FROM step_trace_rows
             WHERE step > {first_step if legacy else first_step - 1}""")[0]
         average = [_round_half_even(total, count) for total in sums] if count else [0] * columns
-        with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv"), "wb") as handle:
+        with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv", per_capture=True), "wb") as handle:
             handle.write(_csv_line(header))
             write_text_column(self.con, """SELECT step || ',' || array_to_string(vals, ',') || chr(13) || chr(10)
                                            FROM step_trace_rows ORDER BY step""", handle)
@@ -264,13 +279,13 @@ class _RankReports:
 
     def _point_info(self) -> None:
         fp, bp = self._rows("""SELECT arg_min(fp_op, step), arg_min(bp_op, step) FROM int_step
-                               WHERE rank = $rank AND fp_op IS NOT NULL""")[0]
+                               WHERE rank = $rank AND capture = $capture AND fp_op IS NOT NULL""")[0]
         if fp is None:
             return
         info = {"fp_start": fp} if bp is None else {"fp_start": fp, "bp_end": bp}
         name = "step_trace_point_info.json" if self.options.style == "legacy" else \
             f"step_trace_point_info_{self.device}.json"
-        self._text(name, json.dumps(info))
+        self._text(name, json.dumps(info), per_capture=True)
 
     # ---- timeline ----------------------------------------------------------------------------
     def _timeline_display(self) -> None:
@@ -357,11 +372,12 @@ class _RankReports:
         its communication ops (summed over ops), per op the same; then the mean row '-'."""
         executions = self._rows("""
             SELECT step, op_label, communication_cost_ms, wait_cost_ms, op_name, iteration FROM comm_op_stats
-            WHERE rank = $rank AND step IS NOT NULL ORDER BY step, start_ns, op_name, iteration""")
+            WHERE rank = $rank AND capture = $capture AND step IS NOT NULL ORDER BY step, start_ns, op_name, iteration""")
         links: dict[tuple[str, int], dict[str, dict[str, list[float]]]] = {}
         for op_name, iteration, link, transport, time_ms, size_kb, bandwidth, wait_ms in self._rows("""
                 SELECT op_name, iteration, link, transport, time_ms, size_kb, bandwidth_kb_s, wait_ms
-                FROM comm_link_stats WHERE rank = $rank ORDER BY op_name, iteration, first_seq"""):
+                FROM comm_link_stats WHERE rank = $rank AND capture = $capture
+                ORDER BY op_name, iteration, first_seq"""):
             values = [time_ms, size_kb, bandwidth] + ([wait_ms] if transport == "RDMA" else [])
             links.setdefault((op_name, iteration), {}).setdefault(link, {})[transport] = values
         steps: dict[int, list] = {}  # step -> [cost, wait, links, {op_label: [cost, wait, links]}]
@@ -385,7 +401,7 @@ class _RankReports:
         cost, wait, mean_links = _mean_costs([(c, w, step_links) for c, w, step_links, _ in rows])
         operators = {label: ["-", *_mean_costs(values)] for label, values in per_op.items()}
         lines.append(["-", cost, wait, json.dumps(mean_links), json.dumps(operators)])
-        with open(self._path(f"hccl_raw_{self.device}.csv"), "wb") as handle:
+        with open(self._path(f"hccl_raw_{self.device}.csv", per_capture=True), "wb") as handle:
             handle.write(_csv_line(["step_num", "communication_cost", "wait_cost", "link_info",
                                     "communication_operator_cost"]))
             handle.writelines(_csv_line(line) for line in lines)
