@@ -2,7 +2,7 @@
 
 A source is one rank's files of one format family from one profiling cycle. Several sources may hold
 one rank and all are read (see `discover`): each carries its rank, where the rank came from, and its
-capture (the rank's profiling cycle, a column of the tables the step models key by). Only the walk
+capture (the rank's profiling cycle, numbered by time after ingest). Only the walk
 happens here: nothing is opened beyond its name (except the first bytes of a JSON file whose name does
 not tell what it is: a Kineto trace or not, and the export files whose task records decide between a raw
 msprof folder and its export), and nothing is ever written into the input folder.
@@ -125,7 +125,7 @@ class Source:
     models: tuple[int, ...] | None = None
     #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N).
     step_range: str | None = None
-    #: The profiling cycle of the rank this source holds (0-based, in file order; see `_number_captures`).
+    #: The profiling cycle of the rank this source holds (0-based, by time: set after ingest by pipeline/captures.py).
     capture: int = 0
     #: Where the rank came from: "file" (distributedInfo, profiler_info, info.json), "name", "rank-map",
     #: "only-source" (the one trace of an input without a rank) or "" (unknown: see `problem`).
@@ -163,8 +163,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
 
     The source model: several sources may hold one rank. MindData logs join their rank's MindSpore/Ascend
     source wherever it is under `path`; a raw msprof folder and an export of it (same rank, same PROF_*
-    job) keep the more complete one, the other is marked superseded; the remaining sources of a rank are
-    numbered into captures (profiling cycles). A rank comes from the file, then the file name, then
+    job) keep the more complete one, the other is marked superseded; after ingest the remaining sources of
+    a rank are numbered into captures (profiling cycles) by time (pipeline/captures.py). A rank comes from the file, then the file name, then
     `rank_map` (a file mapping paths or globs relative to `path` to ranks, see `load_rank_map`); a source
     with none gets a `problem` naming what to do.
     """
@@ -215,7 +215,6 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
-    _number_captures(found)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
     if models is not None:
@@ -631,26 +630,6 @@ def _supersede_msprof_copies(sources: list[Source]) -> None:
             loser.superseded_by = _location(winner)
             loser.superseded_why = (f"raw data: {raw_n} task records ({_location(raw)}), export: {export_n} "
                                     f"({_location(export)})")
-
-
-def _number_captures(sources: list[Source]) -> None:
-    """Number the profiling cycles of each rank: the n-th source of a family of a rank (in file order:
-    natural sort of its path, which is time order for names that carry a timestamp) is capture n, so a
-    rank's host and device data of one cycle (sources of different families) share capture 0 and two
-    traces of one rank are captures 0 and 1. A MindData source of its own comes after the rank's sources
-    that already carry MindData logs. Superseded and unranked sources are not counted."""
-    counters: dict[tuple[int, str], int] = {}
-    for source in sources:
-        if source.superseded_by is not None or source.problem is not None:
-            continue
-        if any(r.startswith(MINDDATA_ROLE) for r in [*source.files, *source.slices]):
-            counters[(source.rank, "minddata")] = counters.get((source.rank, "minddata"), 0) + 1
-    for source in sources:
-        if source.superseded_by is not None or source.problem is not None:
-            continue
-        key = (source.rank, source.family)
-        source.capture = counters.get(key, 0)
-        counters[key] = source.capture + 1
 
 
 #: Files that hold a whole run of their format, readable with nothing beside them.

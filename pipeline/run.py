@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
+from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, UsageError
@@ -124,6 +125,7 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
     with staged_output(output) as tmp:
         started = time.perf_counter()
         part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", options.strict, reporter, health)
+        captures = _number_captures(sources, part_dirs, health)
         if not part_dirs:
             raise ProfpipeError("every source failed to read:\n" +
                                 "\n".join(f"  {s['error']}" for s in skipped))
@@ -131,7 +133,7 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
             first = health.lossy[0]
             raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
                                 f"{first.message}")
-        merge_parts(part_dirs, tmp / "tables")
+        merge_parts(list(part_dirs.values()), tmp / "tables", captures)
         shutil.rmtree(tmp / "parts")
         if options.step_list is not None:
             notices += keep_steps(tmp / "tables", list(options.step_list))
@@ -185,10 +187,10 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
 
 
 def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
-            health: HealthLedger) -> tuple[list[Path], list[dict[str, Any]], list[int]]:
+            health: HealthLedger) -> tuple[dict[int, Path], list[dict[str, Any]], list[int]]:
     """Read every source into its own part folder; a source that fails leaves nothing behind, and its
     failure, whatever it is, becomes its trace_health row (source_failed) and the run goes on.
-    Returns the part folders, the sources skipped and the ranks read.
+    Returns the part folder of each source read (by its index), the sources skipped and the ranks read.
 
     Several sources may hold one rank (discover's source model): each row they write carries the source's
     capture (the profiling cycle) where the table has that column. A source discover marked superseded (an
@@ -198,7 +200,8 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
     """
     source_bytes = [_size(s) for s in sources]
     reporter.stage("ingest", sum(source_bytes))
-    part_dirs, skipped, ranks_read = [], [], set()
+    part_dirs: dict[int, Path] = {}
+    skipped, ranks_read = [], set()
     for index, source in enumerate(sources):
         part_dir = parts_root / f"source-{index}"
         location = _location(source)
@@ -216,7 +219,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
             for table_name, table in ingest.read(source, warn):
                 sink.write(table_name, _with_source_keys(table_name, table, source.rank, source.capture))
             sink.close()
-            part_dirs.append(part_dir)
+            part_dirs[index] = part_dir
             ranks_read.add(source.rank)
         except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
             raise_if_interrupted()
@@ -233,9 +236,22 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
     return part_dirs, skipped, sorted(ranks_read)
 
 
+def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: HealthLedger) -> dict[Path, int]:
+    """Each source's capture by time (pipeline/captures.py), also set on the source for the manifest."""
+    spans = [source_span(part, sources[i].rank, sources[i].family, str(_location(sources[i])))
+             for i, part in part_dirs.items()]
+    numbers, events = number_captures(spans)
+    for index, part in part_dirs.items():
+        sources[index].capture = numbers[part]
+    for event in events:
+        health.add(event)
+    return numbers
+
+
 def _with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) -> pa.Table:
     """The table with the source's rank and capture in its `rank` and `capture` columns, where the table
-    declares them and the reader left them out: the one place a row gets its source's keys."""
+    declares them and the reader left them out: the one place a row gets its source's keys (the capture
+    is renumbered by time at the merge: pipeline/captures.py)."""
     spec = catalog().get(table_name)
     for name, value in (("rank", rank), ("capture", capture)):
         if spec is not None and name in spec.schema.names and name not in table.column_names:

@@ -114,20 +114,35 @@ class TableSink:
         return self.row_counts
 
 
-def merge_parts(part_dirs: list[Path], tables_dir: Path) -> None:
-    """Combine the per-source pieces into tables/<name>.parquet for every declared table."""
+def merge_parts(part_dirs: list[Path], tables_dir: Path, captures: dict[Path, int] | None = None) -> None:
+    """Combine the per-source pieces into tables/<name>.parquet for every declared table, with each
+    source's rows in its capture (`captures`: part folder -> capture; pipeline/captures.py)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
+    captures = captures or {}
     with memory_database() as con:
         for name, spec in catalog().items():
-            parts = [str(d / f"{name}.parquet") for d in part_dirs if (d / f"{name}.parquet").exists()]
+            parts = [d for d in part_dirs if (d / f"{name}.parquet").exists()]
             target = tables_dir / f"{name}.parquet"
-            if len(parts) == 1:
-                Path(parts[0]).rename(target)
+            renumber = "capture" in spec.schema.names and any(captures.get(d, 0) for d in parts)
+            if len(parts) == 1 and not renumber:
+                (parts[0] / f"{name}.parquet").rename(target)
             elif parts:
-                con.execute(f"COPY (SELECT * FROM read_parquet(?)) TO '{target}' "
-                            "(FORMAT PARQUET, COMPRESSION ZSTD)", [parts])
+                files = [str(d / f"{name}.parquet") for d in parts]
+                if renumber:
+                    mapping = ", ".join(f"('{_quote(f)}', {captures.get(d, 0)})" for f, d in zip(files, parts))
+                    select = (f"SELECT t.* REPLACE (m.capture::INTEGER AS capture) FROM read_parquet(?, filename = "
+                              f"'_part') t JOIN (VALUES {mapping}) m(file, capture) ON m.file = t._part")
+                    columns = ", ".join(f'"{c}"' for c in spec.schema.names)
+                    select = f"SELECT {columns} FROM ({select})"
+                else:
+                    select = "SELECT * FROM read_parquet(?)"
+                con.execute(f"COPY ({select}) TO '{target}' (FORMAT PARQUET, COMPRESSION ZSTD)", [files])
             else:
                 pq.write_table(spec.schema.empty_table(), target)
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def table_row_counts(tables_dir: Path) -> dict[str, int]:

@@ -114,13 +114,12 @@ def test_two_profiling_cycles_of_one_rank_are_two_captures(tmp_path: Path):
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "Kernel"]  # a cycle without kernels
     kernels = [e for e in json.loads(KINETO_V2021.read_text())["traceEvents"] if e.get("cat") == "Kernel"]
     (folder / "worker0.10.pt.trace.json").write_text(json.dumps(trace))
-    sources = discover(folder)
-    assert [(s.files["trace"].name, s.rank, s.capture) for s in sources] == [
-        ("worker0.9.pt.trace.json", 0, 0), ("worker0.10.pt.trace.json", 0, 1)]
+    # the same start times: the natural file order decides (capture numbers follow time, then file order)
+    cycles = [folder / "worker0.9.pt.trace.json", folder / "worker0.10.pt.trace.json"]
 
     result = run(folder, tmp_path / "out")
     assert result.skipped == [] and result.ranks == [0]
-    alone = [run(s.files["trace"], tmp_path / f"alone{s.capture}") for s in sources]
+    alone = [run(trace, tmp_path / f"alone{capture}") for capture, trace in enumerate(cycles)]
     assert _data_counts(result) == _summed(*alone)
     out = tmp_path / "out"
     assert query(out, "SELECT capture, count(*) FROM run_info GROUP BY ALL ORDER BY ALL") == [(0, 1), (1, 1)]
@@ -240,7 +239,9 @@ def test_rank_map_lines_and_json(tmp_path: Path):
     as_json = tmp_path / "ranks.json"
     as_json.write_text(json.dumps({"sub": 1, "trainer_*.json": 0}))  # a folder names every file in it
     # trainer_a and trainer_c: two captures of rank 0; sub's trainer_b: rank 1 (the first pattern that matches wins)
-    assert sorted((s.rank, s.capture) for s in discover(folder, rank_map=as_json)) == [(0, 0), (0, 1), (1, 0)]
+    assert sorted(s.rank for s in discover(folder, rank_map=as_json)) == [0, 0, 1]
+    mapped = run(folder, tmp_path / "json", rank_map=as_json)
+    assert sorted(query(mapped.output, "SELECT rank, capture FROM run_info")) == [(0, 0), (0, 1), (1, 0)]
 
 
 def test_rank_map_from_the_command_line_and_its_errors(tmp_path: Path):
@@ -308,6 +309,42 @@ def test_realdata_tree_sources(tmp_path: Path):
     """The whole real-data tree: every source is read or has its own error; no rank is claimed twice in silence."""
     root = realdata("")
     sources = discover(root)
-    keys = [(s.rank, s.family, s.capture) for s in sources if s.problem is None and s.superseded_by is None]
-    assert len(keys) == len(set(keys))
     assert all("--rank-map" in s.problem for s in sources if s.problem is not None)
+    # the whole tree in one run: every source read gets a capture of its own rank, and no (rank, capture)
+    # holds two sources of one family (two cycles of a format are two captures)
+    result = run(root, tmp_path / "out")
+    keys = query(result.output, "SELECT rank, capture, layout, count(*) FROM run_info GROUP BY ALL HAVING count(*) > 1")
+    assert keys == []
+    manifest = json.loads((result.output / "manifest.json").read_text())
+    read = [s for s in manifest["sources"] if "superseded_by" not in s and s["rank"] >= 0]
+    assert len({(s["rank"], s["family"], s["capture"]) for s in read}) == len(read)
+
+
+def test_captures_are_numbered_by_time_not_by_file_name(tmp_path: Path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    trace = json.loads(KINETO_V2021.read_text())
+    (folder / "worker0.2.pt.trace.json").write_text(json.dumps(trace))  # the earlier cycle, named second
+    for event in trace["traceEvents"]:
+        if "ts" in event:
+            event["ts"] = event["ts"] + 3_600_000_000  # an hour later (ts in µs)
+    (folder / "worker0.1.pt.trace.json").write_text(json.dumps(trace))
+    out = run(folder, tmp_path / "out").output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted((s["capture"], Path(s["files"][0]["path"]).name) for s in manifest["sources"]) == [
+        (0, "worker0.2.pt.trace.json"), (1, "worker0.1.pt.trace.json")]
+    first = query(out, "SELECT capture, min(start_ns) FROM host_op GROUP BY ALL ORDER BY 1")
+    assert first[1][1] - first[0][1] == 3_600 * 10**9
+
+
+def test_sources_on_clocks_that_cannot_be_compared_are_separate_captures_and_it_is_said(tmp_path: Path):
+    """A MindSpore CPU dump and a raw Ascend job for rank 0: the dump is on the epoch, the job on its device
+    counter; they cannot be ordered by time, so each is a capture and trace_health says why."""
+    root = tmp_path / "in"
+    shutil.copytree(CPU, root / "cpu")
+    shutil.copytree(FIXTURES / "ascend_raw" / "era_a" / "JOB1", root / "JOB1")
+    out = run(root, tmp_path / "out").output
+    # the epoch-aligned source first, then the device-counter one
+    assert sorted(query(out, "SELECT capture, clock FROM run_info")) == [(0, "unix_epoch"), (1, "device_syscnt")]
+    rows = query(out, "SELECT check_name, action, message FROM trace_health WHERE check_name = 'ambiguous'")
+    assert rows and rows[0][1] == "kept" and "cannot be compared" in rows[0][2]
