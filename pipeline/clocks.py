@@ -206,9 +206,10 @@ def _start_info(folder: Path) -> int | None:
 
 @dataclass
 class DomainClock:
-    """The clock of one rank's times in one domain and where the timeline puts them."""
+    """The clock of one rank's capture's times in one domain and where the timeline puts them."""
 
     rank: int
+    capture: int
     domain: str
     clock: str
     source: str
@@ -266,18 +267,19 @@ def _in_epoch_window(low: int | None, high: int | None, shift: int) -> bool:
 
 def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
     """The clock model of the run in `con` (a `run_info` relation) for the time ranges of the SQL query
-    `ranges` (columns rank, domain, rows, min_ns, max_ns; one row per rank and domain that has times)."""
+    `ranges` (columns rank, capture, domain, rows, min_ns, max_ns; one row per rank, capture and domain that
+    has times): each capture of a rank is aligned by the run_info rows of that capture."""
     columns = {c for (c,) in con.execute("SELECT column_name FROM (DESCRIBE run_info)").fetchall()}
-    wanted = ["rank", "clock", "layout", "source_dir", "epoch_offset_ns", "epoch_offset_uncertainty_ns",
+    wanted = ["rank", "capture", "clock", "layout", "source_dir", "epoch_offset_ns", "epoch_offset_uncertainty_ns",
               "host_epoch_offset_ns", "host_epoch_offset_uncertainty_ns"]
     select = ", ".join(c if c in columns else f"NULL AS {c}" for c in wanted)
-    infos: dict[int, list[tuple]] = {}
-    for row in con.execute(f"SELECT {select} FROM run_info ORDER BY rank, source_dir").fetchall():
-        infos.setdefault(row[0], []).append(row)
+    infos: dict[tuple[int, int], list[tuple]] = {}
+    for row in con.execute(f"SELECT {select} FROM run_info ORDER BY rank, capture, source_dir").fetchall():
+        infos.setdefault((row[0], row[1] or 0), []).append(row[:1] + row[2:])
     domains = []
-    for rank, domain, rows, low, high in con.execute(ranges).fetchall():
-        rows_info = infos.get(rank) or [(rank, "unknown", None, "", None, None, None, None)]
-        # a rank read from several sources: the one that knows its epoch offset leads
+    for rank, capture, domain, rows, low, high in con.execute(ranges).fetchall():
+        rows_info = infos.get((rank, capture)) or [(rank, "unknown", None, "", None, None, None, None)]
+        # a capture read from several sources: the one that knows its epoch offset leads
         first = min(rows_info, key=lambda r: (r[4] is None, r[3] or ""))
         _, clock, layout, source, offset, uncertainty, host_offset, host_uncertainty = first
         clock = clock or "unknown"
@@ -290,7 +292,7 @@ def resolve(con: duckdb.DuckDBPyConnection, ranges: str) -> ClockModel:
             clock, offset, uncertainty = "steady", host_offset, host_uncertainty
             if offset is not None and uncertainty is not None:
                 uncertainty += SLEW_PPM * max(abs(low or 0), abs(high or 0)) // 10**6
-        domains.append(DomainClock(rank, domain, clock, source or "", rows, low, high, offset, uncertainty,
+        domains.append(DomainClock(rank, capture, domain, clock, source or "", rows, low, high, offset, uncertainty,
                                    conflict=", ".join(conflict) if conflict else None))
     bases: dict[str, int] = {}
     counts: dict[str, tuple[int, int]] = {}  # group -> (rows of main domains, rows)
@@ -316,7 +318,8 @@ def findings(model: ClockModel) -> list[HealthEvent]:
     events = []
     several = len(model.bases) > 1
     for d in model.domains:
-        what = f"rank {d.rank}'s {DOMAINS[d.domain]}times ({d.rows} rows, clock {d.clock})"
+        who = f"rank {d.rank}" + (f" capture {d.capture}" if d.capture else "")
+        what = f"{who}'s {DOMAINS[d.domain]}times ({d.rows} rows, clock {d.clock})"
         message = None
         if d.status == "implausible":
             message = (f"{d.source}: {what} with epoch offset {d.offset_ns} ns would lie at {_date(d.min_ns, d.offset_ns)}"
@@ -336,7 +339,7 @@ def findings(model: ClockModel) -> list[HealthEvent]:
         if d.conflict and d.domain == "main":
             events.append(HealthEvent(
                 source=d.source, rank=d.rank, check="clock", action="kept", rows=d.rows, path=d.source or None,
-                message=f"{d.source}: rank {d.rank} was read from sources on different clocks ({d.clock} (offset "
+                message=f"{d.source}: {who} was read from sources on different clocks ({d.clock} (offset "
                         f"{d.offset_ns}) and {d.conflict}); the timeline places all of its times as {d.clock}",
                 tables=_tables(d.domain)))
     return events
@@ -361,12 +364,12 @@ def _date(value: int | None, shift: int) -> str:
 
 def table_ranges_sql(tables: set[str]) -> str:
     """The `ranges` query of `resolve` over the normalized tables in `tables` (those that exist)."""
-    parts = [f"SELECT rank, '{domain}' AS domain, {column} AS t FROM {table} WHERE {rows}"
+    parts = [f"SELECT rank, capture, '{domain}' AS domain, {column} AS t FROM {table} WHERE {rows}"
              for domain, members in DOMAIN_TABLES.items() for table, column, rows in members if table in tables]
     if not parts:
-        return "SELECT NULL::INTEGER, NULL::VARCHAR, 0, NULL::BIGINT, NULL::BIGINT WHERE false"
-    return ("SELECT rank, domain, count(*), min(t), max(t) FROM (" + " UNION ALL ".join(parts) + ") "
-            "WHERE t IS NOT NULL GROUP BY rank, domain ORDER BY rank, domain")
+        return "SELECT NULL::INTEGER, NULL::INTEGER, NULL::VARCHAR, 0, NULL::BIGINT, NULL::BIGINT WHERE false"
+    return ("SELECT rank, capture, domain, count(*), min(t), max(t) FROM (" + " UNION ALL ".join(parts) + ") "
+            "WHERE t IS NOT NULL GROUP BY rank, capture, domain ORDER BY rank, capture, domain")
 
 
 def clock_findings(tables_dir: Path) -> list[HealthEvent]:

@@ -191,6 +191,28 @@ def test_truncated_kineto_trace_without_its_base_is_not_put_on_the_epoch(tmp_pat
     assert [(r.rank, r.check) for r in rows] == [(0, "clock")] and "kineto_relative" in rows[0].message
 
 
+def test_two_captures_of_one_rank_on_different_clocks_are_aligned_each_by_its_own(tmp_path: Path) -> None:
+    """One rank, two cycles: a whole trace (epoch) and one cut before its base (relative times). Each
+    capture gets its own clock domain: the whole one on the epoch, the cut one in its own group."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(KINETO / "rank-0.pt.trace.json", folder / "worker0.1.pt.trace.json")
+    _cut_before_base(KINETO / "rank-0.pt.trace.json", folder / "worker0.2.pt.trace.json")
+    out = run(folder, tmp_path / "out").output
+    trace = _trace(out)
+    _assert_opens(trace)
+    names = _processes(trace)
+    assert names[11] == "CPU ops rank0" and names[1_000_011] == "CPU ops rank0 capture1 (unaligned clock: kineto_relative)"
+    whole = json.loads((KINETO / "rank-0.pt.trace.json").read_text())
+    first_op = min(Decimal(str(e["ts"])) for e in whole["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation"))
+    ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 11]
+    assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in ops) == whole["baseTimeNanoseconds"] + _ns(first_op)
+    relative = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 1_000_011]
+    assert relative and min(_ns(e["ts"]) for e in relative) == 0  # its own group's base is its first event
+    rows = [r for r in clock_findings(out / "tables") if r.check == "clock"]
+    assert len(rows) == 1 and "capture 1" in rows[0].message and "kineto_relative" in rows[0].message
+
+
 # --- times near the int64 limits ---------------------------------------------------------------------------
 
 _EXTREMES = [-(2**63) + 1, -5_000, -1, 0, 1, 2**62, 2**62 + 123_456_789, 2**63 - 10_001]
@@ -211,10 +233,10 @@ def _timeline_of_times(out: Path, target: Path, ranks: dict[int, tuple[str, int 
     for (name,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = 'src'").fetchall():
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name} WHERE false")
     for rank, (clock, offset, times) in ranks.items():
-        values = ", ".join(f"({rank}, 'Host', 1, 'op{i}', {t}, 10000, 'Op')" for i, t in enumerate(times))
-        con.execute(f"INSERT INTO stg_host_op (rank, side, tid, op_name, start_ns, dur_ns, op_type) VALUES {values}")
-        con.execute("INSERT INTO run_info (rank, device_id, device_type, framework, layout, source_dir, clock, "
-                    "epoch_offset_ns) VALUES (?, ?, 'cpu', 'pytorch', 'kineto', 'x', ?, ?)", [rank, rank, clock, offset])
+        values = ", ".join(f"({rank}, 0, 'Host', 1, 'op{i}', {t}, 10000, 'Op')" for i, t in enumerate(times))
+        con.execute(f"INSERT INTO stg_host_op (rank, capture, side, tid, op_name, start_ns, dur_ns, op_type) VALUES {values}")
+        con.execute("INSERT INTO run_info (rank, capture, device_id, device_type, framework, layout, source_dir, clock, "
+                    "epoch_offset_ns) VALUES (?, 0, ?, 'cpu', 'pytorch', 'kineto', 'x', ?, ?)", [rank, rank, clock, offset])
     write_timeline(con, target)
     con.close()
     return json.loads(target.read_text(), parse_float=Decimal)

@@ -21,7 +21,10 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 * lane 9 "MindData get_next": counter track of the device's get_next queue (on the device's clock on
   Ascend ranks, else on MindData's).
 
-Clocks (pipeline/clocks.py): every rank, and a rank's MindData logs apart, whose clock the dump relates
+A rank's later profiling cycles (capture c > 0) have processes of their own: pid 1,000,000 * c +
+10 * (r + 1) + lane, named "... rank<r> capture<c>".
+
+Clocks (pipeline/clocks.py): every capture of every rank, and its MindData logs apart, whose clock the dump relates
 to the Unix epoch (run_info.epoch_offset_ns, host_epoch_offset_ns) is put on the epoch; the others keep
 their own clock, one track group per clock, each with its own base, and their processes are named
 "... (unaligned clock: <clock>)" (`otherData.clock` and `otherData.clock_groups` say which is which).
@@ -50,6 +53,9 @@ _HEADER_RESERVE = 4096
 
 #: Thread id of the communication op executions in the HCCL lane (msprof's own choice).
 _COMMUNICATION_KERNEL_TID = 70000
+#: The pid of a span's process: one per rank, capture and lane (capture 0 keeps the msprof-like 10 * (rank + 1)
+#: + lane; a later capture adds 1,000,000 per capture, so it sorts after every rank's first cycle).
+_PID = "1000000 * capture + 10 * (rank + 1) + lane"
 _OVERLAP_THREADS = {"computation": (0, "Computing"), "communication": (1, "Communication"),
                     "pure_communication": (2, "Communication(Not Overlapped)"), "free": (3, "Free")}
 
@@ -61,51 +67,51 @@ WITH overlap_threads AS (
     SELECT * FROM (VALUES {", ".join(f"('{c}', {tid})" for c, (tid, _) in _OVERLAP_THREADS.items())})
         AS t(category, tid)
 ), spans AS (
-    SELECT rank, 0 AS lane, 0 AS tid, 'Step ' || step AS name, 'step' AS cat, start_ns, total_ns AS dur_ns,
+    SELECT rank, capture, 0 AS lane, 0 AS tid, 'Step ' || step AS name, 'step' AS cat, start_ns, total_ns AS dur_ns,
            {{'fp_op': fp_op, 'bp_op': bp_op}}::JSON AS args, 0 AS tier
     FROM step_phases
     UNION ALL
-    SELECT rank, 0, 0, phase.name, 'step_phase', phase.start_ns, phase.dur_ns, NULL::JSON, 0
+    SELECT rank, capture, 0, 0, phase.name, 'step_phase', phase.start_ns, phase.dur_ns, NULL::JSON, 0
     FROM step_phases, unnest([
         {{'name': 'iteration_interval', 'start_ns': start_ns, 'dur_ns': iteration_interval_ns}},
         {{'name': 'fp_and_bp', 'start_ns': fp_ns, 'dur_ns': fp_and_bp_ns}},
         {{'name': 'tail', 'start_ns': bp_ns, 'dur_ns': tail_ns}}]) AS t(phase)
     WHERE phase.dur_ns IS NOT NULL
     UNION ALL
-    SELECT rank, CASE side WHEN 'Host' THEN 1 ELSE 2 END, coalesce(tid, 0), op_name, 'op', start_ns, dur_ns,
+    SELECT rank, capture, CASE side WHEN 'Host' THEN 1 ELSE 2 END, coalesce(tid, 0), op_name, 'op', start_ns, dur_ns,
            {{'op_type': op_type}}::JSON, 1
     FROM stg_host_op
     UNION ALL
-    SELECT rank, 3, coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
+    SELECT rank, capture, 3, coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
            {{'op_name': op_name, 'stream': stream_id}}::JSON, 1
     FROM int_device_exec
     UNION ALL
-    SELECT rank, 4, {_COMMUNICATION_KERNEL_TID}, op_label, 'communication', start_ns, end_ns - start_ns,
+    SELECT rank, capture, 4, {_COMMUNICATION_KERNEL_TID}, op_label, 'communication', start_ns, end_ns - start_ns,
            {{'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
             'wait_cost_ms': wait_cost_ms}}::JSON, 1
     FROM comm_op_stats
     UNION ALL
-    SELECT rank, 4, coalesce(plane, 0), task_type, 'communication_task', start_ns, dur_ns,
+    SELECT rank, capture, 4, coalesce(plane, 0), task_type, 'communication_task', start_ns, dur_ns,
            {{'op_name': op_name, 'src_rank': src_rank, 'dst_rank': dst_rank, 'transport': transport,
             'bytes': bytes}}::JSON, 1
     FROM int_comm_task
     UNION ALL
-    SELECT rank, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
+    SELECT rank, capture, 5, tid, category, 'overlap', start_ns, dur_ns, NULL::JSON, 1
     FROM overlap_segment JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
-    SELECT q.rank, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0,
+    SELECT q.rank, q.capture, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0,
            CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
                         ELSE replace(q.queue, '_', ' ') || ' queue' END,
            'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {{'size': q.size}}::JSON, 1
     FROM queue_sample q
-    LEFT JOIN data_op_stats o ON o.rank = q.rank AND o.op_id = q.op_id
-    LEFT JOIN data_cpu_sample c ON q.queue = 'op_output' AND c.rank = q.rank AND c.scope = 'device' AND c.sample = q.sample
+    LEFT JOIN data_op_stats o ON o.rank = q.rank AND o.capture = q.capture AND o.op_id = q.op_id
+    LEFT JOIN data_cpu_sample c ON q.queue = 'op_output' AND c.rank = q.rank AND c.capture = q.capture AND c.scope = 'device' AND c.sample = q.sample
     WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
     UNION ALL
-    SELECT rank, 7, coalesce(tid, 0), name, category, start_ns, dur_ns, {{'correlation': correlation}}::JSON, 1
+    SELECT rank, capture, 7, coalesce(tid, 0), name, category, start_ns, dur_ns, {{'correlation': correlation}}::JSON, 1
     FROM host_api
     UNION ALL
-    SELECT rank, 8, 0, 'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
+    SELECT rank, capture, 8, 0, 'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {{'bytes': in_use_bytes}}::JSON, 1
     FROM int_memory_in_use
 )
@@ -118,12 +124,12 @@ WHERE __LANES__
 _ALIGNED_SQL = """
 CREATE OR REPLACE TEMP VIEW timeline_spans AS
 SELECT s.*, (s.start_ns::HUGEINT + c.shift_ns) - c.base_ns AS rel_ns, c.suffix
-FROM timeline_raw_spans s JOIN timeline_clock c USING (rank, domain)
+FROM timeline_raw_spans s JOIN timeline_clock c USING (rank, capture, domain)
 """
 
 _EVENTS_SQL = f"""
 WITH spans AS (
-    SELECT * FROM timeline_spans
+    SELECT *, {_PID} AS pid FROM timeline_spans
 ), lanes AS (
     SELECT rank, lane, label
     FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM run_info GROUP BY rank),  -- a rank may have several sources
@@ -132,18 +138,19 @@ WITH spans AS (
         (5, 'Overlap Analysis'), (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'),
         (9, 'MindData get_next')) AS l(lane, label)
 ), threads AS (
-    SELECT DISTINCT rank, lane, tid FROM spans
+    SELECT DISTINCT rank, capture, lane, tid, pid FROM spans
 ), processes AS (
-    SELECT rank, lane, min(suffix) AS suffix FROM spans GROUP BY rank, lane
+    SELECT rank, capture, lane, pid, min(suffix) AS suffix FROM spans GROUP BY rank, capture, lane, pid
 ), meta AS (
-    SELECT 10 * (rank + 1) + lane AS pid, 0 AS tid, 'process_name' AS name,
-           {{'name': label || ' rank' || rank || suffix}}::JSON AS args
+    SELECT pid, 0 AS tid, 'process_name' AS name,
+           {{'name': label || ' rank' || rank || CASE WHEN capture > 0 THEN ' capture' || capture ELSE '' END
+                     || suffix}}::JSON AS args
     FROM processes JOIN (SELECT DISTINCT * FROM lanes) USING (rank, lane)
     UNION ALL
-    SELECT DISTINCT 10 * (rank + 1) + lane, 0, 'process_sort_index', {{'sort_index': 10 * (rank + 1) + lane}}::JSON
+    SELECT DISTINCT pid, 0, 'process_sort_index', {{'sort_index': pid}}::JSON
     FROM threads
     UNION ALL
-    SELECT 10 * (rank + 1) + lane, tid, 'thread_name',
+    SELECT pid, tid, 'thread_name',
            {{'name': CASE lane WHEN 0 THEN 'iterations'
                               WHEN 1 THEN 'Thread ' || tid
                               WHEN 7 THEN 'Thread ' || tid
@@ -164,9 +171,9 @@ FROM meta
 UNION ALL
 SELECT tier, rel_ns,
        CASE WHEN cat = 'counter'
-            THEN to_json({{'name': name, 'ph': 'C', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
+            THEN to_json({{'name': name, 'ph': 'C', 'pid': pid, 'tid': tid,
                           'ts': rel_ns::DECIMAL(38, 0) * 0.001, 'args': args}})
-            ELSE to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': 10 * (rank + 1) + lane, 'tid': tid,
+            ELSE to_json({{'name': name, 'cat': cat, 'ph': 'X', 'pid': pid, 'tid': tid,
                           'ts': rel_ns::DECIMAL(38, 0) * 0.001,
                           'dur': dur_ns::DECIMAL(38, 0) * 0.001,
                           'args': args}}) END
@@ -198,8 +205,9 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     con.execute(_RAW_SPANS_SQL.replace("__LANES__", "lane IN (0, 5)" if summary_only else "TRUE"))
-    model = clocks.resolve(con, "SELECT rank, domain, count(*), min(start_ns), max(start_ns) FROM timeline_raw_spans "
-                                "WHERE start_ns IS NOT NULL GROUP BY rank, domain ORDER BY rank, domain")
+    model = clocks.resolve(con, "SELECT rank, capture, domain, count(*), min(start_ns), max(start_ns) "
+                                "FROM timeline_raw_spans WHERE start_ns IS NOT NULL GROUP BY rank, capture, domain "
+                                "ORDER BY rank, capture, domain")
     _register_clock_table(con, model)
     con.execute(_ALIGNED_SQL)
     base_ns = model.bases.get(model.primary, 0) if model.primary else 0
@@ -228,14 +236,14 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
 
 
 def _register_clock_table(con: duckdb.DuckDBPyConnection, model: clocks.ClockModel) -> None:
-    """Table timeline_clock: per rank and domain, the epoch shift, its group's base and the name suffix."""
-    con.execute("CREATE OR REPLACE TEMP TABLE timeline_clock (rank INTEGER, domain VARCHAR, shift_ns HUGEINT, "
-                "base_ns HUGEINT, suffix VARCHAR)")
-    rows = [(d.rank, d.domain, d.shift_ns, model.bases.get(d.group, 0), model.group_label(d.group))
+    """Table timeline_clock: per rank, capture and domain, the epoch shift, its group's base and the name
+    suffix."""
+    con.execute("CREATE OR REPLACE TEMP TABLE timeline_clock (rank INTEGER, capture INTEGER, domain VARCHAR, "
+                "shift_ns HUGEINT, base_ns HUGEINT, suffix VARCHAR)")
+    rows = [(d.rank, d.capture, d.domain, str(d.shift_ns), str(model.bases.get(d.group, 0)), model.group_label(d.group))
             for d in model.domains]
     if rows:
-        con.executemany("INSERT INTO timeline_clock VALUES (?, ?, ?::HUGEINT, ?::HUGEINT, ?)",
-                        [(r, d, str(shift), str(base), suffix) for r, d, shift, base, suffix in rows])
+        con.executemany("INSERT INTO timeline_clock VALUES (?, ?, ?, ?::HUGEINT, ?::HUGEINT, ?)", rows)
 
 
 def _cut_time(con: duckdb.DuckDBPyConnection, budget: int) -> int | None:

@@ -1,9 +1,10 @@
 WITH peaks AS (
-    SELECT *, max(in_use_bytes) OVER (PARTITION BY rank, device_type, device_id) AS peak_in_use_bytes
+    SELECT *, max(in_use_bytes) OVER (PARTITION BY rank, capture, device_type, device_id) AS peak_in_use_bytes
     FROM {{ ref('int_memory_in_use') }}
 )
 SELECT
     rank,
+    capture,
     device_type,
     device_id,
     count(*) FILTER (WHERE bytes > 0) AS allocations,
@@ -16,4 +17,4 @@ SELECT
     max(total_reserved) AS peak_reserved_bytes,
     bool_or(total_allocated IS NULL) AS in_use_from_trace_start
 FROM peaks
-GROUP BY rank, device_type, device_id
+GROUP BY rank, capture, device_type, device_id

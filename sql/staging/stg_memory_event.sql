@@ -1,5 +1,6 @@
 SELECT
     rank,
+    capture,
     ts_ns,
     seq,
     tid,
