@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..health import Warn
 from .binary_records import locate_offset, read_columns
 from .ascend_framework import MAGIC, check_magic
+from .lines import MAX_WHOLE_FILE_BYTES, read_capped
 
 AICPU_DTYPE = np.dtype([
     ("magic", "<u2"), ("tag", "<u2"), ("stream_id", "<u2"), ("task_id", "<u2"), ("run_start", "<u8"),
@@ -56,7 +57,7 @@ def read_aicpu_text(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
     runs that end before they start and exact repeats of a pair."""
     frames = []
     for path in paths:
-        data = path.read_bytes()
+        data = read_capped(path, MAX_WHOLE_FILE_BYTES, "AI CPU text records")  # a few MB in long runs
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -35,6 +35,7 @@ from . import ascend_aicpu, ascend_framework
 from ..health import Warn
 from ..clocks import ascend_raw_clock
 from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
+from .lines import MAX_JSON_BYTES, read_capped
 from .run_info import run_info
 
 DEFAULT_TICK_HZ = 100_000_000
@@ -150,7 +151,7 @@ def _tick_hz(source: Source, era: str, warn: Warn) -> int:
                  check="missing_file", action="kept", path=source.directory, tables=_TIMED_TABLES)
         return DEFAULT_TICK_HZ
     try:
-        info = json.loads(paths[0].read_text(encoding="utf-8"))
+        info = json.loads(read_capped(paths[0], MAX_JSON_BYTES, "device info JSON").decode("utf-8"))
         value = info["DeviceInfo"][0]["hwts_frequency"]
         if isinstance(value, bool):
             raise TypeError(f"hwts_frequency is {value}, not a number")

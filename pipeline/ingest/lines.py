@@ -8,6 +8,7 @@ errors can name it.
 """
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +20,83 @@ from ..errors import InputError
 from ..health import Warn
 
 CHUNK_BYTES = 64 * 1024 * 1024
+#: Text a CSV reader parses at a time (whole lines; the header line is repeated for each chunk): its
+#: peak memory is this plus the typed columns it keeps, whatever the file size.
+CSV_CHUNK_BYTES = 64 * 1024 * 1024
+#: The longest line a text reader accepts, in bytes. The longest lines real writers produce are MindSpore's
+#: CPU/GPU op-timestamp files, which put every execution of one op on one line (about 30 bytes each): the
+#: benchmark's 885 MiB file of a long LeNet run has lines of 20 to 40 MiB, so 1 GiB is 25x that (about 35 M
+#: executions of one op) and refuses no real file, while bounding what one line can hold in memory (a
+#: file with no newline, or a binary file, is refused after this many bytes, not read whole).
+MAX_LINE_BYTES = 1 << 30
+#: The largest side JSON file (profiler_info, start_info, msprof device info, MindData pipeline and CPU
+#: utilization JSON) read whole with Python's parser. Real ones hold kilobytes; the MindData CPU utilization
+#: JSON of a long run tens of MB. A larger one is refused, not parsed into Python objects (~10x its size).
+MAX_JSON_BYTES = 256 * 1024 * 1024
+#: The largest file of a format read whole (the NUL-separated AI CPU and era A GetNext text records): real
+#: ones hold kilobytes to a few MB; a larger one is refused rather than held in memory with a Python
+#: object per record.
+MAX_WHOLE_FILE_BYTES = 256 * 1024 * 1024
 #: The largest time or duration in ns a reader keeps (about 146 years): a larger one is damage, and the
 #: sum of two such values still fits in int64 (polars and DuckDB integer arithmetic must not wrap).
 MAX_NS = 2**62
 #: Deepest JSON nesting the readers accept (Python's parser would recurse past its stack limit).
 MAX_JSON_DEPTH = 200
+
+
+def _line_blocks(path: Path, chunk_bytes: int, newline_terminated: bool,
+                 warn: Warn | None) -> Iterator[tuple[bytes, int, int]]:
+    """Yield (bytes of whole lines, number of their first line, byte offset of their start), in order.
+
+    A block is about `chunk_bytes` long; it grows past that only to finish a line, and a line longer than
+    MAX_LINE_BYTES is an InputError (line and offset) raised as soon as that many bytes of it were read.
+    With `newline_terminated`, a last line without a newline is dropped and reported (check truncated)
+    with `warn`, or is an InputError without; otherwise it is the last block's end.
+    """
+    limit = MAX_LINE_BYTES
+    first_line, offset = 1, 0
+    pending: list[bytes] = []  # the start of a line whose newline was not read yet
+    pending_len = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk_bytes):
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                pending.append(block)
+                pending_len += len(block)
+                if pending_len > limit:
+                    _too_long(path, first_line, offset, limit)
+                continue
+            data = b"".join([*pending, memoryview(block)[:cut]])
+            pending, pending_len = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
+            if len(data) > limit:
+                _check_line_lengths(path, data, first_line, offset, limit)
+            yield data, first_line, offset
+            first_line += data.count(b"\n")
+            offset += len(data)
+            if pending_len > limit:
+                _too_long(path, first_line, offset, limit)
+    data = b"".join(pending)
+    if data and newline_terminated:
+        data = _drop_partial_line(path, data, first_line, offset, warn)
+    if data:
+        yield data, first_line, offset
+
+
+def _too_long(path: Path, line: int, offset: int, limit: int) -> None:
+    raise InputError(path, f"line {line} is longer than {limit} bytes (MAX_LINE_BYTES, the longest line profpipe "
+                           "holds in memory; a text file of this format has no such line: binary data, or damage?)",
+                     line=line, offset=offset)
+
+
+def _check_line_lengths(path: Path, data: bytes, first_line: int, offset: int, limit: int) -> None:
+    """InputError at the first line of `data` (whole lines) longer than `limit` bytes, its newline left out."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0x0A)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    long = np.flatnonzero(ends - starts > limit)
+    if long.size:
+        _too_long(path, first_line + int(long[0]), offset + int(starts[long[0]]), limit)
 
 
 def iter_line_frames(path: Path, chunk_bytes: int = CHUNK_BYTES, newline_terminated: bool = True,
@@ -33,46 +106,77 @@ def iter_line_frames(path: Path, chunk_bytes: int = CHUNK_BYTES, newline_termina
     With `newline_terminated` (every writer we read ends each line with a newline), a last
     line without one means the file was cut short: with `warn`, that partial line is dropped and
     reported (check truncated); without, it raises InputError. Unless `allow_blank`, a file
-    whose lines are all blank (empty or whitespace only) raises InputError.
+    whose lines are all blank (empty or whitespace only) raises InputError. A line longer than
+    MAX_LINE_BYTES is an InputError.
     """
-    first_line = 1
-    offset = 0
     yielded = False
-    with open(path, "rb") as handle:
-        carry = b""
-        while True:
-            block = handle.read(chunk_bytes)
-            data = carry + block
-            if not data:
-                if not yielded and not allow_blank:
-                    raise InputError(path, "no records: the file is empty or holds only blank lines")
-                return
-            if block:
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # one line longer than a chunk: keep reading
-                    carry = data
-                    continue
-                data, carry = data[:cut], data[cut:]
-            else:
-                carry = b""
-                if newline_terminated and not data.endswith(b"\n"):
-                    data = _drop_partial_line(path, data, first_line, offset, warn)
-            text = _decode(path, data, offset)
-            frame = (pl.DataFrame({"line": [text]})
-                     .select(pl.col("line").str.split("\n").explode())
-                     .with_row_index("line_no", offset=first_line)
-                     .with_columns(pl.col("line_no").cast(pl.Int64),
-                                   pl.col("line").str.strip_chars_end("\r")))
-            first_line += data.count(b"\n")
-            offset += len(data)
-            frame = frame.filter(pl.col("line").str.strip_chars() != "")
-            if frame.height:
-                yielded = True
-                yield frame
-            if not block:
-                if not yielded and not allow_blank:
-                    raise InputError(path, "no records: the file is empty or holds only blank lines")
-                return
+    for data, first_line, offset in _line_blocks(path, chunk_bytes, newline_terminated, warn):
+        text = _decode(path, data, offset)
+        frame = (pl.DataFrame({"line": [text]})
+                 .select(pl.col("line").str.split("\n").explode())
+                 .with_row_index("line_no", offset=first_line)
+                 .with_columns(pl.col("line_no").cast(pl.Int64),
+                               pl.col("line").str.strip_chars_end("\r")))
+        frame = frame.filter(pl.col("line").str.strip_chars() != "")
+        if frame.height:
+            yielded = True
+            yield frame
+    if not yielded and not allow_blank:
+        raise InputError(path, "no records: the file is empty or holds only blank lines")
+
+
+def iter_csv_frames(path: Path, warn: Warn | None, *, has_header: bool = True, null_values: list[str] | None = None,
+                    what: str = "CSV", chunk_bytes: int | None = None) -> Iterator[pl.DataFrame]:
+    """Yield the rows of a CSV file as frames of string columns, about CSV_CHUNK_BYTES of text at a time,
+    each with an Int64 column `line` (the line of the row in the file: one record per line).
+
+    The text checks are those of iter_line_frames: UTF-8 without NUL bytes (an error naming the offset),
+    a cut last row dropped and reported (or an error without `warn`), lines no longer than MAX_LINE_BYTES,
+    and at least one non-blank line. The first line is the header: every chunk is parsed with it, so all
+    frames have the same columns. With `has_header` False it is not taken as column names: the first
+    frame's first row is the header row (line 1) and the columns are column_1, column_2, ...
+    A chunk polars cannot parse is an InputError naming `what` and the chunk's first line.
+    """
+    header = None
+    seen_text = False
+    for data, first_line, offset in _line_blocks(path, chunk_bytes or CSV_CHUNK_BYTES, True, warn):
+        _decode(path, data, offset)
+        seen_text = seen_text or bool(data.strip())
+        body, body_line, skip = data, first_line, 0
+        if header is None and not seen_text:
+            continue  # blank lines only so far: no header yet
+        if header is None:
+            end = data.index(b"\n") + 1
+            header = data[:end]
+            if has_header:
+                body, body_line = data[end:], first_line + 1
+        elif not has_header:
+            skip = 1  # the header row parsed with this chunk, not part of it
+        if has_header or skip:
+            body = header + body
+        try:
+            frame = pl.read_csv(io.BytesIO(body), has_header=has_header, infer_schema=False, null_values=null_values)
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(path, f"not a readable {what} ({str(exc).splitlines()[0]})", line=first_line) from None
+        frame = frame.slice(skip)
+        yield frame.with_columns(pl.int_range(body_line, body_line + pl.len(), dtype=pl.Int64).alias("line"))
+    if not seen_text:
+        raise InputError(path, "no records: the file is empty or holds only blank lines")
+
+
+def csv_row(path: Path, line: int, *, has_header: bool = True, null_values: list[str] | None = None) -> dict[str, Any]:
+    """The row at `line` of a CSV file that iter_csv_frames read, as a dict (for an example in a ledger row:
+    the file is read again up to that line, in bounded blocks)."""
+    header = None
+    for data, first_line, _ in _line_blocks(path, CSV_CHUNK_BYTES, False, None):
+        header = header or data[:data.index(b"\n") + 1]
+        lines = data.count(b"\n")
+        if first_line + lines > line:
+            text = data.split(b"\n")[line - first_line] + b"\n"
+            frame = pl.read_csv(io.BytesIO(header + text if has_header else text), has_header=has_header,
+                                infer_schema=False, null_values=null_values)
+            return frame.row(0, named=True) if frame.height else {}
+    return {}
 
 
 def read_lines(path: Path, newline_terminated: bool = True, warn: Warn | None = None,
@@ -134,8 +238,9 @@ def _drop_partial_line(path: Path, data: bytes, first_line: int, offset: int, wa
 def complete_text(path: Path, warn: Warn | None, allow_blank: bool = False) -> bytes:
     """The bytes of a small text file (a CSV) up to its last complete line, checked as iter_line_frames
     checks them: UTF-8 without NUL bytes, a cut last line dropped and reported (or an error without
-    `warn`), and unless `allow_blank` at least one non-blank line."""
-    data = path.read_bytes()
+    `warn`), and unless `allow_blank` at least one non-blank line. Prefer iter_csv_frames: this holds the
+    whole text, so a file larger than MAX_WHOLE_FILE_BYTES is an error."""
+    data = read_capped(path, MAX_WHOLE_FILE_BYTES, "a text file read whole")
     if data and not data.endswith(b"\n"):
         data = _drop_partial_line(path, data, 1, 0, warn)
     _decode(path, data, 0)
@@ -172,8 +277,9 @@ def drop_duplicate_lines(frame: pl.DataFrame, warn: Warn, path: Path | str, what
 def load_json(path: Path, what: str, allow_non_finite: bool = False) -> Any:
     """A small JSON file parsed with Python's parser: errors name the file and place; bad UTF-8 and
     nesting deeper than MAX_JSON_DEPTH are errors (never a RecursionError), and so are NaN/Infinity
-    unless `allow_non_finite` (then they are floats the caller checks)."""
-    data = path.read_bytes()
+    unless `allow_non_finite` (then they are floats the caller checks). A file larger than MAX_JSON_BYTES
+    is an error (it is never read whole)."""
+    data = read_capped(path, MAX_JSON_BYTES, what)
     if not data.strip():
         raise InputError(path, f"empty file, expected {what}")
     try:
@@ -193,6 +299,18 @@ def load_json(path: Path, what: str, allow_non_finite: bool = False) -> Any:
         raise InputError(path, f"invalid JSON ({exc.msg}), expected {what}", line=exc.lineno, offset=exc.pos) from None
     except (ValueError, RecursionError) as exc:
         raise InputError(path, f"invalid JSON ({exc}), expected {what}") from None
+
+
+def read_capped(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of a file a reader needs whole; a file larger than `limit` is an InputError naming its size
+    (read no further than `limit` + 1 bytes, whatever the file claims its size is)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+        if len(data) > limit:
+            size = max(path.stat().st_size, len(data))
+            raise InputError(path, f"{size} bytes, more than the {limit} bytes profpipe reads whole for {what} "
+                                   "(a real file of this kind is far smaller: damage, or a file of another format?)")
+    return data
 
 
 def _nesting_depth(data: bytes) -> int:

@@ -34,7 +34,8 @@ import pyarrow as pa
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
-from .lines import MAX_NS, drop_duplicate_lines, drop_rows, load_json, read_lines, require
+from .lines import (MAX_NS, MAX_WHOLE_FILE_BYTES, drop_duplicate_lines, drop_rows, load_json, read_capped,
+                    read_lines, require)
 from .run_info import run_info
 
 #: What is left out of the analysis when a log cannot be read, by role.
@@ -420,7 +421,7 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
     """Era A raw records `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>` (any field order),
     each ended by a NUL byte, times in µs. A last record without its NUL (the file was cut) is dropped
     and reported."""
-    text = path.read_bytes()
+    text = read_capped(path, MAX_WHOLE_FILE_BYTES, "era A GetNext records")  # kilobytes in real runs
     end = text.rfind(b"\x00") + 1
     if text[end:].strip(b"\x00 \t\r\n"):
         warn(f"{path}, byte {end}: the last record has no terminating NUL byte (the file was cut short?); dropped",

@@ -14,7 +14,6 @@ the step trace share one clock.
 """
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from ..discover import Source
 from ..errors import InputError
 from . import json_files
 from ..health import Warn
-from .lines import MAX_NS, complete_text, drop_rows
+from .lines import MAX_NS, drop_rows, iter_csv_frames
 from .run_info import run_info
 from .scratch import memory_database
 
@@ -54,23 +53,23 @@ def _step_points(path: Path, warn: Warn) -> pl.DataFrame:
     '-', or 0 in older MindInsight files (steps count from 1; MindInsight shows the average as step 0).
     A value that is not an integer is an error; a cut last row, repeated steps and steps with a tick
     beyond MAX_NS or that end before they start are left out and reported."""
-    text = complete_text(path, warn)
-    try:
-        table = pl.read_csv(io.BytesIO(text), infer_schema=False)
-    except pl.exceptions.PolarsError as exc:
-        raise InputError(path, f"not a readable CSV ({str(exc).splitlines()[0]})") from None
     base = ["step_num", "start_point", "end_point", "fp_point"]
-    missing = [c for c in base if c not in table.columns]
-    if missing:
-        raise InputError(path, f"not a MindSpore step-trace CSV (missing columns {missing})", line=1)
-    comm = [c.removesuffix("_start_point") for c in table.columns
-            if c.endswith("_start_point") and c != "start_point" and f"{c[:-12]}_end_point" in table.columns]
-    table = table.with_row_index("line", offset=2).filter(~pl.col("step_num").is_in(["-", "0"]))
-    numbers = [c for c in table.columns if c != "line"]
-    parsed = table.with_columns(pl.col(numbers).cast(pl.Int64, strict=False))
-    bad = parsed.filter(pl.any_horizontal(pl.col(numbers).is_null()))
-    if bad.height:
-        raise InputError(path, "expected integer ticks in every column", line=bad["line"][0])
+    chunks = []
+    for chunk in iter_csv_frames(path, warn):  # chunks of whole lines, each kept only as its integer columns
+        missing = [c for c in base if c not in chunk.columns]
+        if missing:
+            raise InputError(path, f"not a MindSpore step-trace CSV (missing columns {missing})", line=1)
+        chunk = chunk.filter(~pl.col("step_num").is_in(["-", "0"]))
+        numbers = [c for c in chunk.columns if c != "line"]
+        typed = chunk.with_columns(pl.col(numbers).cast(pl.Int64, strict=False))
+        bad = typed.filter(pl.any_horizontal(pl.col(numbers).is_null()))
+        if bad.height:
+            raise InputError(path, "expected integer ticks in every column", line=int(bad["line"][0]))
+        chunks.append(typed.with_columns(pl.col("line").cast(pl.UInt32)))
+    parsed = pl.concat(chunks)
+    comm = [c.removesuffix("_start_point") for c in numbers
+            if c.endswith("_start_point") and c != "start_point" and f"{c[:-12]}_end_point" in numbers]
+    parsed = parsed.select("line", *numbers)
     example = pl.concat_str(pl.lit("step "), pl.col("step_num").cast(pl.String))
     parsed = drop_rows(parsed, ~pl.all_horizontal(pl.col(numbers).is_between(0, MAX_NS // _NS_PER_TICK)), warn, path,
                        "out_of_range", "steps with a negative or out-of-range tick", line_column="line",

@@ -16,7 +16,6 @@ No statistics here: that is the models' job.
 """
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +26,8 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from ..clocks import mindspore_framework_clock
-from .lines import (MAX_NS, complete_text, drop_duplicate_lines, drop_incomplete, drop_rows, iter_line_frames,
-                    load_json, read_lines, require)
+from .lines import (MAX_JSON_BYTES, MAX_NS, drop_duplicate_lines, drop_incomplete, drop_rows, iter_csv_frames,
+                    iter_line_frames, load_json, read_capped, read_lines, require)
 from .run_info import run_info
 
 _INT = r"-?\d+"
@@ -82,7 +81,7 @@ def _run_info(source: Source, offset: int | None) -> pa.Table:
         info = load_json(info_path, "MindSpore's profiler_info JSON object")
         if not isinstance(info, dict):
             raise InputError(info_path, f"expected MindSpore's profiler_info JSON object, got a JSON {type(info).__name__}")
-        metadata = info_path.read_text(encoding="utf-8")
+        metadata = read_capped(info_path, MAX_JSON_BYTES, "MindSpore's profiler_info JSON").decode("utf-8")
     return run_info(source, device_type=source.device_type, framework="mindspore", layout=source.layout,
                     host_to_clock_offset_ns=offset, **mindspore_framework_clock(source.device_type, source.layout, offset),
                     pid=source.pid, metadata_json=metadata)
@@ -222,17 +221,16 @@ _KERNEL_SUMMARY_COLUMNS = ["name", "type", "op_full_name", "stream_id", "block_d
 def _kernel_summary(path: Path, warn: Warn) -> pl.DataFrame:
     """The name-level facts MindSpore's GPU profiler recorded in gpu_activity_data_N.csv (one row per
     kernel name: a repeated row is left out and reported)."""
-    text = complete_text(path, warn)  # the text checks (UTF-8, NUL bytes, a cut last row dropped)
-    try:
-        frame = pl.read_csv(io.BytesIO(text), infer_schema=False)
-    except (pl.exceptions.PolarsError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not a readable CSV ({str(exc).splitlines()[0]})") from None
-    missing = [c for c in _KERNEL_SUMMARY_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(path, f"expected a gpu_activity_data header with {missing}", line=1)
-    frame = frame.with_row_index("line_no", offset=2).with_columns(pl.col("line_no").cast(pl.Int64))
-    require(path, frame.with_columns(pl.col("stream_id").fill_null("").alias("line")),
-            pl.col("stream_id").cast(pl.Int64, strict=False).is_not_null(), "an integer stream_id")
+    chunks = []  # read in chunks of whole lines (the text checks: UTF-8, NUL bytes, a cut last row dropped)
+    for chunk in iter_csv_frames(path, warn):
+        missing = [c for c in _KERNEL_SUMMARY_COLUMNS if c not in chunk.columns]
+        if missing:
+            raise InputError(path, f"expected a gpu_activity_data header with {missing}", line=1)
+        chunk = chunk.select(*_KERNEL_SUMMARY_COLUMNS, pl.col("line").alias("line_no"))
+        require(path, chunk.with_columns(pl.col("stream_id").fill_null("").alias("line")),
+                pl.col("stream_id").cast(pl.Int64, strict=False).is_not_null(), "an integer stream_id")
+        chunks.append(chunk)
+    frame = pl.concat(chunks)
     frame = drop_rows(frame, ~pl.struct(_KERNEL_SUMMARY_COLUMNS).is_first_distinct(), warn, path, "duplicate_record",
                       "repeated kernel summary rows", tables="kernel_meta", example=pl.col("name"))
     frame = drop_incomplete(frame, "kernel_meta", warn, path)

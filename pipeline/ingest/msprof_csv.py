@@ -9,13 +9,15 @@
   markers, not iterations, and are skipped.
 
 Times are decimal µs strings; they are parsed exactly (as decimals) into integer ns. `N/A`
-means missing. A value that is not a number is an error naming its file and line; rows a damaged
+means missing. A CSV is read in chunks of whole lines (lines.iter_csv_frames) and each chunk is turned
+into the typed columns the tables need at once, so an op_summary of hundreds of MB is never held as
+text or as a frame of all its string columns. A value that is not a number is an error naming its file and line; rows a damaged
 file still allows are kept, and what is left out is reported to `warn`: a cut last row, repeated
 rows, rows without a time, non-finite, out-of-range or negative times and durations.
 """
 from __future__ import annotations
 
-import io
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -23,7 +25,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..health import Warn
-from .lines import MAX_NS, complete_text, drop_rows
+from .lines import MAX_NS, csv_row, drop_rows, iter_csv_frames
 
 #: Task types that run a framework op; the rest (notify, event, memcpy of the runtime) are sync tasks.
 OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
@@ -43,6 +45,26 @@ def _us_float(column: str) -> pl.Expr:
     return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
 
 
+def _typed_us(column: str) -> list[pl.Expr]:
+    """A µs column as `column` (integer ns, _us_to_ns), `column__f` (its float, for the range checks) and
+    `column__bad` (the text where it was present but did not parse, else null)."""
+    ns = _us_to_ns(column)
+    return [ns.alias(column), _us_float(column).alias(f"{column}__f"),
+            pl.when(pl.col(column).is_not_null() & ns.is_null()).then(pl.col(column)).alias(f"{column}__bad")]
+
+
+def _typed_int(column: str) -> list[pl.Expr]:
+    """An integer column as `column` (Int64) and `column__bad` (the text where it did not parse)."""
+    value = pl.col(column).cast(pl.Int64, strict=False)
+    return [value.alias(column),
+            pl.when(pl.col(column).is_not_null() & value.is_null()).then(pl.col(column)).alias(f"{column}__bad")]
+
+
+def _missing(column: str) -> pl.Expr:
+    """True where a column typed by _typed_us / _typed_int was empty or N/A in the file."""
+    return pl.col(column).is_null() & pl.col(f"{column}__bad").is_null()
+
+
 def _decimal_us_to_ns(value: str, path: str, line: int) -> int | None:
     """A µs string as integer ns; None when it is not finite or out of range (the caller reports it)."""
     try:
@@ -56,12 +78,12 @@ def _decimal_us_to_ns(value: str, path: str, line: int) -> int | None:
 
 def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables: str, example: str,
                     durations: tuple[str, ...] = ()) -> pl.DataFrame:
-    """`frame` without the rows whose time columns are non-finite, beyond MAX_NS or negative (a negative
-    duration is a negative_duration), each kind one ledger row per file."""
-    checks = [("non_finite", lambda c: ~_us_float(c).is_finite(), "a non-finite"),
-              ("out_of_range", lambda c: _us_float(c).abs() > _MAX_US, "an out-of-range"),
-              ("negative_duration", lambda c: (_us_float(c) < 0) if c in durations else pl.lit(False), "a negative"),
-              ("out_of_range", lambda c: (_us_float(c) < 0) if c not in durations else pl.lit(False), "a negative")]
+    """`frame` without the rows whose time columns (with their `__f` floats) are non-finite, beyond MAX_NS or
+    negative (a negative duration is a negative_duration), each kind one ledger row per file."""
+    checks = [("non_finite", lambda c: ~pl.col(f"{c}__f").is_finite(), "a non-finite"),
+              ("out_of_range", lambda c: pl.col(f"{c}__f").abs() > _MAX_US, "an out-of-range"),
+              ("negative_duration", lambda c: (pl.col(f"{c}__f") < 0) if c in durations else pl.lit(False), "a negative"),
+              ("out_of_range", lambda c: (pl.col(f"{c}__f") < 0) if c not in durations else pl.lit(False), "a negative")]
     for check, test, adjective in checks:
         for column in columns:
             for path in frame["file"].unique(maintain_order=True).to_list():
@@ -71,33 +93,47 @@ def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables:
     return frame
 
 
-def _read(paths: list[Path], required: list[str], warn: Warn) -> pl.DataFrame:
-    """All rows of the CSVs as strings, with the file and line of each row; N/A becomes null. A cut last
-    row is dropped and reported; a repeated row is left out and reported."""
+_KEYS = ["__key0", "__key1"]
+
+
+def _read(paths: list[Path], required: list[str], warn: Warn,
+          typed: Callable[[list[str]], list[pl.Expr]]) -> pl.DataFrame:
+    """The rows of the CSVs, each chunk turned into the columns `typed` (given the header) selects, with the
+    file and line of each row; N/A is null. A cut last row is dropped and reported; a repeated row (the same
+    text in every column as an earlier row of the file, in any chunk: compared by a 128-bit hash of the row)
+    is left out and reported."""
     frames = []
     for path in paths:
-        text = complete_text(path, warn)
-        try:
-            frame = pl.read_csv(io.BytesIO(text), infer_schema=False, null_values=["N/A"])
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
-        missing = [c for c in required if c not in frame.columns]
-        if missing:
-            raise InputError(path, f"not an msprof summary CSV of this kind (missing columns {missing})", line=1)
-        frame = frame.with_columns(pl.lit(str(path)).alias("file"), pl.int_range(2, pl.len() + 2).alias("line"))
-        data = [c for c in frame.columns if c not in ("file", "line")]
-        frames.append(drop_rows(frame, ~pl.struct(data).is_first_distinct(), warn, path, "duplicate_record",
-                                "repeated rows (the same values as an earlier row)", line_column="line",
-                                example=pl.concat_str(pl.col(data[:4]).fill_null("N/A"), separator=",")))
+        chunks, header = [], None
+        for chunk in iter_csv_frames(path, warn, null_values=["N/A"], what="msprof CSV"):
+            if header is None:
+                header = [c for c in chunk.columns if c != "line"]
+                missing = [c for c in required if c not in header]
+                if missing:
+                    raise InputError(path, f"not an msprof summary CSV of this kind (missing columns {missing})",
+                                     line=1)
+            keys = [pl.struct(header).hash(seed).alias(key) for seed, key in enumerate(_KEYS)]
+            chunks.append(chunk.select(*typed(header), "line", *keys))
+        frame = pl.concat(chunks)
+        repeated = ~pl.struct(_KEYS).is_first_distinct()
+        first = frame.filter(repeated)["line"].min()
+        example = None
+        if first is not None:  # the example is the row's text, read again from the file
+            row = csv_row(path, int(first), null_values=["N/A"])
+            example = ",".join("N/A" if row.get(c) is None else str(row[c]) for c in header[:4])
+        frame = drop_rows(frame, repeated, warn, path, "duplicate_record",
+                          "repeated rows (the same values as an earlier row)", line_column="line",
+                          example=pl.lit(example))
+        frames.append(frame.drop(_KEYS).with_columns(pl.lit(str(path)).alias("file")))
     return pl.concat(frames, how="diagonal_relaxed")
 
 
-def _check_numbers(frame: pl.DataFrame, parsed: pl.DataFrame, columns: list[str]) -> None:
-    """A value that was present but did not parse is an error naming its file and line."""
+def _check_numbers(frame: pl.DataFrame, columns: list[str]) -> None:
+    """A value that was present but did not parse (its `__bad` text) is an error naming its file and line."""
     for column in columns:
-        bad = frame.filter(pl.col(column).is_not_null() & parsed[column].is_null())
+        bad = frame.filter(pl.col(f"{column}__bad").is_not_null())
         if bad.height:
-            raise InputError(bad["file"][0], f"column {column!r}: expected a number, got {bad[column][0]!r}",
+            raise InputError(bad["file"][0], f"column {column!r}: expected a number, got {bad[f'{column}__bad'][0]!r}",
                              line=bad["line"][0])
 
 
@@ -114,19 +150,23 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
     """(device_exec rows, task_desc rows) of task CSVs whose columns are called `names`. Rows without a
     start or duration, or with a bad one, are left out and reported."""
     c = names
+
+    def typed(header: list[str]) -> list[pl.Expr]:
+        return [pl.col(c["name"], c["op_type"], c["task_type"]), *_typed_int(c["stream_id"]), *_typed_int(c["task_id"]),
+                *_typed_us(c["start"]), *_typed_us(c["duration"]),
+                *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header]]
+
     frame = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
-                          c["duration"]], warn)
+                          c["duration"]], warn, typed)
     tables = "device_exec,task_desc"
     for path in frame["file"].unique(maintain_order=True).to_list():
-        frame = drop_rows(frame, (pl.col("file") == path) & (pl.col(c["start"]).is_null() | pl.col(c["duration"]).is_null()
+        frame = drop_rows(frame, (pl.col("file") == path) & (_missing(c["start"]) | _missing(c["duration"])
                                                              | pl.col(c["name"]).is_null()),
                           warn, path, "malformed_record", "task rows without a name, start time or duration (N/A or empty)",
                           line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
-    parsed = frame.select(
-        pl.col(c["stream_id"]).cast(pl.Int64, strict=False), pl.col(c["task_id"]).cast(pl.Int64, strict=False),
-        _us_to_ns(c["start"]), _us_to_ns(c["duration"]))
-    _check_numbers(frame, parsed, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
+    _check_numbers(frame, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
+    parsed = frame
     is_op = frame[c["task_type"]].str.replace_all(" ", "_").str.to_uppercase().is_in(OP_TASK_TYPES)
     execs = pl.DataFrame({
         "stream_id": parsed[c["stream_id"]], "name": frame[c["name"]], "task_id": parsed[c["task_id"]],
@@ -135,8 +175,7 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
         "stream_id", pl.when("is_op").then(pl.lit("task")).otherwise(pl.lit("sync")).alias("kind"), "name",
         "task_id", pl.when("is_op").then(pl.col("name")).alias("op_name"), "start_ns", "dur_ns",
     ).sort("start_ns", "stream_id", "task_id")
-    optional = {key: frame[c[key]].cast(pl.Int64, strict=False) if c[key] in frame.columns else None
-                for key in ("block_dim", "model")}
+    optional = {key: frame[c[key]] if c[key] in frame.columns else None for key in ("block_dim", "model")}
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
@@ -154,29 +193,30 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
     """step_point rows of step_trace CSVs (repeated Reduce Start / Reduce Duration column pairs). A cut last
     row, repeated rows, rows without an iteration id, end or time, and rows or spans with bad times are
     left out and reported."""
-    rows = []
+    base = ["Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)"]
+    frames = []
     for path in paths:
-        text = complete_text(path, warn)
-        try:
-            raw = pl.read_csv(io.BytesIO(text), has_header=False, infer_schema=False, null_values=["N/A"])
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(path, f"not a readable msprof CSV ({str(exc).splitlines()[0]})") from None
-        header = [str(v) for v in raw.row(0)]
-        base = ["Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)"]
-        if any(c not in header for c in base):
-            raise InputError(path, f"not an msprof step_trace CSV (expected columns {base})", line=1)
-        reduce_starts = [i for i, c in enumerate(header) if c == "Reduce Start(us)"]
-        model_index = header.index("Model ID") if "Model ID" in header else None
-        for offset, values in enumerate(raw.iter_rows()):
-            if offset == 0 or (model_index is not None and values[model_index] == _MARKER_MODEL):
-                continue
-            rows.append((str(path), offset + 1, *(values[header.index(c)] for c in base),
-                         [(values[i], values[i + 1]) for i in reduce_starts]))
-    if not rows:
+        header: list[str] | None = None
+        for chunk in iter_csv_frames(path, warn, has_header=False, null_values=["N/A"], what="msprof CSV"):
+            columns = [c for c in chunk.columns if c != "line"]
+            if header is None:  # the first row of the first chunk (column names repeat: read by position)
+                header = [str(v) for v in chunk.select(columns).row(0)]
+                if any(c not in header for c in base):
+                    raise InputError(path, f"not an msprof step_trace CSV (expected columns {base})", line=1)
+                chunk = chunk.slice(1)
+            reduce_starts = [i for i, c in enumerate(header) if c == "Reduce Start(us)"]
+            if "Model ID" in header:
+                chunk = chunk.filter(pl.col(columns[header.index("Model ID")]).ne_missing(_MARKER_MODEL))
+            # Reduce Start / Reduce Duration pairs, flattened: [start_0, dur_0, start_1, dur_1, ...]
+            reduces = (pl.concat_list([columns[j] for i in reduce_starts for j in (i, i + 1)]) if reduce_starts
+                       else pl.lit([], dtype=pl.List(pl.String)))
+            frames.append(chunk.select(pl.lit(str(path)).alias("file"), "line",
+                                       *[pl.col(columns[header.index(c)]).alias(name)
+                                         for c, name in zip(base, ("step", "fp", "bp", "end", "time"))],
+                                       reduces.alias("reduces")))
+    frame = pl.concat(frames) if frames else pl.DataFrame()
+    if not frame.height:
         return pl.DataFrame()
-    frame = pl.DataFrame(rows, schema={"file": pl.String, "line": pl.Int64, "step": pl.String, "fp": pl.String,
-                                       "bp": pl.String, "end": pl.String, "time": pl.String,
-                                       "reduces": pl.List(pl.List(pl.String))}, orient="row")
     tables = "step_point"
     for path in frame["file"].unique(maintain_order=True).to_list():
         frame = drop_rows(frame, (pl.col("file") == path) & pl.any_horizontal(pl.col("step", "end", "time").is_null()),
@@ -185,10 +225,11 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
         frame = drop_rows(frame, (pl.col("file") == path) & ~pl.struct("step", "fp", "bp", "end", "time", "reduces")
                           .is_first_distinct(), warn, path, "duplicate_record", "repeated iteration rows",
                           line_column="line", tables=tables, example=pl.col("step"))
-    frame = _drop_bad_times(frame, warn, ["fp", "bp", "end", "time"], tables, "step", durations=("time",))
-    parsed = frame.select(pl.col("step").cast(pl.Int64, strict=False), _us_to_ns("fp"), _us_to_ns("bp"),
-                          _us_to_ns("end"), _us_to_ns("time"))
-    _check_numbers(frame, parsed, ["step", "fp", "bp", "end", "time"])
+    frame = frame.with_columns(pl.col("step").alias("step__raw"), *_typed_int("step"),
+                               *[e for c in ("fp", "bp", "end", "time") for e in _typed_us(c)])
+    frame = _drop_bad_times(frame, warn, ["fp", "bp", "end", "time"], tables, "step__raw", durations=("time",))
+    _check_numbers(frame, ["step", "fp", "bp", "end", "time"])
+    parsed = frame.select("step", "fp", "bp", "end", "time")
     points = []
     bad_spans: list[tuple[str, int, str]] = []
     backwards = [(path, line, step) for (step, _, _, end, time), path, line in
@@ -204,7 +245,7 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
                                                               frame["file"].to_list(), frame["line"].to_list()):
         points += [(step, "step_start", end - time, -1), (step, "step_end", end, 1_000_000)]
         points += [(step, kind, ts, seq) for kind, ts, seq in (("fp_start", fp, 0), ("bp_end", bp, 1)) if ts]
-        for k, (start_us, dur_us) in enumerate(reduces):
+        for k, (start_us, dur_us) in enumerate(zip(reduces[::2], reduces[1::2])):
             if start_us and dur_us:
                 start, dur = _decimal_us_to_ns(start_us, path, line), _decimal_us_to_ns(dur_us, path, line)
                 if start is None or dur is None or start < 0 or dur < 0:
