@@ -44,7 +44,7 @@ def test_fixture_round_trip(folder: Path, chunk_records: int, tmp_path: Path,
     assert {(s[5], s[6]) for s in steps} == {(expected["fp_op"], expected["bp_op"])}
     comm = query(out, "SELECT step, dur_ns, op_name FROM step_communication ORDER BY step")
     assert comm == [(s["step"], s["comm_ns"], expected["comm_op"]) for s in expected["steps"]]
-    assert query(out, "SELECT op_type, total_us, dispatch_us, run_end_us - run_start_us FROM aicpu_exec") == [
+    assert query(out, "SELECT op_type, total_ns // 1000, dispatch_ns // 1000, (run_end_ns - run_start_ns) // 1000 FROM aicpu_exec") == [
         ("DropoutGenMask" if folder == ERA_A else "Cast", 150, 20, 130)]
     warnings = json.loads((out / "manifest.json").read_text())["warnings"]
     assert any("1 of 43 task records have a task id with no op" in w for w in warnings)

@@ -63,7 +63,7 @@ def test_parent_folder_is_analysed_rank_by_rank(tmp_path: Path) -> None:
     assert query(out, "SELECT DISTINCT op_name, op_type FROM comm_task ORDER BY 1") == [
         ("hcom_allReduce__123_0_1", "AllReduce"), ("hcom_receive__456_0_1", "Receive")]
     # the AllReduce: SDMA Memcpy 1 ms (cost) and Notify Wait 1 ms (wait) per step and rank
-    assert query(out, """SELECT rank, step, communication_cost_ms, wait_cost_ms FROM comm_op_stats
+    assert query(out, """SELECT rank, step, communication_cost_ns / 1e6, wait_cost_ns / 1e6 FROM comm_op_stats
                           WHERE op_name = 'hcom_allReduce__123_0_1' ORDER BY rank, step""") == [
         (r, s, 1.0, 1.0) for r in (0, 1) for s in (1, 2)]
     assert query(out, "SELECT src_rank, dst_rank, bytes FROM comm_matrix ORDER BY src_rank") == [

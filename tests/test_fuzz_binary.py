@@ -120,7 +120,7 @@ def assert_sane(outcome: ReadOutcome) -> None:
     for row in rows(outcome, "step_point"):
         assert 0 <= row["ts_ns"] <= INT64_MAX
     for row in rows(outcome, "aicpu_exec"):
-        assert 0 <= row["run_start_us"] <= row["run_end_us"] <= INT64_MAX // 1000, row
+        assert 0 <= row["run_start_ns"] <= row["run_end_ns"] <= INT64_MAX, row
     for event in outcome.health:
         assert event.path is None or Path(event.path).name, event
         if event.lossy:

@@ -65,7 +65,7 @@ def _expected_execution(events: list[dict]) -> tuple[float, float, dict]:
 
 def test_fixture_links_costs_steps_and_names(tmp_path: Path) -> None:
     out = run(HCCL, tmp_path / "out").output
-    rows = query(out, """SELECT op_name, iteration, step, op_label, communication_cost_ms, wait_cost_ms
+    rows = query(out, """SELECT op_name, iteration, step, op_label, communication_cost_ns / 1e6, wait_cost_ns / 1e6
                           FROM comm_op_stats ORDER BY op_name, iteration""")
     labels = {(op, iteration): (step, label) for op, iteration, step, label, *_ in rows}
     # AllReduce ops map to the step-trace columns by type and ordinal; the Broadcast keeps its name;
@@ -76,7 +76,7 @@ def test_fixture_links_costs_steps_and_names(tmp_path: Path) -> None:
                       ("allReduce_2_1", 2): (2, "stream_5_1_AllReduce-op20"),
                       ("broadcast_1_1", 1): (1, "broadcast_1_1"), ("broadcast_1_1", 2): (2, "broadcast_1_1")}
     links = {(op, iteration, link, transport): (time_ms, size_kb) for op, iteration, link, transport, time_ms, size_kb
-             in query(out, "SELECT op_name, iteration, link, transport, time_ms, size_kb FROM comm_link_stats")}
+             in query(out, "SELECT op_name, iteration, link, transport, time_ns / 1e6, bytes / 1e3 FROM comm_link_stats")}
     for op, iteration, _step, _label, cost, wait in rows:
         trace = HCCL / "profiler" / "hccl_info" / f"{op}_dev3" / f"iter{iteration}.trace"
         expected_cost, expected_wait, expected_links = _expected_execution(json.loads(trace.read_text())["traceEvents"])
@@ -94,7 +94,7 @@ def test_fixture_hccl_raw_rows_sum_ops_per_step(tmp_path: Path) -> None:
         table = list(csv.reader(handle))
     assert table[0] == ["step_num", "communication_cost", "wait_cost", "link_info", "communication_operator_cost"]
     assert [r[0] for r in table[1:]] == ["1", "2", "-"]
-    per_step = dict(query(out, "SELECT step, sum(communication_cost_ms) FROM comm_op_stats GROUP BY step"))
+    per_step = dict(query(out, "SELECT step, sum(communication_cost_ns) / 1e6 FROM comm_op_stats GROUP BY step"))
     for row in table[1:3]:
         assert float(row[1]) == pytest.approx(per_step[int(row[0])], rel=1e-12)
         operators = json.loads(row[4])
@@ -169,7 +169,7 @@ def test_cluster_flags_a_rank_more_than_5_percent_slower(tmp_path: Path) -> None
 def test_comm_matrix_sums_transfers_per_link(tmp_path: Path) -> None:
     out = run(HCCL, tmp_path / "out").output
     rows = {(r[0], r[1], r[2], r[3]): r[4:] for r in query(out, """
-        SELECT op_label, src_rank, dst_rank, transport, executions, tasks, bytes, time_ns, bandwidth_gb_s
+        SELECT op_label, src_rank, dst_rank, transport, executions, tasks, bytes, time_ns, bandwidth_bytes_per_second / 1e9
         FROM comm_matrix""")}
     # AllReduce op10, link 0 -> 3: one 1 MiB Reduce Inline per execution, 120.25 µs then 120.25 * 1.5 µs
     assert rows["stream_5_0_AllReduce-op10", 0, 3, "SDMA"] == (2, 2, 2 * 0x100000, 300_625, pytest.approx(2 * 0x100000 / 300_625))

@@ -104,11 +104,11 @@ def test_fixture_tables_hold_the_generated_values(tmp_path: Path) -> None:
         (2, 5_020_000_000, 5_020_010_000, 5_020_450_000, 5_039_000_000)]
     assert query(out, "SELECT step, dur_ns FROM step_communication ORDER BY step") == [(1, 1_000_000), (2, 1_000_000)]
     # HCCL: the SDMA link 0-1 (Reduce Inline + Memcpy, both planes); cost counts the main (highest) plane only
-    assert query(out, """SELECT iteration, step, op_name, link, transport, time_ms, bytes FROM comm_link_stats
+    assert query(out, """SELECT iteration, step, op_name, link, transport, time_ns / 1e6, bytes FROM comm_link_stats
                           ORDER BY iteration""") == [
         (1, 1, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864),
         (2, 2, "Default/AllReduce-op9_0", "0-1", "SDMA", 0.499, 1_572_864)]
-    assert query(out, "SELECT communication_cost_ms, wait_cost_ms FROM comm_op_stats") == [(0.0, 0.0005)] * 2
+    assert query(out, "SELECT communication_cost_ns / 1e6, wait_cost_ns / 1e6 FROM comm_op_stats") == [(0.0, 0.0005)] * 2
     # overlap: compute 100.5 + 20.25 + 300 + 300 µs; the AllReduce runs 500.5-1000 µs, Add-op4 800-1100 µs
     assert query(out, """SELECT computation_ns, communication_ns, overlapped_communication_ns, pure_communication_ns,
                                  free_ns FROM step_overlap ORDER BY step""") == [

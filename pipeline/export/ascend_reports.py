@@ -313,7 +313,7 @@ class _RankReports:
                 WHERE e.rank = $rank AND e.kind = 'task'
             ), origin AS (
                 SELECT least((SELECT min(start_ns) FROM tasks) / 1e6,
-                             (SELECT min(run_start_us) FROM aicpu_exec WHERE rank = $rank) / 1e3) AS min_ms
+                             (SELECT min(run_start_ns) // 1000 FROM aicpu_exec WHERE rank = $rank) / 1e3) AS min_ms
             )
             SELECT 0 AS lane, op_index, NULL::VARCHAR AS name, stream_id AS tid,
                    (start_ns / 1e6 - min_ms) * 1000 AS ts, dur_ns / 1e6 * 1000 AS dur
@@ -323,7 +323,8 @@ class _RankReports:
                    (round(start_ns / {tick}) / 1e5 - min_ms) * 1000, round(dur_ns / {tick}) / 1e5 * 1000
             FROM step_communication, origin WHERE rank = $rank
             UNION ALL
-            SELECT 2, NULL, op_type, 0, (run_start_us / 1e3 - min_ms) * 1000, (run_end_us - run_start_us)::DOUBLE
+            SELECT 2, NULL, op_type, 0, (run_start_ns // 1000 / 1e3 - min_ms) * 1000,
+                   ((run_end_ns - run_start_ns) // 1000)::DOUBLE
             FROM aicpu_exec, origin WHERE rank = $rank"""))
         prefix = "timeline" if legacy else "ascend_timeline"
         with open(self._path(f"{prefix}_display_{self.device}.json"), "wb") as handle:
@@ -370,14 +371,48 @@ class _RankReports:
     def _hccl_raw(self) -> None:
         """hccl_raw_N.csv: per step the communication and wait cost and the per-link figures of
         its communication ops (summed over ops), per op the same; then the mean row '-'."""
+        # MindSpore's float arithmetic, so that the file compares equal to its own: each link unit's
+        # time in µs (an RDMA triple: its three tasks' µs added), summed one by one in task order, / 1000;
+        # the marts hold the same figures as exact integer ns.
+        self.con.execute(self._sql("""CREATE OR REPLACE TEMP TABLE hccl_raw_links AS
+            SELECT capture, op_name, iteration, link, transport, min(seq) AS first_seq,
+                   list_reduce(list(time_us ORDER BY seq), lambda a, b: a + b) / 1000 AS time_ms,
+                   list_reduce(list(time_us ORDER BY seq) FILTER (WHERE main_plane), lambda a, b: a + b) / 1000
+                       AS main_time_ms,
+                   sum(bytes)::BIGINT / 1e3 AS size_kb,
+                   list_reduce(list(wait_us ORDER BY seq), lambda a, b: a + b) / 1000 AS wait_ms,
+                   list_reduce(list(wait_us ORDER BY seq) FILTER (WHERE main_plane), lambda a, b: a + b) / 1000
+                       AS main_wait_ms
+            FROM (SELECT *, CASE WHEN transport = 'RDMA' THEN first_ns / 1000 + second_send_ns / 1000 + wait_ns / 1000
+                                 ELSE dur_ns / 1000 END AS time_us, wait_ns / 1000 AS wait_us
+                  FROM int_comm_link_task WHERE rank = $rank AND capture = $capture)
+            GROUP BY capture, step, op_label, op_name, iteration, link, transport"""))
         executions = self._rows("""
-            SELECT step, op_label, communication_cost_ms, wait_cost_ms, op_name, iteration FROM comm_op_stats
-            WHERE rank = $rank AND capture = $capture AND step IS NOT NULL ORDER BY step, start_ns, op_name, iteration""")
+            WITH waits AS (
+                SELECT capture, op_name, iteration,
+                       list_reduce(list(dur_ns / 1000 ORDER BY seq) FILTER (WHERE main_plane AND task_type = 'Notify Wait'),
+                                   lambda a, b: a + b) / 1000 AS notify_wait_ms
+                FROM int_comm_task WHERE rank = $rank AND capture = $capture GROUP BY capture, op_name, iteration
+            ), costs AS (
+                SELECT capture, op_name, iteration,
+                       list_reduce(list(main_time_ms ORDER BY first_seq) FILTER (WHERE main_time_ms IS NOT NULL),
+                                   lambda a, b: a + b) AS cost_ms,
+                       list_reduce(list(main_wait_ms ORDER BY first_seq) FILTER (WHERE main_wait_ms IS NOT NULL),
+                                   lambda a, b: a + b) AS rdma_wait_ms
+                FROM hccl_raw_links GROUP BY capture, op_name, iteration
+            )
+            SELECT o.step, o.op_label, coalesce(c.cost_ms, 0.0),
+                   CASE WHEN c.rdma_wait_ms IS NULL THEN coalesce(w.notify_wait_ms, 0.0)
+                        ELSE coalesce(w.notify_wait_ms, 0.0) - c.rdma_wait_ms END,
+                   o.op_name, o.iteration
+            FROM comm_op_stats o LEFT JOIN waits w USING (capture, op_name, iteration)
+            LEFT JOIN costs c USING (capture, op_name, iteration)
+            WHERE o.rank = $rank AND o.capture = $capture AND o.step IS NOT NULL
+            ORDER BY o.step, o.start_ns, o.op_name, o.iteration""")
         links: dict[tuple[str, int], dict[str, dict[str, list[float]]]] = {}
         for op_name, iteration, link, transport, time_ms, size_kb, bandwidth, wait_ms in self._rows("""
-                SELECT op_name, iteration, link, transport, time_ms, size_kb, bandwidth_kb_s, wait_ms
-                FROM comm_link_stats WHERE rank = $rank AND capture = $capture
-                ORDER BY op_name, iteration, first_seq"""):
+                SELECT op_name, iteration, link, transport, time_ms, size_kb, size_kb / (time_ms / 1e3), wait_ms
+                FROM hccl_raw_links ORDER BY op_name, iteration, first_seq"""):
             values = [time_ms, size_kb, bandwidth] + ([wait_ms] if transport == "RDMA" else [])
             links.setdefault((op_name, iteration), {}).setdefault(link, {})[transport] = values
         steps: dict[int, list] = {}  # step -> [cost, wait, links, {op_label: [cost, wait, links]}]
@@ -408,7 +443,8 @@ class _RankReports:
 
     # ---- AI CPU ------------------------------------------------------------------------------
     def _aicpu(self) -> None:
-        rows = self._rows("""SELECT seq + 1, op_type, total_us / 1e3, dispatch_us / 1e3, run_start_us, run_end_us
+        rows = self._rows("""SELECT seq + 1, op_type, total_ns // 1000 / 1e3, dispatch_ns // 1000 / 1e3,
+                                    run_start_ns // 1000, run_end_ns // 1000
                              FROM aicpu_exec WHERE rank = $rank ORDER BY seq""")
         total = sum(r[2] for r in rows)
         headers = ["serial_number", "node_type_name", "total_time(ms)", "dispatch_time(ms)", "run_start", "run_end"]

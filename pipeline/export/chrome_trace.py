@@ -87,8 +87,8 @@ WITH overlap_threads AS (
     FROM int_device_exec
     UNION ALL
     SELECT rank, capture, 4, {_COMMUNICATION_KERNEL_TID}, op_label, 'communication', start_ns, end_ns - start_ns,
-           {{'op_name': op_name, 'iteration': iteration, 'communication_cost_ms': communication_cost_ms,
-            'wait_cost_ms': wait_cost_ms}}::JSON, 1
+           {{'op_name': op_name, 'iteration': iteration, 'communication_cost_ns': communication_cost_ns,
+            'wait_cost_ns': wait_cost_ns}}::JSON, 1
     FROM comm_op_stats
     UNION ALL
     SELECT rank, capture, 4, coalesce(plane, 0), task_type, 'communication_task', start_ns, dur_ns,

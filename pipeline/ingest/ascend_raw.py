@@ -112,7 +112,10 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             aicpu = ascend_aicpu.read_aicpu_binary(paths, names, warn)
         else:
             aicpu = ascend_aicpu.read_aicpu_text(paths, warn)
-        aicpu = aicpu.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+        # the AI CPU writes µs; the table holds ns like every other (MAX_US kept the product in int64)
+        aicpu = aicpu.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64)).select(
+            "seq", "op_name", "op_type", "stream_id", "task_id",
+            *((pl.col(f"{name}_us") * 1000).alias(f"{name}_ns") for name in ("run_start", "run_end", "total", "dispatch")))
         yield "aicpu_exec", _with_rank(aicpu, source.rank)
 
 

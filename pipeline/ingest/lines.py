@@ -22,7 +22,7 @@ from ..health import Warn
 CHUNK_BYTES = 64 * 1024 * 1024
 #: Text a CSV reader parses at a time (whole lines; the header line is repeated for each chunk): its
 #: peak memory is this plus the typed columns it keeps, whatever the file size.
-CSV_CHUNK_BYTES = 64 * 1024 * 1024
+CSV_CHUNK_BYTES = 16 * 1024 * 1024
 #: The longest line a text reader accepts, in bytes. The longest lines real writers produce are MindSpore's
 #: CPU/GPU op-timestamp files, which put every execution of one op on one line (about 30 bytes each): the
 #: benchmark's 885 MiB file of a long LeNet run has lines of 20 to 40 MiB, so 1 GiB is 25x that (about 35 M

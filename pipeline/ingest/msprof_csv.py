@@ -115,8 +115,12 @@ def _read(paths: list[Path], required: list[str], warn: Warn,
             keys = [pl.struct(header).hash(seed).alias(key) for seed, key in enumerate(_KEYS)]
             chunks.append(chunk.select(*typed(header), "line", *keys))
         frame = pl.concat(chunks)
-        repeated = ~pl.struct(_KEYS).is_first_distinct()
-        first = frame.filter(repeated)["line"].min()
+        # rows sharing the first key are few: the second key is compared among them only (a struct of both
+        # keys over all rows would cost several times the typed columns)
+        shared = frame.filter(pl.col(_KEYS[0]).is_duplicated()).select("line", *_KEYS)
+        repeated_lines = shared.filter(~pl.struct(_KEYS).is_first_distinct())["line"]
+        repeated = pl.col("line").is_in(repeated_lines.implode())
+        first = repeated_lines.min()
         example = None
         if first is not None:  # the example is the row's text, read again from the file
             row = csv_row(path, int(first), null_values=["N/A"])
@@ -124,7 +128,7 @@ def _read(paths: list[Path], required: list[str], warn: Warn,
         frame = drop_rows(frame, repeated, warn, path, "duplicate_record",
                           "repeated rows (the same values as an earlier row)", line_column="line",
                           example=pl.lit(example))
-        frames.append(frame.drop(_KEYS).with_columns(pl.lit(str(path)).alias("file")))
+        frames.append(frame.drop(_KEYS).with_columns(pl.lit(str(path), pl.Categorical).alias("file")))
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -174,13 +178,15 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
     }).select(
         "stream_id", pl.when("is_op").then(pl.lit("task")).otherwise(pl.lit("sync")).alias("kind"), "name",
         "task_id", pl.when("is_op").then(pl.col("name")).alias("op_name"), "start_ns", "dur_ns",
-    ).sort("start_ns", "stream_id", "task_id")
+    )
     optional = {key: frame[c[key]] if c[key] in frame.columns else None for key in ("block_dim", "model")}
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
         "task_type": frame[c["task_type"]], "file": frame["file"], "line": frame["line"],
     }).filter(is_op)
+    del frame, parsed, is_op  # the typed rows: what follows needs only execs and tasks (peak memory)
+    execs = execs.sort("start_ns", "stream_id", "task_id")
     for path in tasks["file"].unique(maintain_order=True).to_list():
         tasks = drop_rows(tasks, (pl.col("file") == path) & (pl.col("task_id").is_null() | pl.col("stream_id").is_null()),
                           warn, path, "malformed_record", "op task rows without a task or stream id (N/A or empty); "

@@ -11,6 +11,6 @@ SELECT
     count(*) AS tasks,
     sum(bytes)::BIGINT AS bytes,
     sum(dur_ns)::BIGINT AS time_ns,
-    sum(bytes) / nullif(sum(dur_ns), 0) AS bandwidth_gb_s
+    sum(bytes) / nullif(sum(dur_ns) / 1e9, 0) AS bandwidth_bytes_per_second
 FROM transfers
 GROUP BY op_label, src_rank, dst_rank, transport

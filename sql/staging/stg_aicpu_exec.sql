@@ -5,8 +5,8 @@ SELECT
     op_type,
     stream_id,
     task_id,
-    run_start_us,
-    run_end_us,
-    total_us,
-    dispatch_us
+    run_start_ns,
+    run_end_ns,
+    total_ns,
+    dispatch_ns
 FROM {{ source('aicpu_exec') }}
