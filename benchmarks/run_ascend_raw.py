@@ -78,7 +78,7 @@ def main() -> None:
                 path.read_bytes()
         out = WORK / "out_ascend"
         baseline = fastest([sys.executable, "-c", _DECODE, str(folder)], args)
-        ours = fastest([sys.executable, "-c", "from pipeline.cli import app; app()", "analyse", str(folder),
+        ours = fastest([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder),
                         "-o", str(out)], args)
         row = {"input_mib": round(bytes_in / 2**20, 1), "numpy_decode": baseline, "profpipe": ours}
         if ours["ok"] and baseline["ok"]:

@@ -111,7 +111,7 @@ def real_folder(trace: Path) -> Path:
 
 def event_array(trace: Path, target: Path) -> None:
     """The trace's event array alone, as the plain parse reads it."""
-    from pipeline.ingest.trace_object import event_array as copy_array
+    from profpipe.ingest.trace_object import event_array as copy_array
     with tempfile.TemporaryDirectory() as scratch, copy_array(trace, Path(scratch)) as array:
         shutil.copyfile(array.path, target)
 
@@ -153,7 +153,7 @@ def run_input(folder: Path, args: argparse.Namespace) -> dict:
         one = fastest([sys.executable, "-c", _PARSE, str(array)], args)
         parse = {"ok": parse["ok"] and one["ok"], "wall_s": round(parse["wall_s"] + one.get("wall_s", 0), 2),
                  "peak_rss_mib": max(parse["peak_rss_mib"], one.get("peak_rss_mib", 0))}
-    ours = fastest([sys.executable, "-c", "from pipeline.cli import app; app()", "analyse", str(folder), "-o", str(out)],
+    ours = fastest([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder), "-o", str(out)],
                    args)
     row = {"input": str(traces[0].resolve().relative_to(REALDATA.resolve())) if traces[0].is_symlink() else folder.name,
            "input_mib": round(bytes_in / 2**20, 1), "hta": hta, "duckdb_parse": parse, "profpipe": ours}

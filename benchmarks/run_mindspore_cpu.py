@@ -75,7 +75,7 @@ def run_size(size_mb: float, mindspore_python: str, timeout_s: float) -> dict:
         scale(SOURCE, folder, size_mb)
     bytes_in = (folder / "FRAMEWORK" / "cpu_op_execute_timestamp_0.txt").stat().st_size
     out = WORK / "out"
-    ours = measure([sys.executable, "-c", "from pipeline.cli import app; app()", "analyse", str(folder),
+    ours = measure([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder),
                     "-o", str(out)], timeout_s)
     executions = json.loads((out / "manifest.json").read_text())["row_counts"]["host_op"] if ours["ok"] else None
     peer_dir = WORK / "peer" / folder.name

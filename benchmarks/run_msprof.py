@@ -49,7 +49,7 @@ def main() -> None:
         path.read_bytes()
     out = WORK / "out_msprof"
     parse = fastest([sys.executable, "-c", _PARSE, str(folder)], args)
-    ours = fastest([sys.executable, "-c", "from pipeline.cli import app; app()", "analyse", str(folder),
+    ours = fastest([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder),
                     "-o", str(out)], args)
     row = {"ranks": args.ranks, "input_mib": round(bytes_in / 2**20, 1), "duckdb_json_parse": parse, "profpipe": ours}
     if parse["ok"] and ours["ok"]:

@@ -24,9 +24,9 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "msprof_timeline
 _READ = """
 import sys, time
 from pathlib import Path
-from pipeline import ingest
-from pipeline.discover import discover
-from pipeline.health import HealthLedger
+from profpipe import ingest
+from profpipe.discover import discover
+from profpipe.health import HealthLedger
 start, ledger, rows = time.time(), HealthLedger(), {}
 for source in discover(Path(sys.argv[1]), warn=ledger.for_source("-", -1)):
     for name, table in ingest.read(source, ledger.for_source(str(source.directory), source.rank)):

@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipeline.options import Options
-from pipeline.run import RunResult, analyse
+from profpipe.options import Options
+from profpipe.run import RunResult, analyse
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

@@ -18,13 +18,13 @@ import pyarrow as pa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from pipeline import ingest
-from pipeline.discover import discover
-from pipeline.errors import ProfpipeError
-from pipeline.health import HealthEvent, HealthLedger
-from pipeline.options import Options
-from pipeline.run import RunResult, analyse, source_error
-from pipeline.tables import conform
+from profpipe import ingest
+from profpipe.discover import discover
+from profpipe.errors import ProfpipeError
+from profpipe.health import HealthEvent, HealthLedger
+from profpipe.options import Options
+from profpipe.run import RunResult, analyse, source_error
+from profpipe.tables import conform
 
 #: Examples per fuzz test: few on CI (each is a real read), more with PROFPIPE_FUZZ_EXAMPLES=500.
 EXAMPLES = int(os.environ.get("PROFPIPE_FUZZ_EXAMPLES", "25"))

@@ -13,8 +13,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from pipeline.models import create_macros, load_models, run_models, set_run_options
-from pipeline.tables import catalog
+from profpipe.models import create_macros, load_models, run_models, set_run_options
+from profpipe.tables import catalog
 
 #: Columns given a value when a row leaves them out (every normalized table has a rank; most a capture).
 DEFAULTS = {"rank": 0, "capture": 0}

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.errors import InputError, ProfpipeError
-from pipeline.ingest import binary_records
-from pipeline.options import ReportOptions
+from profpipe.errors import InputError, ProfpipeError
+from profpipe.ingest import binary_records
+from profpipe.options import ReportOptions
 
 ERA_A = FIXTURES / "ascend_raw" / "era_a"
 ERA_C = FIXTURES / "ascend_raw" / "era_c"

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
-from pipeline.cli import app
-from pipeline.errors import InputError, ProfpipeError, UsageError
+from profpipe.cli import app
+from profpipe.errors import InputError, ProfpipeError, UsageError
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 CPU = next((FIXTURES / "mindspore_cpu" / "mlp_graph").glob("*_ascend_ms"))

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from fuzzing import FUZZ, ReadOutcome, read_damaged
-from pipeline.errors import InputError
-from pipeline.ingest import lines
+from profpipe.errors import InputError
+from profpipe.ingest import lines
 
 MSPROF = FIXTURES / "msprof_timeline"
 MSPROF_SUMMARY = next(MSPROF.glob("PROF_*")).name + "/device_0/summary"
@@ -156,7 +156,7 @@ def test_a_line_longer_than_the_limit_is_an_error_naming_line_and_offset(chunk: 
     target.write_bytes(b"".join(text))
     monkeypatch.setattr(lines, "MAX_LINE_BYTES", longest + 20)
     monkeypatch.setattr(lines, "CHUNK_BYTES", chunk)
-    from pipeline.ingest import mindspore_framework
+    from profpipe.ingest import mindspore_framework
     original = lines.iter_line_frames
 
     def small_chunks(path, chunk_bytes=None, **options):  # the readers pass no chunk size: use the test's

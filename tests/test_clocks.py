@@ -1,4 +1,4 @@
-"""The clock model (pipeline/clocks.py): each source's clock and epoch offset in run_info, and a timeline that
+"""The clock model (profpipe/clocks.py): each source's clock and epoch offset in run_info, and a timeline that
 opens whatever clocks the sources of a run are on (issue 16)."""
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, query, realdata, run
 from fuzzing import FUZZ
-from pipeline.clocks import EPOCH_MAX_NS, EPOCH_MIN_NS, clock_findings
-from pipeline.export.chrome_trace import write_timeline
-from pipeline.health import HealthLedger
+from profpipe.clocks import EPOCH_MAX_NS, EPOCH_MIN_NS, clock_findings
+from profpipe.export.chrome_trace import write_timeline
+from profpipe.health import HealthLedger
 
 KINETO = FIXTURES / "kineto" / "current"
 MSPROF = FIXTURES / "msprof_timeline"
@@ -318,7 +318,7 @@ def test_ascend_era_a_host_start_relates_the_host_clock(tmp_path: Path) -> None:
 
 def test_ascend_era_c_clock_pairs_put_the_device_on_the_epoch(tmp_path: Path) -> None:
     """host_start/dev_start cntvct pairs and start_info: device ns -> host monotonic -> epoch (msprof's rule)."""
-    from pipeline.clocks import ascend_raw_clock
+    from profpipe.clocks import ascend_raw_clock
 
     (tmp_path / "host_start.log.0").write_text("clock_monotonic_raw: 5000000000000\ncntvct: 111\n")
     (tmp_path / "dev_start.log.0").write_text("clock_monotonic_raw: 5000000000000\ncntvct: 40000000000\n")
@@ -375,7 +375,7 @@ def test_damaged_clock_files_never_break_the_clock_columns(tmp_path_factory: pyt
     import string
 
     from fuzzing import byte_flips, line_edits, truncations
-    from pipeline.clocks import ascend_raw_clock
+    from profpipe.clocks import ascend_raw_clock
 
     folder = tmp_path_factory.mktemp("clockfiles")
     files = {"host_start.log.0": b"clock_realtime: 1591183963784568740\nclock_monotonic_raw: 261003032627\n"

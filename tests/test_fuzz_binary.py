@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from fuzzing import FUZZ, ReadOutcome, byte_flips, line_edits, read_damaged, truncations
-from pipeline.errors import InputError
+from profpipe.errors import InputError
 
 ERA_A = FIXTURES / "ascend_raw" / "era_a"
 ERA_C = FIXTURES / "ascend_raw" / "era_c"

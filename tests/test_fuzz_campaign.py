@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from pipeline.discover import discover
+from profpipe.discover import discover
 from fuzzing import BAD_NUMBERS, FUZZ, byte_flips, line_edits, read_damaged, truncations
 
 #: Every fixture family folder (fixtures/<family>), each holding one or more runs.

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from fuzzing import BAD_NUMBERS, FUZZ, ReadOutcome, byte_flips, line_edits, read_damaged, truncations
-from pipeline.ingest import msprof_export
-from pipeline.ingest.lines import MAX_NS
+from profpipe.ingest import msprof_export
+from profpipe.ingest.lines import MAX_NS
 
 GPU_GRAPH = FIXTURES / "mindspore_gpu" / "graph_2x"
 GPU_ASYNC = FIXTURES / "mindspore_gpu" / "async_1x"

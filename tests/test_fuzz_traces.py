@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from fuzzing import FUZZ, ReadOutcome, analyse_damaged, byte_flips, read_damaged
-from pipeline.errors import EXIT_PARTIAL, InputError
-from pipeline.health import CHECKS
+from profpipe.errors import EXIT_PARTIAL, InputError
+from profpipe.health import CHECKS
 
 KINETO = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
 PADDLE = FIXTURES / "paddle" / "worker0.paddle_trace.json"

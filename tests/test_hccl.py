@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.errors import InputError, ProfpipeError
+from profpipe.errors import InputError, ProfpipeError
 
 HCCL = FIXTURES / "mindspore_hccl"
 MS_PROFILER_DATA = "mindspore/tests/ut/data/profiler_data"

@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.errors import InputError
-from pipeline.ingest import kineto
+from profpipe.errors import InputError
+from profpipe.ingest import kineto
 
 KINETO = FIXTURES / "kineto"
 BASE_NS = 1_727_740_800_000_000_000
@@ -586,7 +586,7 @@ def test_ns_fractions_are_read_exactly(times: list[str], separator: str, first_c
     bytes) did not announce, or that the split got wrong, are found and the array is read again, quoted.
     (A reader-level test: no real trace mixes these clocks, and its steps would span years.)"""
     if first_chunk:
-        monkeypatch.setattr("pipeline.ingest.trace_object._CHUNK", first_chunk)
+        monkeypatch.setattr("profpipe.ingest.trace_object._CHUNK", first_chunk)
     events = ", ".join(f'{{"ts"{separator}{ts}, "dur"{separator}{i}.125, "ph": "X", "cat": "cpu_op", "name": "op{i}", '
                        f'"pid": 1, "tid": 1, "args": {{"padding": "{"x" * 150}"}}}}' for i, ts in enumerate(times))
     trace = _bad(tmp_path, f'{{"traceEvents": [{events}]}}'.encode()) / "rank-0.pt.trace.json"

@@ -10,7 +10,7 @@ import math
 import time
 
 from model_harness import build, model_rows, rows
-from pipeline.models import load_models
+from profpipe.models import load_models
 
 MARTS = sorted(m.name for m in load_models() if m.layer == "marts")
 

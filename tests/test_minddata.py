@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.discover import discover
-from pipeline.options import ReportOptions
+from profpipe.discover import discover
+from profpipe.options import ReportOptions
 
 REAL_RUNS = FIXTURES / "minddata_mindspore"
 MI = "mindinsight/tests/utils/resource"

@@ -114,11 +114,11 @@ def test_mindspore_ts_artefact_is_understood(analysed):
 
 
 def test_op_analyse_matches_detail_totals(analysed):
-    import pipeline
+    import profpipe
 
     _, framework, out = analysed
     detail = _csv(framework / "cpu_op_detail_info_0.csv")
-    result = json.loads(pipeline.op_analyse(out, "MatMul"))
+    result = json.loads(profpipe.op_analyse(out, "MatMul"))
     assert result["device_id"] == 0
     matmul = [r for r in detail if r["op_type"] == "MatMul"]
     assert sum(r["op_occurrences"] for r in result["MatMul"]) == sum(int(r["op_occurrences"]) for r in matmul)

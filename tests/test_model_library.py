@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, run
-from pipeline.model_checks import check_models
-from pipeline.models import UNIT_SUFFIXES, UNITS, ModelError, load_models, run_models
-from pipeline.tables import catalog
+from profpipe.model_checks import check_models
+from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, load_models, run_models
+from profpipe.tables import catalog
 
 #: One folder per format family: the model tests run on each one's output.
 FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.errors import ProfpipeError
+from profpipe.errors import ProfpipeError
 
 SAMPLE = "mindinsight/tests/utils/resource/profiler"
 FIXTURE = FIXTURES / "msprof_timeline"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from pipeline.errors import InputError
+from profpipe.errors import InputError
 
 NSYS = FIXTURES / "nsys"
 MS = 1_000_000

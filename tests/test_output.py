@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES, REPO, run
-from pipeline.errors import InputError, ProfpipeError
-from pipeline.models import load_models
-from pipeline.tables import catalog
+from profpipe.errors import InputError, ProfpipeError
+from profpipe.models import load_models
+from profpipe.tables import catalog
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 
@@ -118,23 +118,23 @@ def test_summary_matches_its_schema(tmp_path):
 
 
 def test_step_list_keeps_only_those_steps(tmp_path):
-    import pipeline
+    import profpipe
 
-    result = pipeline.offline_analyse(GPU, output_path=tmp_path / "out", step_list=[2, 3])
+    result = profpipe.offline_analyse(GPU, output_path=tmp_path / "out", step_list=[2, 3])
     assert result.summary["ranks"][0]["steps"]["count"] == 2
     with duckdb.connect(str(tmp_path / "out" / "profile.duckdb"), read_only=True) as con:
         assert con.execute("SELECT min(step), max(step) FROM step_phases").fetchone() == (2, 3)
         # 10 GPU ops per step; ops of steps 1, 4 and 5 are dropped
         assert con.execute("SELECT count(*) FROM host_op WHERE side = 'Device'").fetchone()[0] == 20
     with pytest.raises(ProfpipeError, match="consecutive"):
-        pipeline.offline_analyse(GPU, output_path=tmp_path / "out2", step_list=[1, 3])
+        profpipe.offline_analyse(GPU, output_path=tmp_path / "out2", step_list=[1, 3])
 
 
 def test_offline_analyse_default_output_is_beside_not_inside(tmp_path, monkeypatch):
-    import pipeline
+    import profpipe
 
     monkeypatch.chdir(tmp_path)
-    result = pipeline.offline_analyse(GPU)
+    result = profpipe.offline_analyse(GPU)
     assert result.output == tmp_path / "graph_2x.profpipe"
     assert (tmp_path / "graph_2x.profpipe" / "manifest.json").is_file()
 

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, query, realdata, run
-import pipeline.run
-from pipeline.cli import app
-from pipeline.discover import discover, load_rank_map, task_records
-from pipeline.errors import ProfpipeError, UsageError
-from pipeline.export.chrome_trace import TimelineResult
+import profpipe.run
+from profpipe.cli import app
+from profpipe.discover import discover, load_rank_map, task_records
+from profpipe.errors import ProfpipeError, UsageError
+from profpipe.export.chrome_trace import TimelineResult
 
 CPU = FIXTURES / "mindspore_cpu" / "lenet_graph" / "vm_4374_20261121001621178_ascend_ms"
 MINDDATA = FIXTURES / "minddata_mindspore" / "slow_generator"
@@ -68,7 +68,7 @@ def test_minddata_folder_beside_a_cpu_dump_joins_its_source(tmp_path: Path, monk
     assert any(role.startswith("minddata:") for role in sources[0].files)
 
     # MindData's steady clock beside the dump's epoch clock: the timeline is test_..._timeline's business
-    monkeypatch.setattr(pipeline.run, "write_timeline", lambda con, path, *rest: TimelineResult(path, 0, 0, 0))
+    monkeypatch.setattr(profpipe.run, "write_timeline", lambda con, path, *rest: TimelineResult(path, 0, 0, 0))
     result = run(folder, tmp_path / "out")
     assert result.skipped == [] and result.ranks == [0]
     cpu_alone = run(CPU, tmp_path / "cpu")

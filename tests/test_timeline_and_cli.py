@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, load_trace, run
-from pipeline.cli import app
+from profpipe.cli import app
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 CPU = FIXTURES / "mindspore_cpu" / "lenet_graph"

@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
 from fuzzing import snapshot
-from pipeline.cli import app
-from pipeline.errors import UsageError
-from pipeline.output import MARKER
+from profpipe.cli import app
+from profpipe.errors import UsageError
+from profpipe.output import MARKER
 
 CPU = FIXTURES / "mindspore_cpu" / "lenet_graph"
 KINETO = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
@@ -196,7 +196,7 @@ def test_a_signal_ends_the_run_cleanly(tmp_path, signum, code, name):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
-    child = subprocess.Popen([sys.executable, "-m", "pipeline", "analyse", str(source), "-o", str(out)],
+    child = subprocess.Popen([sys.executable, "-m", "profpipe", "analyse", str(source), "-o", str(out)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert _wait_for(lambda: any(scratch.iterdir()) or child.poll() is not None), "the run never started"
     if child.poll() is not None:
@@ -283,7 +283,7 @@ def test_a_full_scratch_folder_is_not_blamed_on_the_input(tmp_path):
     try:
         source = tmp_path / "in"
         _big_trace(source, 200)  # its event array is copied to $TMPDIR: more than the 2 MiB there
-        child = subprocess.run([sys.executable, "-m", "pipeline", "analyse", str(source), "-o", str(tmp_path / "out")],
+        child = subprocess.run([sys.executable, "-m", "profpipe", "analyse", str(source), "-o", str(tmp_path / "out")],
                                env={**os.environ, "TMPDIR": str(mount)}, capture_output=True, text=True, timeout=120)
         assert child.returncode == 1, child.stderr
         assert "no space left" in child.stderr and str(mount) in child.stderr and "Traceback" not in child.stderr

@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-import pipeline
+import profpipe
 from conftest import FIXTURES, run
-from pipeline.cli import app
-from pipeline.errors import UsageError
-from pipeline.options import Options
-from pipeline.run import VERSION
+from profpipe.cli import app
+from profpipe.errors import UsageError
+from profpipe.options import Options
+from profpipe.run import VERSION
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 
@@ -91,16 +91,16 @@ def test_step_list_on_the_cli_and_a_step_outside_the_data(tmp_path):
 
 
 def test_offline_analyse_takes_mindsporeʼs_parameters_in_mindsporeʼs_order():
-    parameters = list(inspect.signature(pipeline.offline_analyse).parameters.values())
+    parameters = list(inspect.signature(profpipe.offline_analyse).parameters.values())
     assert [p.name for p in parameters[:4]] == ["path", "pretty", "step_list", "data_simplification"]
     assert [p.default for p in parameters[1:4]] == [False, None, True]
-    assert "data_simplification" in pipeline.offline_analyse.__doc__
+    assert "data_simplification" in profpipe.offline_analyse.__doc__
 
 
 def test_data_simplification_keeps_the_tables_in_profile_duckdb_only(tmp_path):
-    simple = pipeline.offline_analyse(GPU, output_path=tmp_path / "simple")
+    simple = profpipe.offline_analyse(GPU, output_path=tmp_path / "simple")
     assert not (simple.output / "tables").exists()
-    full = pipeline.offline_analyse(GPU, data_simplification=False, output_path=tmp_path / "full")
+    full = profpipe.offline_analyse(GPU, data_simplification=False, output_path=tmp_path / "full")
     schema = pq.read_schema(full.output / "tables" / "device_exec.parquet")
     assert b"stream" in schema.field("stream_id").metadata[b"description"].lower()
     count = "SELECT count(*) FROM device_exec"
@@ -115,6 +115,6 @@ def test_options_refuse_bad_values(bad):
 
 
 def test_a_missing_phase_is_said_not_printed_as_none():
-    from pipeline.cli import _ms
+    from profpipe.cli import _ms
 
     assert _ms(None) == "n/a (no FP/BP point)" and _ms(1.23456) == "1.235"

@@ -1,6 +1,6 @@
 """Where the packaged data lives: `schemas/` and `sql/`.
 
-In a wheel they are copied to `pipeline/_data/`; in a source checkout or an editable
+In a wheel they are copied to `profpipe/_data/`; in a source checkout or an editable
 install they stay at the repository root. Every other module asks here instead of
 building paths itself.
 """

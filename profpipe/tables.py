@@ -116,7 +116,7 @@ class TableSink:
 
 def merge_parts(part_dirs: list[Path], tables_dir: Path, captures: dict[Path, int] | None = None) -> None:
     """Combine the per-source pieces into tables/<name>.parquet for every declared table, with each
-    source's rows in its capture (`captures`: part folder -> capture; pipeline/captures.py)."""
+    source's rows in its capture (`captures`: part folder -> capture; profpipe/captures.py)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     captures = captures or {}
     with memory_database() as con:

@@ -1,6 +1,6 @@
 """The `profpipe` command: analyse a saved profiler folder, query the result, list its tables.
 
-A thin layer over pipeline.run and profile.duckdb: argument parsing, progress bars and
+A thin layer over profpipe.run and profile.duckdb: argument parsing, progress bars and
 plain-text tables for people, CSV/JSON for machines. Errors in the input are printed as one
 line naming the file and line, never as a traceback.
 """

@@ -125,7 +125,7 @@ class Source:
     models: tuple[int, ...] | None = None
     #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N).
     step_range: str | None = None
-    #: The profiling cycle of the rank this source holds (0-based, by time: set after ingest by pipeline/captures.py).
+    #: The profiling cycle of the rank this source holds (0-based, by time: set after ingest by profpipe/captures.py).
     capture: int = 0
     #: Where the rank came from: "file" (distributedInfo, profiler_info, info.json), "name", "rank-map",
     #: "only-source" (the one trace of an input without a rank) or "" (unknown: see `problem`).
@@ -164,7 +164,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     The source model: several sources may hold one rank. MindData logs join their rank's MindSpore/Ascend
     source wherever it is under `path`; a raw msprof folder and an export of it (same rank, same PROF_*
     job) keep the more complete one, the other is marked superseded; after ingest the remaining sources of
-    a rank are numbered into captures (profiling cycles) by time (pipeline/captures.py). A rank comes from the file, then the file name, then
+    a rank are numbered into captures (profiling cycles) by time (profpipe/captures.py). A rank comes from the file, then the file name, then
     `rank_map` (a file mapping paths or globs relative to `path` to ranks, see `load_rank_map`); a source
     with none gets a `problem` naming what to do.
     """

@@ -87,7 +87,7 @@ class RunResult:
 def analyse(path: str | Path, output: str | Path, options: Options | None = None,
             reporter: Reporter | None = None) -> RunResult:
     """Analyse the profiler folder (or single trace file) `path` into the output folder `output`, with
-    `options` (pipeline.options.Options; default: MindSpore's defaults).
+    `options` (profpipe.options.Options; default: MindSpore's defaults).
 
     `output` is replaced atomically, and only when it is empty, a folder profpipe wrote, or
     `options.force` is given; never when it is, holds or lies inside the input. With `options.strict`
@@ -237,7 +237,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
 
 
 def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: HealthLedger) -> dict[Path, int]:
-    """Each source's capture by time (pipeline/captures.py), also set on the source for the manifest."""
+    """Each source's capture by time (profpipe/captures.py), also set on the source for the manifest."""
     spans = [source_span(part, sources[i].rank, sources[i].family, str(_location(sources[i])))
              for i, part in part_dirs.items()]
     numbers, events = number_captures(spans)
@@ -251,7 +251,7 @@ def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: 
 def _with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) -> pa.Table:
     """The table with the source's rank and capture in its `rank` and `capture` columns, where the table
     declares them and the reader left them out: the one place a row gets its source's keys (the capture
-    is renumbered by time at the merge: pipeline/captures.py)."""
+    is renumbered by time at the merge: profpipe/captures.py)."""
     spec = catalog().get(table_name)
     for name, value in (("rank", rank), ("capture", capture)):
         if spec is not None and name in spec.schema.names and name not in table.column_names:

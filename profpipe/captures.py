@@ -27,7 +27,7 @@ from .health import HealthEvent
 _MAIN_TIMES = {"host_op": "start_ns", "device_exec": "start_ns", "host_api": "start_ns", "step_point": "ts_ns",
                "comm_task": "start_ns", "memory_event": "ts_ns"}
 _MINDDATA_TIMES = {"queue_sample": "ts_ns", "data_batch_time": "ts_ns", "data_cpu_sample": "ts_ns"}
-#: Clocks whose times are Unix-epoch ns by definition (pipeline/clocks.py).
+#: Clocks whose times are Unix-epoch ns by definition (profpipe/clocks.py).
 _EPOCH_CLOCKS = ("unix_epoch", "cupti")
 EPOCH = "epoch"
 

@@ -1,4 +1,4 @@
-"""The `profpipe` command's entry point (also `python -m pipeline`): signal handlers first, then the CLI.
+"""The `profpipe` command's entry point (also `python -m profpipe`): signal handlers first, then the CLI.
 
 Ctrl-C or SIGTERM at any moment, even while the libraries load, ends the command with one line and
 exit status 130 / 143, never a traceback.

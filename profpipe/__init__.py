@@ -1,7 +1,7 @@
 """profpipe: offline, batch analysis of deep-learning profiler dumps.
 
 Stages (one module each): discover -> ingest/<family> -> tables (schemas/) -> models (sql/)
--> export/, run end to end by pipeline.run. Public API: `offline_analyse`, `op_analyse`.
+-> export/, run end to end by profpipe.run. Public API: `offline_analyse`, `op_analyse`.
 They are imported on first use, so that the command can install its signal handlers before
 the heavy libraries load.
 """
@@ -21,4 +21,4 @@ def __getattr__(name: str) -> Any:
         from .version import VERSION
 
         return VERSION
-    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    raise AttributeError(f"module 'profpipe' has no attribute {name!r}")

@@ -24,7 +24,7 @@ ever held as Python objects. Processes are named as msprof and MindInsight name 
 A rank's later profiling cycles (capture c > 0) have processes of their own: pid 1,000,000 * c +
 10 * (r + 1) + lane, named "... rank<r> capture<c>".
 
-Clocks (pipeline/clocks.py): every capture of every rank, and its MindData logs apart, whose clock the dump relates
+Clocks (profpipe/clocks.py): every capture of every rank, and its MindData logs apart, whose clock the dump relates
 to the Unix epoch (run_info.epoch_offset_ns, host_epoch_offset_ns) is put on the epoch; the others keep
 their own clock, one track group per clock, each with its own base, and their processes are named
 "... (unaligned clock: <clock>)" (`otherData.clock` and `otherData.clock_groups` say which is which).
@@ -60,7 +60,7 @@ _OVERLAP_THREADS = {"computation": (0, "Computing"), "communication": (1, "Commu
                     "pure_communication": (2, "Communication(Not Overlapped)"), "free": (3, "Free")}
 
 #: Every timed span of every rank on its source's own clock, with its clock domain (MindData's logs are
-#: "minddata", the rest "main"; pipeline/clocks.py); `_ALIGNED_SQL` puts them on their clock group's base.
+#: "minddata", the rest "main"; profpipe/clocks.py); `_ALIGNED_SQL` puts them on their clock group's base.
 _RAW_SPANS_SQL = f"""
 CREATE OR REPLACE TEMP VIEW timeline_raw_spans AS
 WITH overlap_threads AS (

@@ -1,6 +1,6 @@
 """Run safety around the whole pipeline: signals end a run cleanly, and a full disk is named as such.
 
-Used by the runner (pipeline.run.analyse) around every stage and by the command's entry point.
+Used by the runner (profpipe.run.analyse) around every stage and by the command's entry point.
 SIGINT and SIGTERM become an `Interrupted` exception, so the output's temporary folder and every
 scratch folder are removed on the way out; a write that fails for lack of space becomes an
 `OutOfSpace` error naming the folder that is full, never a problem of the input.

@@ -11,7 +11,7 @@ def run_info(source: Source, *, device_type: str, framework: str, layout: str, c
     """The run_info row of `source`; `columns` are its optional columns (metadata_json, tick_hz, pid, ...),
     the ones left out are null (tables.conform types and checks the row).
 
-    `clock` is one of pipeline.clocks.CLOCKS; the clock helpers there (epoch_clock, kineto_clock,
+    `clock` is one of profpipe.clocks.CLOCKS; the clock helpers there (epoch_clock, kineto_clock,
     msprof_clock, ...) give `clock` with the epoch_offset_ns / epoch_offset_uncertainty_ns and
     host_epoch_offset_ns columns that the source's dump allows."""
     return pa.table({
