@@ -1,6 +1,7 @@
 """Optional stage between ingest and models: keep only the rows of selected steps (`step_list`).
 
-A step is the window of its step-trace points. MindSpore's windows overlap (a step starts
+A step is the window of its step-trace points; steps are numbered per profiling cycle (rank, capture),
+so every window, check and filter is per (rank, capture). MindSpore's windows overlap (a step starts
 where the previous step's iteration-end op starts), so a row belongs to the selected steps
 when it starts after the end of the step before them (at or after the first step's start
 when that is step 1) and at or before the end of the last one. Rows outside are dropped from
@@ -25,12 +26,12 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
     with memory_database() as con:
         con.execute(f"SET file_search_path = '{tables_dir}'")
         con.execute(f"""CREATE TEMP TABLE windows AS
-            SELECT rank,
+            SELECT rank, capture,
                    min(ts_ns) FILTER (WHERE step = {first} AND kind = 'step_start') AS start_ns,
                    max(ts_ns) FILTER (WHERE step = {first - 1} AND kind = 'step_end') AS previous_end_ns,
                    max(ts_ns) FILTER (WHERE step = {last} AND kind = 'step_end') AS end_ns
             FROM read_parquet('step_point.parquet')
-            GROUP BY rank""")
+            GROUP BY rank, capture""")
         ranks_with_steps = con.execute(
             "SELECT DISTINCT rank FROM read_parquet('step_point.parquet')").fetchall()
         _check_in_range(con, first, last)
@@ -39,8 +40,8 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
                     for (r,) in sorted(set(all_ranks) - set(ranks_with_steps))]
         for name in _TIMED_TABLES:
             _rewrite(con, tables_dir, name, """
-                SELECT t.* FROM read_parquet('{name}.parquet') t LEFT JOIN windows w USING (rank)
-                WHERE t.rank NOT IN (SELECT DISTINCT rank FROM read_parquet('step_point.parquet'))
+                SELECT t.* FROM read_parquet('{name}.parquet') t LEFT JOIN windows w USING (rank, capture)
+                WHERE w.rank IS NULL
                    OR (t.start_ns <= w.end_ns AND (t.start_ns > w.previous_end_ns
                        OR (w.previous_end_ns IS NULL AND t.start_ns >= w.start_ns)))""")
         _rewrite(con, tables_dir, "step_point",
@@ -49,14 +50,15 @@ def keep_steps(tables_dir: Path, steps: list[int]) -> list[str]:
 
 
 def _check_in_range(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
-    """A step_list reaching outside the steps of a rank's step trace is an error naming the steps it has
-    (as MindSpore refuses one), never a silently empty result."""
+    """A step_list reaching outside the steps of a profiling cycle's step trace is an error naming the steps
+    it has (as MindSpore refuses one), never a silently empty result."""
     outside = con.execute(f"""
-        SELECT rank, min(step), max(step) FROM read_parquet('step_point.parquet')
-        WHERE kind = 'step_end' GROUP BY rank HAVING min(step) > {first} OR max(step) < {last}
-        ORDER BY rank""").fetchall()
+        SELECT rank, capture, min(step), max(step) FROM read_parquet('step_point.parquet')
+        WHERE kind = 'step_end' GROUP BY rank, capture HAVING min(step) > {first} OR max(step) < {last}
+        ORDER BY rank, capture""").fetchall()
     if outside:
-        have = "; ".join(f"rank {rank} has steps {low}-{high}" for rank, low, high in outside)
+        have = "; ".join(f"rank {rank}{f' capture {capture}' if capture else ''} has steps {low}-{high}"
+                         for rank, capture, low, high in outside)
         raise UsageError(f"step_list {first}-{last} is outside the data: {have}")
 
 
