@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # polars is imported where it is used: the Kineto and Nsight readers start without it
+    import polars as pl
 
-from .lines import MAX_NS
-
+#: The largest time or duration in ns a reader keeps (about 146 years): a larger one is damage, and the
+#: sum of two such values still fits in int64 (polars and DuckDB integer arithmetic must not wrap).
+MAX_NS = 2**62
 #: The largest µs magnitude whose ns stays within MAX_NS.
 MAX_US = MAX_NS // 1000
 #: Blanks around a number, stripped first (spaces, tabs, line ends).
@@ -63,6 +66,7 @@ def ms_to_ns(expr: pl.Expr) -> pl.Expr:
 
 
 def _decimal_text_to_ns(expr: pl.Expr, ns_per_unit: int) -> pl.Expr:
+    import polars as pl
     text = expr.str.strip_chars(BLANKS)
     value = pl.when(text.str.contains(f"^{NUMBER_PATTERN}$")).then(text).cast(pl.Decimal(38, 9), strict=False)
     return pl.when(value.abs() <= MAX_NS // ns_per_unit).then((value * ns_per_unit).round(0)).cast(pl.Int64, strict=False)
