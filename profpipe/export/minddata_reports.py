@@ -53,29 +53,29 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, key: dict[str, int]) -> list
     return [dict(zip(relation.columns, row)) for row in relation.fetchall()]
 
 
-def _number(value: float | None) -> int | float | None:
-    """A JSON number as MindSpore's file had it: integral values as integers."""
-    return int(value) if value is not None and float(value).is_integer() else value
+def _ms(ns: int | None) -> int | float | None:
+    """ns as the ms MindSpore's file had: integral values as integers, exact (12_300_000 -> 12.3)."""
+    return None if ns is None else ns // 1_000_000 if ns % 1_000_000 == 0 else ns / 1_000_000
 
 
 def _pipeline_raw(con: duckdb.DuckDBPyConnection, key: dict[str, int], path: Path, root_usage: int | None) -> Path:
     rows = _rows(con, """
         SELECT s.op_id, s.op_type, s.num_workers, s.queue_sizes, s.queue_average_size, s.queue_capacity,
-               s.queue_usage_rate, o.sampling_interval_ms, s.pipeline_parent_id, s.pipeline_children
-        FROM data_op_stats s JOIN data_op o USING (rank, capture, op_id)
+               s.queue_usage_share, s.sampling_interval_ns, s.pipeline_parent_id, s.pipeline_children
+        FROM data_op_stats s
         WHERE s.rank = $rank AND s.capture = $capture AND s.pipeline_order IS NOT NULL
         ORDER BY s.pipeline_order""", key)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(_RAW_COLUMNS)
         for row in rows:
-            usage = row["queue_usage_rate"]
+            usage = row["queue_usage_share"]
             if row["pipeline_parent_id"] is None and row["queue_capacity"] is None:
                 usage = root_usage  # the root without queue metrics
             writer.writerow([row["op_id"], row["op_type"], row["num_workers"],
                              row["queue_sizes"],
                              row["queue_average_size"], row["queue_capacity"], usage,
-                             _number(row["sampling_interval_ms"]), row["pipeline_parent_id"],
+                             _ms(row["sampling_interval_ns"]), row["pipeline_parent_id"],
                              row["pipeline_children"]])
     return path
 
@@ -105,10 +105,11 @@ def _summary(con: duckdb.DuckDBPyConnection, key: dict[str, int]) -> dict[str, l
         summary["queue_average_size"].append(average)
         summary["queue_utilization_pct"].append(
             round(100 * average / op["queue_capacity"], 2) if op["queue_samples"] and op["queue_capacity"] else -1)
-        summary["queue_empty_freq_pct"].append(round(op["queue_empty_freq_pct"], 2) if op["queue_samples"] else -1)
+        summary["queue_empty_freq_pct"].append(
+            round(100.0 * op["queue_empty_samples"] / op["queue_samples"], 2) if op["queue_samples"] else -1)
         summary["children_ids"].append(op["children"] or [])
         summary["parent_id"].append(op["parent_id"] if op["parent_id"] is not None else -1)
-    cpu = {op["op_id"]: round(op["avg_cpu_pct"], 2) for op in ops if op["cpu_samples"]}
+    cpu = {op["op_id"]: round(round(100 * op["avg_cpus"], 9), 2) for op in ops if op["cpu_samples"]}
     summary["avg_cpu_pct"] = [cpu.get(op_id, -1) for op_id in range(len(cpu))]
     summary.update(_batch_times(con, key))
     if len(cpu) == len(ops):
@@ -140,11 +141,12 @@ def _batch_times(con: duckdb.DuckDBPyConnection, key: dict[str, int]) -> dict[st
                 SELECT CASE WHEN bool_or(trace = 'device_queue') THEN 'device_queue' ELSE 'iterator' END
                 FROM data_batch_stats WHERE rank = $rank AND capture = $capture)
         ), batch_times AS (
-            SELECT batch_ms AS ms FROM trace
+            SELECT batch_ns / 1e6 AS ms FROM trace
             UNION ALL
-            SELECT since_previous_ms FROM trace WHERE trace = 'iterator'
+            SELECT since_previous_ns / 1e6 FROM trace WHERE trace = 'iterator'
         )
-        SELECT (SELECT avg(pipeline_ms) FROM trace), (SELECT avg(push_ms) FROM trace), (SELECT avg(ms) FROM batch_times)
+        SELECT (SELECT avg(pipeline_ns / 1e6) FROM trace), (SELECT avg(push_ns / 1e6) FROM trace),
+               (SELECT avg(ms) FROM batch_times)
         """, key).fetchall()[0]
     return {name: [round(value, 3) if value is not None else -1]
             for name, value in zip(("per_pipeline_time", "per_push_queue_time", "per_batch_time"), means)}
