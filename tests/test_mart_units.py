@@ -567,14 +567,15 @@ def test_data_op_stats_keeps_two_captures_of_a_rank_apart():
             "queue_capacity": 10, "pipeline_order": 0} for c in (0, 1)]
     queue = [{"capture": c, "queue": "op_output", "op_id": 0, "sample": i, "size": size}
              for c, sizes in ((0, (2, 4)), (1, (10, 0))) for i, size in enumerate(sizes)]
-    cpu = [{"capture": 1, "scope": "op", "op_id": 0, "sample": 0, "user_pct": 30.0, "sys_pct": 10.0}]
+    cpu = [{"capture": 1, "scope": "op", "op_id": 0, "sample": 0, "user_cpus": 0.3, "sys_cpus": 0.1}]
     same(model_rows({"data_op": ops, "queue_sample": queue, "data_cpu_sample": cpu}, "data_op_stats"), [
         # capture 0: sizes 2, 4 -> average 3, usage 3/10, never empty, no CPU samples
-        {"capture": 0, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 3.0, "queue_usage_rate": 0.3,
-         "queue_empty_freq_pct": 0.0, "cpu_samples": None},
-        # capture 1: sizes 10, 0 -> average 5, empty half the time; CPU 30 + 10 over 2 workers
-        {"capture": 1, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 5.0, "queue_usage_rate": 0.5,
-         "queue_empty_freq_pct": 50.0, "cpu_samples": 1, "avg_cpu_pct": 40.0, "avg_cpu_pct_per_worker": 20.0},
+        {"capture": 0, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 3.0, "queue_usage_share": 0.3,
+         "queue_empty_samples": 0, "queue_empty_share": 0.0, "cpu_samples": None},
+        # capture 1: sizes 10, 0 -> average 5, empty 1 of 2 samples; CPU 0.3 + 0.1 = 0.4 CPUs over 2 workers
+        {"capture": 1, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 5.0, "queue_usage_share": 0.5,
+         "queue_empty_samples": 1, "queue_empty_share": 0.5, "cpu_samples": 1, "avg_cpus": 0.4,
+         "avg_cpus_per_worker": 0.2},
     ])
 
 
@@ -627,38 +628,39 @@ def test_comm_matrix_bytes_and_time_per_rank_pair():
     ])
 
 
-def _batch_time(batch: int, kind: str, ms: float, ts: int, trace: str = "device_queue") -> dict:
-    return {"trace": trace, "batch": batch, "kind": kind, "ms": ms, "ts_ns": ts}
+def _batch_time(batch: int, kind: str, dur: int, ts: int, trace: str = "device_queue") -> dict:
+    return {"trace": trace, "batch": batch, "kind": kind, "dur_ns": dur, "ts_ns": ts}
 
 
 def test_data_batch_and_queue_stats_from_the_device_queue_trace():
-    times = [_batch_time(1, "pipeline", 4.0, 1_000_000), _batch_time(1, "push", 1.0, 1_000_000),
-             _batch_time(2, "pipeline", 6.0, 3_000_000), _batch_time(2, "push", 2.0, 3_000_000)]
+    times = [_batch_time(1, "pipeline", 4_000_000, 1_000_000), _batch_time(1, "push", 1_000_000, 1_000_000),
+             _batch_time(2, "pipeline", 6_000_000, 3_000_000), _batch_time(2, "push", 2_000_000, 3_000_000)]
     queue = [{"queue": "device_queue", "batch": 1, "sample": 0, "ts_ns": 1_000_000, "size": 0, "capacity": 2},
              {"queue": "device_queue", "batch": 2, "sample": 1, "ts_ns": 3_500_000, "size": 2, "capacity": 2}]
     tables = {"data_batch_time": times, "queue_sample": queue}
     same(model_rows(tables, "data_batch_stats"), [
-        # batch 1: the queue was empty; batch 2: full, 2.5 ms after the previous record
-        {"trace": "device_queue", "batch": 1, "pipeline_ms": 4.0, "push_ms": 1.0, "since_previous_ms": None,
+        # batch 1: the queue was empty; batch 2: full, 3_500_000 - 1_000_000 = 2_500_000 ns after the previous record
+        {"trace": "device_queue", "batch": 1, "pipeline_ns": 4_000_000, "push_ns": 1_000_000, "since_previous_ns": None,
          "queue_size": 0, "queue_empty": True, "queue_full": False},
-        {"trace": "device_queue", "batch": 2, "pipeline_ms": 6.0, "push_ms": 2.0, "since_previous_ms": 2.5,
-         "queue_size": 2, "queue_empty": False, "queue_full": True},
+        {"trace": "device_queue", "batch": 2, "pipeline_ns": 6_000_000, "push_ns": 2_000_000,
+         "since_previous_ns": 2_500_000, "queue_size": 2, "queue_empty": False, "queue_full": True},
     ])
     same(model_rows(tables, "data_queue_stats"), [
-        # 2 batches: 1 empty (50 %), 1 full; average size (0 + 2) / 2
-        {"queue": "device_queue", "batches": 2, "empty_batches": 1, "full_batches": 1, "empty_pct": 50.0,
+        # 2 batches: 1 empty (1 / 2 = 0.5), 1 full; average size (0 + 2) / 2
+        {"queue": "device_queue", "batches": 2, "empty_batches": 1, "full_batches": 1, "empty_share": 0.5,
          "avg_size": 1.0, "max_size": 2, "capacity": 2},
     ])
 
 
 def test_step_input_wait_takes_the_get_next_wait_and_classifies_the_step():
-    waits = [_batch_time(1, "get_next_wait", 3.0, 0, trace="get_next"),
-             _batch_time(2, "get_next_wait", 0.5, 10_000_000, trace="get_next")]
+    waits = [_batch_time(1, "get_next_wait", 3_000_000, 0, trace="get_next"),
+             _batch_time(2, "get_next_wait", 500_000, 10_000_000, trace="get_next")]
     steps = points(1, start=0, fp=1_000_000, end=10_000_000) + points(2, start=10_000_000, fp=11_000_000, end=20_000_000)
     same(model_rows({"data_batch_time": waits, "step_point": steps}, "step_input_wait"), [
         # step 1: 3 ms of a 10 ms step = 0.3 > 0.2: highly; step 2: 0.5 / 10 = 0.05: moderately (>= 0.05)
-        {"step": 1, "wait_source": "get_next", "wait_ms": 3.0, "step_ms": 10.0, "wait_share": 0.3, "input_bound": "highly"},
-        {"step": 2, "wait_source": "get_next", "wait_ms": 0.5, "step_ms": 10.0, "wait_share": 0.05,
+        {"step": 1, "wait_source": "get_next", "wait_ns": 3_000_000, "step_ns": 10_000_000, "wait_share": 0.3,
+         "input_bound": "highly"},
+        {"step": 2, "wait_source": "get_next", "wait_ns": 500_000, "step_ns": 10_000_000, "wait_share": 0.05,
          "input_bound": "moderately"},
     ])
 
@@ -672,8 +674,9 @@ def test_data_findings_flags_a_leaf_op_with_an_empty_output_queue():
              {"queue": "op_output", "op_id": 1, "sample": 0, "size": 2}]
     found = model_rows({"data_op": ops, "queue_sample": queue}, "data_findings")
     leaf = [f for f in found if f["analyzer"] == "mindspore" and f["rule"] == "queue_leaf"]
-    # the Generator (a leaf: no input op) uses 2 / 10 = 20 % <= 50 % of its output queue
-    assert [(f["op_id"], f["op"], f["value"], f["threshold"]) for f in leaf] == [(1, "Generator(id=1)", 20.0, 50.0)]
+    # the Generator (a leaf: no input op) uses 2 / 10 = 20 % (0.2) <= 50 % (0.5) of its output queue
+    assert [(f["op_id"], f["op"], f["value"], f["threshold"]) for f in leaf] == [(1, "Generator(id=1)", 0.2, 0.5)]
+    assert "is using 20.0% of its output queue" in leaf[0]["finding"]
     assert "Setting num_parallel_workers>4" in leaf[0]["suggestion"]
 
 
