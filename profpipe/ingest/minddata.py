@@ -203,7 +203,6 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
                  tables="data_op")
     workers = [w if _is_int(w) and 0 <= w <= _MAX_COUNT else None for w in workers]
     yield "data_op", pa.table({
-        "rank": pa.array([source.rank] * len(op_ids), pa.int32()),
         "op_id": op_ids, "op_type": [ops[i]["op_type"] for i in op_ids],
         "num_workers": pa.array([w if isinstance(w, int) else None for w in workers], pa.int64()),
         "parent_id": pa.array([parent.get(i, (None,))[0] for i in op_ids], pa.int64()),
@@ -219,7 +218,6 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
                for n, size in enumerate(queues[i][1]) if size is not None]
     if samples:
         yield "queue_sample", pa.table({
-            "rank": pa.array([source.rank] * len(samples), pa.int32()),
             "queue": ["op_output"] * len(samples),
             "op_id": [s[0] for s in samples],
             "sample": [s[1] for s in samples],
@@ -380,7 +378,7 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
              "left out (null)", check=check, action="dropped", rows=len(examples), path=path, example=examples[0],
              tables="data_cpu_sample")
     yield "data_cpu_sample", pa.table({
-        **rows, "rank": pa.array([source.rank] * len(rows["sample"]), pa.int32()),
+        **rows,
         **{key: pa.array(rows[key], pa.float64()) for key in _CPU_COLUMNS},
         "memory_bytes": pa.array(rows["memory_bytes"], pa.int64()), "ts_ns": pa.array(rows["ts_ns"], pa.int64())})
 
@@ -415,14 +413,14 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
             lines)
     if times.height:
         yield "data_batch_time", pl.DataFrame({
-            "rank": pl.Series([source.rank] * times.height, dtype=pl.Int32), "trace": [trace] * times.height,
+            "trace": [trace] * times.height,
             "batch": times["batch"], "kind": times["extra"].replace_strict(dict(enumerate(_BATCH_TIME_KINDS))),
             "dur_ns": times["value"] * 1_000_000, "ts_ns": times["ts_ms"] * 1_000_000,
         }).to_arrow()
     sizes = fields.filter(pl.col("type") == 1)
     if sizes.height:
         yield "queue_sample", pl.DataFrame({
-            "rank": pl.Series([source.rank] * sizes.height, dtype=pl.Int32), "queue": [trace] * sizes.height,
+            "queue": [trace] * sizes.height,
             "sample": pl.int_range(sizes.height, eager=True), "batch": sizes["batch"],
             "ts_ns": sizes["ts_ms"] * 1_000_000, "size": sizes["value"], "capacity": sizes["extra"],
         }).to_arrow()
@@ -506,13 +504,12 @@ def _get_next_tables(source: Source, fields: pl.DataFrame, to_ns: int, warn: War
                      "get_next records that end before they start", tables=tables)
     if not rows.height:
         return
-    rank = pl.Series([source.rank] * rows.height, dtype=pl.Int32)
     yield "queue_sample", pl.DataFrame({
-        "rank": rank, "queue": ["get_next"] * rows.height, "sample": pl.int_range(rows.height, eager=True),
+        "queue": ["get_next"] * rows.height, "sample": pl.int_range(rows.height, eager=True),
         "ts_ns": rows["start"] * to_ns, "size": rows["size"],
     }).to_arrow()
     yield "data_batch_time", pl.DataFrame({
-        "rank": rank, "trace": ["get_next"] * rows.height, "batch": pl.int_range(1, rows.height + 1, eager=True),
+        "trace": ["get_next"] * rows.height, "batch": pl.int_range(1, rows.height + 1, eager=True),
         "kind": ["get_next_wait"] * rows.height, "dur_ns": (rows["end"] - rows["start"]) * to_ns,
         "ts_ns": rows["start"] * to_ns,
     }).to_arrow()
