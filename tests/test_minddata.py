@@ -65,6 +65,12 @@ def test_tables_hold_the_logs_as_written(tmp_path: Path):
     cpu = json.loads((case / "minddata_cpu_utilization_0.json").read_text())
     (op_samples,), = query(tmp_path / "out", "SELECT count(*) FROM data_cpu_sample WHERE scope = 'op'")
     assert op_samples == sum(len(op["metrics"]["user_utilization"]) for op in cpu["op_info"])
+    # MindSpore's MB are MiB (kB / 1024: 398.05859375 = 407612 kB), its percents of one CPU for the process
+    process = query(tmp_path / "out", "SELECT memory_bytes, user_cpus FROM data_cpu_sample WHERE scope = 'process' "
+                                      "ORDER BY sample")
+    assert [m for m, _ in process] == [round(mib * 2**20) for mib in cpu["process_memory_info"]["rss_mbytes"]]
+    assert [u for _, u in process if u is not None] == [pct / 100 for pct in cpu["process_info"]["user_utilization"]]
+    assert all(m % 1024 == 0 for m, _ in process)
 
 
 # --- MindInsight's fixtures ------------------------------------------------------------------------
@@ -137,6 +143,18 @@ def _logs(folder: Path, pipeline: dict | str | None = None, **files: str) -> Pat
 def _op(op_id: int, op_type: str, sizes: list | None, children: list | None = None, workers: int = 2) -> dict:
     return {"op_id": op_id, "op_type": op_type, "num_workers": workers, "children": children,
             "metrics": {"output_queue": {"size": sizes, "length": 10}} if sizes is not None else None}
+
+
+@pytest.mark.parametrize("interval, ns, printed", [(10, 10_000_000, "10"), (12.3, 12_300_000, "12.3"),
+                                                     (0.1234565, 123_456, "0.123456"), (2.675, 2_675_000, "2.675")])
+def test_sampling_interval_is_ns_in_the_tables_and_ms_in_the_report(interval, ns, printed, tmp_path: Path):
+    """The file's ms rounded to the nearest ns (half to even on the decimal written: 0.1234565 -> 123456),
+    printed back in MindSpore's raw CSV as the ms that ns make, without float noise (12.3, not 12.299999)."""
+    out = run(_logs(tmp_path / "logs", {"sampling_interval": interval, "op_info": [_op(0, "BatchOp", [1, 3])]}),
+              tmp_path / "out").output
+    assert query(out, "SELECT sampling_interval_ns FROM data_op_stats") == [(ns,)]
+    [row] = list(csv.DictReader((out / "reports" / "minddata_pipeline_raw_0.csv").open()))
+    assert row["sample_interval"] == printed and row["output_queue_usage_rate"] == "0.2"
 
 
 def test_logs_join_the_rank_source_beside_them(tmp_path: Path):
