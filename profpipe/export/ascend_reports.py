@@ -385,7 +385,7 @@ class _RankReports:
                        AS main_wait_ms
             FROM (SELECT *, CASE WHEN transport = 'RDMA' THEN first_ns / 1000 + second_send_ns / 1000 + wait_ns / 1000
                                  ELSE dur_ns / 1000 END AS time_us, wait_ns / 1000 AS wait_us
-                  FROM int_comm_link_task WHERE rank = $rank AND capture = $capture)
+                  FROM comm_link_task WHERE rank = $rank AND capture = $capture)
             GROUP BY capture, step, op_label, op_name, iteration, link, transport"""))
         executions = self._rows("""
             WITH waits AS (
