@@ -158,10 +158,11 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
 
             started = time.perf_counter()
             reporter.stage("export", 3)
-            write_reports(con, tmp / "reports", [m for m in models_to_run if m.layer == "reports"])
+            write_reports(con, tmp / "reports", [m for m in models_to_run if m.layer == "reports"],
+                          options.report.style)
             write_ascend_reports(con, tmp / "reports", options.report)
             write_minddata_reports(con, tmp / "reports", options.report.style)
-            write_marts(con, tmp / "reports", [m for m in models_to_run if m.csv_order is not None])
+            write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
                                       options.timeline_summary)
