@@ -9,8 +9,10 @@ The library is layered as dbt projects are (README, "SQL models"):
 * `sql/intermediate/int_<name>.sql`: private, reusable building blocks (step windows, device executions
   with their op, communication tasks with their step); they read staging and other intermediate models.
 * `sql/marts/<name>.sql`: the public analysis tables; they read staging, intermediate and earlier marts.
-* `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible CSVs), in those tools' units and
-  formats; they read marts only. The YAML names the file (`{rank}` where there is one per rank).
+* `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible files), in those tools' units and
+  formats; they read marts only. The YAML names the file (`{rank}`, `{device_id}`: one file per rank and value),
+  the --report-style it is written with (`style`, at report or column level), and for a file that is not a plain
+  CSV the exporter that formats the rows (`written_by`).
 
 A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
@@ -65,8 +67,13 @@ class Column:
     description: str
     unit: str | None = None
     tests: tuple[Any, ...] = ()
-    #: reports: a column that orders or splits the rows but is not written to the file (rank, total_ns).
+    #: reports: a column that orders or splits the rows, or feeds a Python formatter, but is not written to the
+    #: CSV (rank, total_ns).
     hidden: bool = False
+    #: reports: written only with this --report-style ("latest" or "legacy"); None: with every style.
+    style: str | None = None
+    #: reports: left out of a file in which it is NULL on every row.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,14 @@ class Model:
     computed_once: bool = False
     #: marts and reports: the ORDER BY of the CSV (most important rows first); None: no CSV.
     csv_order: str | None = None
-    #: reports: the file name, with {rank} where the report is written once per rank.
+    #: reports: the file name, with {<column>} placeholders (a file per rank and per value of those columns).
     file: str | None = None
+    #: reports: written only with this --report-style ("latest" or "legacy"); None: with every style.
+    style: str | None = None
+    #: reports: the exporter module that formats the file (a text or JSON file); None: the generic CSV writer.
+    written_by: str | None = None
+    #: reports: the CSV's line ending (MindSpore's Python-written files end lines with \r\n).
+    newline: str = "\n"
 
     @property
     def kind(self) -> str:
@@ -151,7 +164,8 @@ def _read_model(path: Path, layer: str) -> Model:
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
-    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "columns", "tests"}
+    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "columns", "tests",
+                          "style", "written_by", "newline"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
@@ -161,6 +175,8 @@ def _read_model(path: Path, layer: str) -> Model:
         raise ModelError(f"SQL model {name}: only marts and reports are written as CSVs (csv_order)")
     if (layer == "reports") != bool(doc.get("file")):
         raise ModelError(f"SQL model {name}: a report, and only a report, names its file")
+    if layer != "reports" and {"style", "written_by", "newline"} & set(doc):
+        raise ModelError(f"SQL model {name}: only reports have a style, a writer or a line ending")
     shared = _shared_columns(path.parent.parent)
     columns = []
     for column in doc["columns"]:
@@ -170,14 +186,16 @@ def _read_model(path: Path, layer: str) -> Model:
             raise ModelError(f"{doc_path}: column {column['name']} has no description (and sql/columns.yml none)")
         columns.append(Column(column["name"], column["type"], " ".join(str(description).split()),
                               column.get("unit", common.get("unit")), tuple(column.get("tests", ())),
-                              bool(column.get("hidden", False))))
+                              bool(column.get("hidden", False)), column.get("style"),
+                              bool(column.get("optional", False))))
     raw = path.read_text(encoding="utf-8")
     calls = _CALL.findall(raw)
     return Model(name=name, layer=layer, sql=_CALL.sub(lambda m: m.group(2), raw).strip().rstrip(";"),
                  description=" ".join(str(doc["description"]).split()), grain=tuple(doc.get("grain", ())),
                  columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
-                 csv_order=doc.get("csv_order"), file=doc.get("file"))
+                 csv_order=doc.get("csv_order"), file=doc.get("file"), style=doc.get("style"),
+                 written_by=doc.get("written_by"), newline=doc.get("newline", "\n"))
 
 
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:

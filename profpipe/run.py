@@ -26,7 +26,7 @@ from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, Usag
 from .export.ascend_reports import write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
-from .export.minddata_reports import REPORTS as MINDDATA_REPORTS, write_minddata_reports
+from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .models import comment_on, create_macros, load_models, run_models, set_run_options, load_tables
@@ -159,10 +159,10 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
             started = time.perf_counter()
             reporter.stage("export", 3)
             reports = [m for m in models_to_run if m.layer == "reports"]
-            write_reports(con, tmp / "reports", [m for m in reports if m.name not in MINDDATA_REPORTS])
+            write_reports(con, tmp / "reports", reports, options.report.style)
             write_ascend_reports(con, tmp / "reports", options.report)
             write_minddata_reports(con, tmp / "reports", reports, options.report.style)
-            write_marts(con, tmp / "reports", [m for m in models_to_run if m.csv_order is not None])
+            write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
                                       options.timeline_summary)

@@ -325,6 +325,54 @@ def test_device_op_shares_are_null_not_nan_when_the_rank_has_no_task_time():
                                                                       "per_step_share": None}])
 
 
+def test_ascend_task_exec_lists_each_task_execution_in_time_order():
+    # the sync task (kind 'sync') is no op task; the rest by start: Add 50, MatMul 100, 110, 200, 230
+    same(model_rows({"device_exec": _tasks()}, "ascend_task_exec"), [
+        {"seq": 1, "op_name": "Default/Add-op1", "task_id": 3, "stream_id": 6, "start_ns": 50, "dur_ns": 100},
+        {"seq": 2, "op_name": "Default/net/MatMul-op5", "task_id": 1, "start_ns": 100, "dur_ns": 10},
+        {"seq": 3, "task_id": 2, "start_ns": 110, "dur_ns": 20},
+        {"seq": 4, "task_id": 1, "start_ns": 200, "dur_ns": 30},
+        {"seq": 5, "task_id": 2, "start_ns": 230, "dur_ns": 40},
+    ])
+
+
+def test_ascend_framework_task_joins_tasks_and_ops_and_keeps_ops_without_a_task_last():
+    a, b, c = "Default/net/Conv2D-op1", "Gradients/Default/ReLU-op2", "Default/Cast-op3"
+    task_desc = [{"seq": 0, "op_name": a, "task_id": 10, "stream_id": 1, "block_dim": 32, "task_type": "AI_CORE"},
+                 {"seq": 1, "op_name": a, "task_id": 11, "stream_id": 1, "block_dim": 32},
+                 {"seq": 2, "op_name": b, "task_id": 12, "stream_id": 2, "block_dim": 1, "op_type": "ReluGrad"}]
+    op_desc = [{"seq": 0, "op_name": c, "op_type": "Cast", "tensors_json": "{}"},
+               {"seq": 1, "op_name": a, "op_type": "Conv2D", "tensors_json": '{"input_0": {}}'}]
+    same(model_rows({"task_desc": task_desc, "op_desc": op_desc}, "ascend_framework_task"), [
+        # a's two tasks each carry op_desc's type and tensors; b's type from task_desc; c (no task) last
+        {"position": 1, "task_id": 10, "op_name": a, "short_name": "Conv2D-op1", "op_type": "Conv2D",
+         "subgraph": "Default", "task_type": "AI_CORE", "tensors_json": '{"input_0": {}}'},
+        {"position": 2, "task_id": 11, "op_name": a, "op_type": "Conv2D", "task_type": None},
+        {"position": 3, "task_id": 12, "op_name": b, "op_type": "ReluGrad", "subgraph": "Gradients", "tensors_json": None},
+        {"position": 4, "task_id": None, "stream_id": None, "op_name": c, "op_type": "Cast", "tensors_json": "{}"},
+    ])
+
+
+def test_aicpu_op_exec_keeps_each_execution_in_device_order():
+    aicpu = [{"seq": 1, "op_name": "GetNext-op2", "op_type": "GetNext", "run_start_ns": 9_000, "run_end_ns": 12_000,
+              "total_ns": 4_000, "dispatch_ns": 1_000},
+             {"seq": 0, "op_name": "DropoutGenMask-op1", "op_type": "DropoutGenMask", "run_start_ns": 1_000,
+              "run_end_ns": 3_000, "total_ns": 2_000, "dispatch_ns": 0}]
+    same(model_rows({"aicpu_exec": aicpu}, "aicpu_op_exec"), [
+        {"seq": 0, "op_type": "DropoutGenMask", "run_start_ns": 1_000, "total_ns": 2_000, "dispatch_ns": 0},
+        {"seq": 1, "op_type": "GetNext", "run_end_ns": 12_000, "total_ns": 4_000, "dispatch_ns": 1_000},
+    ])
+
+
+def test_ascend_rank_lists_device_counter_ranks_with_their_device_and_clock():
+    info = [{"rank": 0, "capture": 0, "device_id": 5, "device_type": "ascend", "tick_hz": 100_000_000},
+            {"rank": 0, "capture": 1, "device_id": 3, "device_type": "ascend", "tick_hz": 100_000_000},
+            {"rank": 1, "device_id": 0, "device_type": "ascend"},            # msprof export: host clock, no ticks
+            {"rank": 2, "device_id": 0, "device_type": "gpu", "tick_hz": 1_000}]
+    # rank 0 only, named by the smallest device id of its sources
+    same(model_rows({"run_info": info}, "ascend_rank"), [{"rank": 0, "device_id": 3, "tick_hz": 100_000_000}])
+
+
 def test_host_op_stats_self_and_total_times_of_nested_ops():
     # P (0) 0-100 holds C (1) 10-40 and C (2) 50-70; C (1) holds G (3) 15-25.  Kernels: 7 ns launched by P,
     # 5 by G, 4 by the second C
@@ -596,6 +644,28 @@ COMM_TASKS = [
     _comm("RDMASend", 4, 5_100, 200, "RDMA", 2, 24),
     _comm("Notify Wait", 5, 5_300, 300, "RDMA", 2),
 ]
+
+
+def test_comm_link_task_sdma_tasks_and_rdma_triples_are_the_units_of_link_time():
+    same(model_rows({"comm_task": COMM_TASKS}, "comm_link_task"), [
+        # SDMA: the Memcpy and the Reduce Inline, each a unit; the Notify Wait is none
+        {"link": "0-1", "transport": "SDMA", "seq": 0, "dur_ns": 1_000, "first_ns": 1_000, "wait_ns": None,
+         "bytes": 4_000},
+        {"link": "0-1", "transport": "SDMA", "seq": 1, "dur_ns": 3_000, "bytes": 4_000},
+        # RDMA: the send, send, wait triple: 100 + 200 + 300; bytes 1000 + 24
+        {"link": "0-2", "transport": "RDMA", "seq": 3, "dur_ns": 600, "first_ns": 100, "second_send_ns": 200,
+         "wait_ns": 300, "bytes": 1_024, "main_plane": True},
+    ])
+
+
+def test_comm_op_task_keeps_every_task_with_its_link_and_main_plane():
+    tasks = COMM_TASKS + [_comm("Notify Wait", 6, 5_600, 50, "SDMA", 1, plane=1)]
+    found = model_rows({"comm_task": tasks}, "comm_op_task")
+    # seven tasks; plane 1 is the execution's highest, so only the last task is on the main plane
+    assert [(t["seq"], t["link"], t["main_plane"]) for t in found] == [
+        (0, "0-1", False), (1, "0-1", False), (2, "0-1", False), (3, "0-2", False), (4, "0-2", False),
+        (5, "0-2", False), (6, "0-1", True)]
+    assert {t["step"] for t in found} == {1} and {t["op_label"] for t in found} == {"allReduce_1_1"}
 
 
 def test_comm_link_stats_sdma_and_rdma_links():

@@ -21,15 +21,12 @@ import duckdb
 from ..models import Model
 
 #: The report models this module writes (the generic writer, mindspore_reports.py, writes the others).
-REPORTS = ("minddata_pipeline_raw", "minddata_pipeline_summary")
-
-
 def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, reports: list[Model],
                            style: str = "latest") -> list[Path]:
     """Write the files of the MindData report models for every rank and capture with rows; return their paths.
     `style` is the MindSpore version imitated: "latest" (2.x) or "legacy" (1.x)."""
     written = []
-    for report in (r for r in reports if r.name in REPORTS):
+    for report in (r for r in reports if r.written_by == "profpipe/export/minddata_reports.py"):
         shown = [c.name for c in report.columns if not c.hidden]
         relation = con.sql(f"SELECT * FROM {report.name} ORDER BY rank, capture, {report.csv_order}")
         rows = [dict(zip(relation.columns, row)) for row in relation.fetchall()]

@@ -7,5 +7,5 @@ SELECT
     sum(bytes) / nullif(sum(dur_ns) / 1e9, 0) AS bandwidth_bytes_per_second,
     sum(wait_ns)::BIGINT AS wait_ns,
     (sum(wait_ns) FILTER (WHERE main_plane))::BIGINT AS main_wait_ns
-FROM {{ ref('int_comm_link_task') }}
+FROM {{ ref('comm_link_task') }}
 GROUP BY rank, capture, step, op_label, op_name, iteration, link, transport
