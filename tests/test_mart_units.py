@@ -9,8 +9,10 @@ import json
 import math
 import time
 
+import duckdb
+
 from model_harness import build, model_rows, rows
-from profpipe.models import load_models
+from profpipe.models import create_macros, load_models
 
 MARTS = sorted(m.name for m in load_models() if m.layer == "marts")
 
@@ -395,6 +397,23 @@ def test_memory_stats_peak_and_end_in_use():
 
 
 # ---------------------------------------------------------------------------------------------- overlap
+
+def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stretch():
+    con = duckdb.connect()
+    create_macros(con)
+    found = con.execute("""
+        WITH given(grp, category, start_ns, end_ns) AS (VALUES
+            (1, 'a', 0, 10), (1, 'a', 2, 5),     -- nested in a: cuts at 2 and 5, a counts once
+            (1, 'b', 5, 12), (1, 'b', 5, 12),   -- identical twice, touching the nested a at 5
+            (1, 'a', 10, 20),                   -- touches the first a at 10
+            (1, 'c', 7, 7),                     -- zero-length: cuts at 7, never active
+            (1, 'b', 30, 40), (1, 'b', NULL, 50),  -- a gap 20-30; a NULL bound is left out
+            (2, 'a', 0, 1))                     -- another timeline
+        SELECT * FROM interval_sweep(given) ORDER BY grp, start_ns""").fetchall()
+    assert found == [(1, 0, 2, ["a"]), (1, 2, 5, ["a"]), (1, 5, 7, ["a", "b"]), (1, 7, 10, ["a", "b"]),
+                     (1, 10, 12, ["a", "b"]), (1, 12, 20, ["a"]), (1, 20, 30, []), (1, 30, 40, ["b"]),
+                     (2, 0, 1, ["a"])]
+
 
 def _overlap_inputs() -> dict:
     # step 1 window 100-200 (fp 100, bp 190), step 2 200-300 (fp 200).  Computing: stream 1 90-130 and stream 2
