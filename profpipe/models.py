@@ -11,6 +11,8 @@ The library is layered as dbt projects are (README, "SQL models"):
 * `sql/marts/<name>.sql`: the public analysis tables; they read staging, intermediate and earlier marts.
 * `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible CSVs), in those tools' units and
   formats; they read marts only. The YAML names the file (`{rank}` where there is one per rank).
+* `sql/queries/<name>.sql`: not models: the few multi-line queries an exporter runs over the models and
+  temp tables of its own (`query(name)` reads one; the timeline renders its events with one).
 
 A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
@@ -216,6 +218,12 @@ def load_macros(sql_dir: Path | None = None) -> list[Macro]:
         comment = [line.lstrip("-").strip() for line in text.splitlines() if line.startswith("--")]
         macros.append(Macro(path.stem, text.strip().rstrip(";"), " ".join(comment)))
     return macros
+
+
+def query(name: str) -> str:
+    """The text of sql/queries/<name>.sql: a multi-line query an exporter runs over the models and temp
+    tables of its own (the timeline's clock shifts). Not a model: the library does not run it."""
+    return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
 
 
 def load_tables(con: duckdb.DuckDBPyConnection, folder: Path) -> None:

@@ -701,3 +701,45 @@ def test_every_mart_but_the_ones_left_has_a_unit_test():
     source = open(__file__, encoding="utf-8").read()
     untested = [m for m in MARTS if m not in left and f'"{m}")' not in source]
     assert untested == []
+
+
+# ---------------------------------------------------------------------------------------------- timeline
+
+def test_timeline_span_puts_every_event_on_its_lane_and_thread():
+    tables = {"run_info": [{"device_type": "gpu"}],
+              "step_point": points(1, start=0, fp=10, bp=80, end=100, fp_op="Default/Conv2D-op1", bp_op="Gradients/Add-op2"),
+              "host_op": [{"side": "Host", "tid": 7, "op_name": "Default/Conv2D-op1", "start_ns": 5, "dur_ns": 20}],
+              "device_exec": [kernel("gemm", 12, 30, stream_id=3)],
+              "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": 4,
+                            "start_ns": 8, "dur_ns": 3}],
+              "memory_event": [{"device_type": "cuda", "device_id": 0, "ts_ns": 15, "bytes": 512, "seq": 0}],
+              "queue_sample": [{"queue": "get_next", "ts_ns": 50, "size": 2}]}
+    step = {"lane": 0, "process": "Step Trace", "tid": 0, "thread": "iterations", "clock_domain": "main"}
+    overlap = {"lane": 5, "process": "Overlap Analysis", "category": "overlap", "args": None}
+    same(model_rows(tables, "timeline_span"), [
+        # lane 0: the step 0-100 with its fp and bp ops, its phases 0-10, 10-80, 80-100 (ordered by name)
+        {**step, "name": "Step 1", "category": "step", "start_ns": 0, "dur_ns": 100,
+         "args": '{"fp_op":"Default/Conv2D-op1","bp_op":"Gradients/Add-op2"}'},
+        {**step, "name": "fp_and_bp", "category": "step_phase", "start_ns": 10, "dur_ns": 70, "args": None},
+        {**step, "name": "iteration_interval", "category": "step_phase", "start_ns": 0, "dur_ns": 10, "args": None},
+        {**step, "name": "tail", "category": "step_phase", "start_ns": 80, "dur_ns": 20, "args": None},
+        # lane 1: the host op on its thread, with the op type parsed from its name
+        {"lane": 1, "process": "CPU ops", "tid": 7, "thread": "Thread 7", "name": "Default/Conv2D-op1",
+         "category": "op", "start_ns": 5, "dur_ns": 20, "args": '{"op_type":"Conv2D"}', "clock_domain": "main"},
+        # lane 3 on a GPU rank: GPU kernels, one thread per stream; no op started before the kernel
+        {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "gemm", "category": "kernel",
+         "start_ns": 12, "dur_ns": 30, "args": '{"op_name":null,"stream":3}'},
+        # lane 5: overlap_segment's stretches: computing 12-42, free 0-12 and 42-100
+        {**overlap, "tid": 0, "thread": "Computing", "name": "computation", "start_ns": 12, "dur_ns": 30},
+        {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 12},
+        {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 42, "dur_ns": 58},
+        # lane 7: the API call on its host thread
+        {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "cudaLaunchKernel",
+         "category": "runtime", "start_ns": 8, "dur_ns": 3, "args": '{"correlation":4}'},
+        # lane 8: a counter sample (no duration) of the bytes in use after the allocation
+        {"lane": 8, "process": "Memory", "tid": 0, "thread": "Allocator", "name": "Memory in use cuda:0",
+         "category": "counter", "start_ns": 15, "dur_ns": None, "args": '{"bytes":512}', "clock_domain": "main"},
+        # lane 9: the get_next queue, on its own clock domain
+        {"lane": 9, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
+         "category": "counter", "start_ns": 50, "dur_ns": None, "args": '{"size":2}', "clock_domain": "get_next"},
+    ])
