@@ -10,7 +10,8 @@ The library is layered as dbt projects are (README, "SQL models"):
   with their op, communication tasks with their step); they read staging and other intermediate models.
 * `sql/marts/<name>.sql`: the public analysis tables; they read staging, intermediate and earlier marts.
 * `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible CSVs), in those tools' units and
-  formats; they read marts only. The YAML names the file (`{rank}` where there is one per rank).
+  formats; they read marts only. The YAML names the file (`{rank}` where there is one per rank), or, for
+  a report the Python API returns instead (op_analyse's JSON), the function (`returned_by`).
 * `sql/queries/<name>.sql`: not models: the few multi-line queries an exporter runs over the models and
   temp tables of its own (`query(name)` reads one; the timeline renders its events with one).
 
@@ -88,6 +89,8 @@ class Model:
     csv_order: str | None = None
     #: reports: the file name, with {rank} where the report is written once per rank.
     file: str | None = None
+    #: reports not written as a file: the Python function that returns their rows.
+    returned_by: str | None = None
 
     @property
     def kind(self) -> str:
@@ -153,7 +156,8 @@ def _read_model(path: Path, layer: str) -> Model:
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
-    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "columns", "tests"}
+    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
+                          "tests"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
@@ -161,8 +165,9 @@ def _read_model(path: Path, layer: str) -> Model:
         raise ModelError(f"SQL model {name}: only intermediate models can be computed once per run")
     if doc.get("csv_order") is not None and layer not in ("marts", "reports"):
         raise ModelError(f"SQL model {name}: only marts and reports are written as CSVs (csv_order)")
-    if (layer == "reports") != bool(doc.get("file")):
-        raise ModelError(f"SQL model {name}: a report, and only a report, names its file")
+    if (1 if layer == "reports" else 0) != bool(doc.get("file")) + bool(doc.get("returned_by")):
+        raise ModelError(f"SQL model {name}: a report, and only a report, names its file or (not both) the "
+                         "function that returns it (returned_by)")
     shared = _shared_columns(path.parent.parent)
     columns = []
     for column in doc["columns"]:
@@ -179,7 +184,7 @@ def _read_model(path: Path, layer: str) -> Model:
                  description=" ".join(str(doc["description"]).split()), grain=tuple(doc.get("grain", ())),
                  columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
-                 csv_order=doc.get("csv_order"), file=doc.get("file"))
+                 csv_order=doc.get("csv_order"), file=doc.get("file"), returned_by=doc.get("returned_by"))
 
 
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:

@@ -158,7 +158,7 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
 
             started = time.perf_counter()
             reporter.stage("export", 3)
-            write_reports(con, tmp / "reports", [m for m in models_to_run if m.layer == "reports"])
+            write_reports(con, tmp / "reports", [m for m in models_to_run if m.file])
             write_ascend_reports(con, tmp / "reports", options.report)
             write_minddata_reports(con, tmp / "reports", options.report.style)
             write_marts(con, tmp / "reports", [m for m in models_to_run if m.csv_order is not None])

@@ -1,8 +1,8 @@
 """Unit tests per model: a handful of hand-made normalized rows in, the exact expected rows out, for
 every mart (tests/model_harness.py runs the whole library in an in-memory DuckDB). The arithmetic of each
-expected value is written beside it. Marts left to their own tests for now: comm_link_stats,
-comm_op_stats, comm_matrix, data_batch_stats, data_op_stats, data_queue_stats, data_findings and
-step_input_wait."""
+expected value is written beside it. The interval_sweep macro has one of its own. Marts left to their own
+tests for now: comm_link_stats, comm_op_stats, comm_matrix, data_batch_stats, data_op_stats, data_queue_stats,
+data_findings and step_input_wait."""
 from __future__ import annotations
 
 import json
@@ -742,4 +742,49 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
         # lane 9: the get_next queue, on its own clock domain
         {"lane": 9, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
          "category": "counter", "start_ns": 50, "dur_ns": None, "args": '{"size":2}', "clock_domain": "get_next"},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- summary
+
+def test_rank_summary_describes_a_rank_by_its_first_device_source_and_counts_all_captures():
+    tables = {"run_info": [{"rank": 0, "capture": 0, "device_type": "cpu", "layout": "framework"},
+                           {"rank": 0, "capture": 0, "device_type": "gpu", "layout": "msprof",
+                            "metadata_json": '{"model_id": 3, "models": [3, 4]}'},
+                           {"rank": 0, "capture": 1, "device_type": "ascend", "layout": "later"},
+                           {"rank": 1, "device_type": "ascend", "layout": "ascend_ms"}],
+              "step_point": points(1, start=0, fp=10, bp=80, end=100) + points(2, start=100, fp=130, bp=170, end=200),
+              "host_op": [{"side": "Host", "op_name": "A-op0", "start_ns": 5, "dur_ns": 20},
+                          {"capture": 1, "side": "Host", "op_name": "A-op0", "start_ns": 5, "dur_ns": 20}],
+              "device_exec": [kernel("gemm", 12, 30)],
+              "data_op": [{"rank": 1, "op_id": 0}]}
+    same(model_rows(tables, "rank_summary"), [
+        # rank 0: capture 0's gpu source before its cpu one (and before capture 1); host ops of both captures;
+        # steps 100 and 100 long, intervals 10 and 30, fp+bp 70 and 40, tails 20 and 30; no MindData logs
+        {"rank": 0, "device_type": "gpu", "layout": "msprof", "model_id": 3, "models": [3, 4], "host_ops": 2,
+         "device_execs": 1, "steps": 2, "avg_total_ns": 100.0, "avg_iteration_interval_ns": 20.0,
+         "avg_fp_and_bp_ns": 55.0, "avg_tail_ns": 25.0, "input_logs": False, "input_steps_measured": None,
+         "input_bound": None},
+        # rank 1: MindData logs but no step measured: no input_bound
+        {"rank": 1, "device_type": "ascend", "layout": "ascend_ms", "model_id": None, "models": None, "host_ops": 0,
+         "device_execs": 0, "steps": 0, "avg_total_ns": None, "input_logs": True, "input_steps_measured": 0,
+         "input_wait_source": None, "avg_input_wait_share": None, "input_bound": None},
+    ])
+
+
+def test_op_shape_stats_sums_the_instances_of_a_type_launched_with_the_same_shapes():
+    tables = {"op_meta": [{"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[1];input_2:[3]"}],
+              "host_op": [{"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 10},
+                          {"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 20, "dur_ns": 30},
+                          {"side": "Host", "op_name": "Gradients/MatMul-op0", "start_ns": 60, "dur_ns": 5},
+                          {"side": "Host", "op_name": "Default/MatMul-op1", "start_ns": 70, "dur_ns": 7},
+                          {"side": "Device", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 4}]}
+    same(model_rows(tables, "op_shape_stats"), [
+        # the device op: op_meta has Host launches only, so no shapes
+        {"side": "Device", "op_type": "MatMul", "input_shape": "", "instances": 1, "occurrences": 1, "total_ns": 4},
+        {"side": "Host", "op_type": "MatMul", "input_shape": "", "instances": 1, "occurrences": 1, "total_ns": 7},
+        # both instances with short name MatMul-op0 (Default/ and Gradients/): 10 + 30 + 5, under both shapes, sorted
+        {"side": "Host", "op_type": "MatMul", "input_shape": "input_1:[1],input_2:[3] | input_1:[2],input_2:[3]",
+         "instances": 2, "occurrences": 3, "total_ns": 45},
     ])
