@@ -158,7 +158,7 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
 
             started = time.perf_counter()
             reporter.stage("export", 3)
-            reports = [m for m in models_to_run if m.layer == "reports"]
+            reports = [m for m in models_to_run if m.layer == "reports" and m.file]
             write_reports(con, tmp / "reports", reports, options.report.style)
             write_ascend_reports(con, tmp / "reports", options.report)
             write_minddata_reports(con, tmp / "reports", reports, options.report.style)
