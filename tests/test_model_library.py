@@ -195,3 +195,30 @@ def test_shared_column_meanings_are_used():
     used = {c.name for m in load_models() for c in m.columns}
     assert set(shared) <= used, set(shared) - used
     assert all(re.fullmatch(r"[a-z_]+", name) for name in shared)
+
+
+def test_no_multi_line_sql_in_python_outside_the_readers():
+    """Analysis SQL lives in sql/ (models, macros, and the few exporter queries of sql/queries); Python keeps
+    one-line glue. The readers (profpipe/ingest) are the exception: their queries parse their own format in
+    their scratch database and belong to the parser."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "profpipe").rglob("*.py")):
+        if "ingest" in path.relative_to(REPO / "profpipe").parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                text = node.value
+            else:
+                continue
+            if "\n" in text.strip() and re.search(r"\b(SELECT|WITH|CREATE (TEMP )?TABLE|COPY|INSERT)\b", text) \
+                    and re.search(r"\b(FROM|AS)\b", text):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == [], found
