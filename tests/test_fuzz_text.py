@@ -508,7 +508,7 @@ def test_minddata_units_convert_exactly_and_out_of_range_is_reported(
             key = (table, "out_of_range" if math.isfinite(value) else "non_finite")
             expected[key] = expected.get(key, 0) + 1
 
-    expect(interval, MAX_NS / 10**6, 10**6, outcome.tables["data_op"]["sampling_interval_ns"][0].as_py(), "data_op")
+    expect(interval, MAX_NS // 10**6, 10**6, outcome.tables["data_op"]["sampling_interval_ns"][0].as_py(), "data_op")
     cpu = outcome.tables["data_cpu_sample"].to_pylist()
     [device] = [r for r in cpu if r["scope"] == "device"]
     expect(memory_mib, 2**62 / 2**20, 2**20, device["memory_bytes"], "data_cpu_sample")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from profpipe.ingest.lines import MAX_NS
 from profpipe.ingest.scratch import memory_database
-from profpipe.ingest.units import MAX_US, ms_to_ns, us_text_to_ns, us_to_ns
+from profpipe.ingest.units import MAX_US, ms_text_to_ns, ms_to_ns, us_text_to_ns, us_to_ns
 
 
 def _exact_ns(text: str, ns_per_unit: int = 1000) -> int | None:
@@ -77,6 +77,7 @@ def test_an_epoch_time_keeps_its_last_digit():
 def test_milliseconds_take_the_same_rule():
     frame = pl.DataFrame({"ms": ["0.0000015", "12.3", "1e-3", "nan", str(MAX_NS // 10**6 + 1)]})
     assert frame.select(ms_to_ns(pl.col("ms"))).to_series().to_list() == [2, 12_300_000, 1_000, None, None]
+    assert [ms_text_to_ns(t) for t in frame["ms"]] == [2, 12_300_000, 1_000, None, None]
 
 
 def test_the_macro_is_only_in_profpipe_databases():

@@ -20,7 +20,6 @@ import duckdb
 
 from ..models import Model
 
-#: The report models this module writes (the generic writer, mindspore_reports.py, writes the others).
 def write_minddata_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, reports: list[Model],
                            style: str = "latest") -> list[Path]:
     """Write the files of the MindData report models for every rank and capture with rows; return their paths.

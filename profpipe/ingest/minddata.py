@@ -43,6 +43,7 @@ from ..health import Warn
 from .lines import (MAX_NS, MAX_WHOLE_FILE_BYTES, drop_duplicate_lines, drop_rows, load_json, read_capped,
                     read_lines, require)
 from .run_info import run_info
+from .units import ms_text_to_ns
 
 #: What is left out of the analysis when a log cannot be read, by role.
 _LEFT_OUT = {
@@ -73,10 +74,18 @@ _MAX_HOST_PCT = 100
 _CPU_COLUMNS = ("user_share", "sys_share", "io_share", "idle_share", "user_cpus", "sys_cpus")
 
 
-def _scaled(value: float, factor: int) -> int:
-    """`value` x `factor` rounded to the nearest integer (half to even), exactly as the file writes the
-    number (ms -> ns: factor 1_000_000; MiB -> bytes: 2**20), without float error."""
-    return round(Decimal(repr(value)) * factor)
+#: Largest ms a MindData log may hold (its ns must stay within MAX_NS).
+_MAX_MS = MAX_NS // 1_000_000
+
+
+def _ms_to_ns(value: float) -> int | None:
+    """A JSON number of ms as ns by the one rule of units.py (the decimal the file writes, rounded half to even)."""
+    return ms_text_to_ns(repr(value))
+
+
+def _mib_to_bytes(value: float) -> int:
+    """A MindData MB (MiB: its `*_mbytes` are kB / 1024) as bytes, rounded half to even, without float error."""
+    return round(Decimal(repr(value)) * _MB)
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -160,9 +169,9 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
         raise InputError(path, "expected a non-empty op_info list")
     if interval is not None and (not isinstance(interval, (int, float)) or isinstance(interval, bool)):
         raise InputError(path, f"sampling_interval: expected a number, got {json.dumps(interval)[:40]}")
-    if interval is not None and _bad_number(interval, high=MAX_NS / 1_000_000):
-        warn(f"{path}: sampling_interval {interval} (ms) is not a finite number within 0..{MAX_NS // 1_000_000}; "
-             "left out (null)", check=_bad_number(interval, high=MAX_NS / 1_000_000), action="dropped", rows=1,
+    if interval is not None and _bad_number(interval, high=_MAX_MS):
+        warn(f"{path}: sampling_interval {interval} (ms) is not a finite number within 0..{_MAX_MS}; "
+             "left out (null)", check=_bad_number(interval, high=_MAX_MS), action="dropped", rows=1,
              path=path, example=str(interval), tables="data_op")
         interval = None
     ops: dict[int, dict[str, Any]] = {}
@@ -209,7 +218,7 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
         "child_index": pa.array([parent.get(i, (None, None))[1] for i in op_ids], pa.int32()),
         "has_queue": [queues[i] is not None for i in op_ids],
         "queue_capacity": pa.array([queues[i][0] if queues[i] else None for i in op_ids], pa.int64()),
-        "sampling_interval_ns": pa.array([None if interval is None else _scaled(interval, 1_000_000)] * len(op_ids),
+        "sampling_interval_ns": pa.array([None if interval is None else _ms_to_ns(interval)] * len(op_ids),
                                          pa.int64()),
         "pipeline_order": pa.array([order.get(i) for i in op_ids], pa.int32()),
         "pipeline_parent_id": pa.array([pipeline_parent.get(i) for i in op_ids], pa.int64()),
@@ -311,11 +320,11 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
     stamps = _number_list(path, data.get("time_stamp") or [], "time_stamp")
     found: dict[str, list[str]] = {}
     for stamp in stamps:
-        check = _bad_number(stamp, high=MAX_NS / 1_000_000)
+        check = _bad_number(stamp, high=_MAX_MS)
         if check:
             found.setdefault(check, []).append(str(stamp))
     _report_values(warn, path, found, "time_stamp values (ms)", "data_cpu_sample")
-    stamps_ns = [None if _bad_number(t, high=MAX_NS / 1_000_000) else _scaled(t, 1_000_000) for t in stamps]
+    stamps_ns = [None if _bad_number(t, high=_MAX_MS) else _ms_to_ns(t) for t in stamps]
     bad_values: dict[str, list[str]] = {}
 
     def checked(values: list[float], high: float) -> list[float | None]:
@@ -339,7 +348,7 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
                                                            f"{where}.{key}_utilization"), high)]
                   for key in keys}
         if memory and isinstance(data.get(memory[0]), dict):
-            series["memory_bytes"] = [None if v is None else _scaled(v, _MB) for v in
+            series["memory_bytes"] = [None if v is None else _mib_to_bytes(v) for v in
                                       checked(_number_list(path, data[memory[0]].get(memory[1]) or [],
                                                            f"{memory[0]}.{memory[1]}"), _MAX_COUNT / _MB)]
         series["ts_ns"] = stamps_ns
@@ -403,8 +412,8 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
                              for i, name in enumerate(("type", "extra", "batch", "value", "ts_ms"))])
     # a time record's value is ms (as ns it must fit the int64 column), a queue record's a size
     in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT).fill_null(False) for c in ("extra", "batch", "value")) \
-        & ((pl.col("type") != 0) | (pl.col("value") <= MAX_NS // 1_000_000)).fill_null(False)
-    ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, MAX_NS // 1_000_000).fill_null(False)
+        & ((pl.col("type") != 0) | (pl.col("value") <= _MAX_MS)).fill_null(False)
+    ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, _MAX_MS).fill_null(False)
     ts_given = pl.col("line").str.count_matches(" ") >= 4
     fields = drop_rows(fields, ~(in_range & ts_ok & (pl.col("ts_ms").is_not_null() | ~ts_given)), warn, path,
                        "out_of_range", f"{trace} records with a negative or out-of-range number", tables=tables)

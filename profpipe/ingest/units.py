@@ -18,7 +18,7 @@ and with Python's `decimal` arithmetic on any text:
 
 * `us_to_ns(expr)` (`ms_to_ns(expr)`): a polars expression over a text column;
 * `US_TO_NS_MACRO`: the DuckDB macro `us_to_ns(text)`, created in every scratch database (scratch.py);
-* `us_text_to_ns(text)`: one Python value.
+* `us_text_to_ns(text)` (`ms_text_to_ns(text)`): one Python value.
 """
 from __future__ import annotations
 
@@ -75,9 +75,18 @@ def _decimal_text_to_ns(expr: pl.Expr, ns_per_unit: int) -> pl.Expr:
 def us_text_to_ns(text: str) -> int | None:
     """Python: one µs text as int ns by the module's rule; None where it gives no time (not a finite number,
     or out of range)."""
+    return _text_to_ns(text, 1_000)
+
+
+def ms_text_to_ns(text: str) -> int | None:
+    """Python: one ms text as int ns by the module's rule; None where it gives no time."""
+    return _text_to_ns(text, 1_000_000)
+
+
+def _text_to_ns(text: str, ns_per_unit: int) -> int | None:
     if not re.fullmatch(NUMBER_PATTERN, text.strip(BLANKS)):
         return None
     number = Decimal(text.strip(BLANKS))
-    if abs(number) > MAX_US:
+    if abs(number) > MAX_NS // ns_per_unit:
         return None
-    return int((number * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
+    return int((number * ns_per_unit).to_integral_value(rounding=ROUND_HALF_EVEN))
