@@ -56,9 +56,10 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     """Per-op statistics for op types, grouped by input shapes, like MindSpore's `Profiler.op_analyse`.
 
     Returns MindSpore's JSON string: `{op_type: [{op_side, input_shape, op_occurrences,
-    op_total_time(us), op_avg_time(us)}, ...], "device_id": id}`. Where MindSpore takes the
+    op_total_time(us), op_avg_time(us)}, ...], "device_id": id}`: the rows of the report op_analyse
+    (sql/reports/op_analyse.sql). Where MindSpore takes the
     first op instance of a short name, this sums every instance that shares it; an instance
-    launched with several shapes is reported under all of them joined by ' | '.
+    launched with several shapes is reported under all of them, sorted and joined by ' | '.
     """
     names = [op_name] if isinstance(op_name, str) else list(op_name)
     if not names or not all(isinstance(n, str) and n for n in names):
@@ -67,7 +68,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     if not database.is_file():
         raise ProfpipeError(f"{output_path}: not a profpipe output folder (no profile.duckdb)")
     with duckdb.connect(str(database), read_only=True) as con:
-        ranks = [r for (r,) in con.execute("SELECT rank FROM run_info ORDER BY rank").fetchall()]
+        ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM rank_info ORDER BY rank").fetchall()]
         if device_id is None:
             if len(ranks) != 1:
                 raise ProfpipeError(f"several ranks {ranks} in {output_path}: pass device_id")
@@ -76,21 +77,8 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             raise ProfpipeError(f"no rank {device_id} in {output_path} (ranks: {ranks})")
         result: dict[str, object] = {}
         for name in names:
-            rows = con.execute("""
-                WITH shapes AS (
-                    SELECT rank, side, short_name,
-                           string_agg(DISTINCT replace(input_shapes, ';', ','), ' | ') AS input_shape
-                    FROM op_meta GROUP BY rank, side, short_name
-                )
-                SELECT lower(CASE d.side WHEN 'Host' THEN 'cpu' ELSE 'gpu' END) AS op_side,
-                       coalesce(s.input_shape, '') AS input_shape,
-                       sum(d.occurrences)::BIGINT AS op_occurrences,
-                       round(sum(d.total_ns) / 1e3, 4) AS "op_total_time(us)",
-                       round(sum(d.total_ns) / 1e3 / sum(d.occurrences), 4) AS "op_avg_time(us)"
-                FROM op_detail_stats d
-                LEFT JOIN shapes s USING (rank, side, short_name)
-                WHERE d.rank = ? AND d.op_type = ?
-                GROUP BY ALL ORDER BY op_side, input_shape""", [device_id, name])
+            rows = con.execute("SELECT * EXCLUDE (rank, op_type) FROM op_analyse WHERE rank = ? AND op_type = ? "
+                               "ORDER BY op_side, input_shape", [device_id, name])
             columns = [c[0] for c in rows.description]
             found = [dict(zip(columns, row)) for row in rows.fetchall()]
             if not found:

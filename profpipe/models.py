@@ -12,7 +12,10 @@ The library is layered as dbt projects are (README, "SQL models"):
 * `sql/reports/<name>.sql`: files other tools read (MindSpore-compatible files), in those tools' units and
   formats; they read marts only. The YAML names the file (`{rank}`, `{device_id}`: one file per rank and value),
   the --report-style it is written with (`style`, at report or column level), and for a file that is not a plain
-  CSV the exporter that formats the rows (`written_by`).
+  CSV the exporter that formats the rows (`written_by`); or, for a report the Python API returns instead
+  (op_analyse's JSON), the function (`returned_by`).
+* `sql/queries/<name>.sql`: not models: the few multi-line queries an exporter runs over the models and
+  temp tables of its own (`query(name)` reads one; the timeline renders its events with one).
 
 A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
@@ -99,6 +102,8 @@ class Model:
     written_by: str | None = None
     #: reports: the CSV's line ending (MindSpore's Python-written files end lines with \r\n).
     newline: str = "\n"
+    #: reports not written as a file: the Python function that returns their rows.
+    returned_by: str | None = None
 
     @property
     def kind(self) -> str:
@@ -164,8 +169,8 @@ def _read_model(path: Path, layer: str) -> Model:
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
-    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "columns", "tests",
-                          "style", "written_by", "newline"}
+    unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
+                          "tests", "style", "written_by", "newline"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
@@ -173,8 +178,9 @@ def _read_model(path: Path, layer: str) -> Model:
         raise ModelError(f"SQL model {name}: only intermediate models can be computed once per run")
     if doc.get("csv_order") is not None and layer not in ("marts", "reports"):
         raise ModelError(f"SQL model {name}: only marts and reports are written as CSVs (csv_order)")
-    if (layer == "reports") != bool(doc.get("file")):
-        raise ModelError(f"SQL model {name}: a report, and only a report, names its file")
+    if (1 if layer == "reports" else 0) != bool(doc.get("file")) + bool(doc.get("returned_by")):
+        raise ModelError(f"SQL model {name}: a report, and only a report, names its file or (not both) the "
+                         "function that returns it (returned_by)")
     if layer != "reports" and {"style", "written_by", "newline"} & set(doc):
         raise ModelError(f"SQL model {name}: only reports have a style, a writer or a line ending")
     shared = _shared_columns(path.parent.parent)
@@ -195,7 +201,7 @@ def _read_model(path: Path, layer: str) -> Model:
                  columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
                  csv_order=doc.get("csv_order"), file=doc.get("file"), style=doc.get("style"),
-                 written_by=doc.get("written_by"), newline=doc.get("newline", "\n"))
+                 written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"))
 
 
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:
@@ -234,6 +240,12 @@ def load_macros(sql_dir: Path | None = None) -> list[Macro]:
         comment = [line.lstrip("-").strip() for line in text.splitlines() if line.startswith("--")]
         macros.append(Macro(path.stem, text.strip().rstrip(";"), " ".join(comment)))
     return macros
+
+
+def query(name: str) -> str:
+    """The text of sql/queries/<name>.sql: a multi-line query an exporter runs over the models and temp
+    tables of its own (the timeline's clock shifts). Not a model: the library does not run it."""
+    return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
 
 
 def load_tables(con: duckdb.DuckDBPyConnection, folder: Path) -> None:

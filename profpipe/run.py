@@ -158,10 +158,10 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
 
             started = time.perf_counter()
             reporter.stage("export", 3)
-            write_reports(con, tmp / "reports", [m for m in models_to_run if m.layer == "reports"],
-                          options.report.style)
+            reports = [m for m in models_to_run if m.layer == "reports" and m.file]
+            write_reports(con, tmp / "reports", reports, options.report.style)
             write_ascend_reports(con, tmp / "reports", options.report)
-            write_minddata_reports(con, tmp / "reports", options.report.style)
+            write_minddata_reports(con, tmp / "reports", reports, options.report.style)
             write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
             reporter.advance(1)
             timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
@@ -218,7 +218,7 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
             if source.problem is not None:
                 raise InputError(location, source.problem)
             for table_name, table in ingest.read(source, warn):
-                sink.write(table_name, _with_source_keys(table_name, table, source.rank, source.capture))
+                sink.write(table_name, with_source_keys(table_name, table, source.rank, source.capture))
             sink.close()
             part_dirs[index] = part_dir
             ranks_read.add(source.rank)
@@ -249,7 +249,7 @@ def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: 
     return numbers
 
 
-def _with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) -> pa.Table:
+def with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) -> pa.Table:
     """The table with the source's rank and capture in its `rank` and `capture` columns, where the table
     declares them and the reader left them out: the one place a row gets its source's keys (the capture
     is renumbered by time at the merge: profpipe/captures.py)."""

@@ -23,7 +23,7 @@ from profpipe.discover import discover
 from profpipe.errors import ProfpipeError
 from profpipe.health import HealthEvent, HealthLedger
 from profpipe.options import Options
-from profpipe.run import RunResult, analyse, source_error
+from profpipe.run import RunResult, analyse, source_error, with_source_keys
 from profpipe.tables import conform
 
 #: Examples per fuzz test: few on CI (each is a real read), more with PROFPIPE_FUZZ_EXAMPLES=500.
@@ -79,7 +79,8 @@ def read_damaged(folder: Path) -> ReadOutcome:
         got: dict[str, list[pa.Table]] = {}
         try:
             for name, table in ingest.read(source, ledger.for_source(str(source.directory), source.rank)):
-                got.setdefault(name, []).append(conform(name, table))  # as the runner's TableSink does
+                # as the runner gives the rows their source's keys and its TableSink conforms them
+                got.setdefault(name, []).append(conform(name, with_source_keys(name, table, source.rank, source.capture)))
         except Exception as exc:  # noqa: BLE001 - the runner's containment, checked below
             outcome.errors.append(source_error(exc, source.directory))
             continue

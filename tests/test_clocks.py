@@ -225,16 +225,18 @@ def empty_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _timeline_of_times(out: Path, target: Path, ranks: dict[int, tuple[str, int | None, list[int]]]) -> dict:
-    """The timeline of a run whose rank r has host ops starting at times (ns, 10 µs each) on clock with
-    epoch offset: ranks = {r: (clock, offset, times)}."""
+    """The timeline of a run whose rank r has host ops (timeline_span rows) starting at times (ns, 10 µs each) on
+    clock with epoch offset: ranks = {r: (clock, offset, times)}."""
     con = duckdb.connect()
     source = str(out / "profile.duckdb").replace("'", "''")
     con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")
     for (name,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_catalog = 'src'").fetchall():
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM src.{name} WHERE false")
     for rank, (clock, offset, times) in ranks.items():
-        values = ", ".join(f"({rank}, 0, 'Host', 1, 'op{i}', {t}, 10000, 'Op')" for i, t in enumerate(times))
-        con.execute(f"INSERT INTO stg_host_op (rank, capture, side, tid, op_name, start_ns, dur_ns, op_type) VALUES {values}")
+        values = ", ".join(f"({rank}, 0, 1, 'CPU ops', 1, 'Thread 1', 'op{i}', 'op', {t}, 10000, 'main')"
+                           for i, t in enumerate(times))
+        con.execute("INSERT INTO timeline_span (rank, capture, lane, process, tid, thread, name, category, start_ns, "
+                    f"dur_ns, clock_domain) VALUES {values}")
         con.execute("INSERT INTO run_info (rank, capture, device_id, device_type, framework, layout, source_dir, clock, "
                     "epoch_offset_ns) VALUES (?, 0, ?, 'cpu', 'pytorch', 'kineto', 'x', ?, ?)", [rank, rank, clock, offset])
     write_timeline(con, target)

@@ -13,10 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -470,6 +472,54 @@ def test_minddata_nan_queue_sizes_keep_their_sample_numbers(tmp_path: Path) -> N
     samples = outcome.tables["queue_sample"].filter(
         pc.equal(outcome.tables["queue_sample"]["op_id"], 0))["sample"].to_pylist()
     assert samples == list(range(1, len(sizes)))
+
+
+_MS = st.one_of(st.integers(0, 10**13), st.decimals(0, 10**13, places=6, allow_nan=False).map(float),
+                st.floats(0, 1e14), st.sampled_from([float("nan"), float("inf"), -1.5]))
+
+
+@FUZZ
+@given(interval=_MS, trace_ms=st.integers(0, 10**13), memory_mib=st.floats(0, 1e13), host_pct=st.floats(0, 200),
+       op_pct=st.floats(0, 1e4))
+def test_minddata_units_convert_exactly_and_out_of_range_is_reported(
+        interval: float, trace_ms: int, memory_mib: float, host_pct: float, op_pct: float, tmp_path: Path) -> None:
+    """ms x gives round(x * 10^6) ns (half to even, of the decimal written), MiB m gives round(m * 2^20) bytes,
+    a percent p the fraction p / 100; a value whose ns or bytes would not fit int64 (or a host CPU percent above
+    100) is left out and reported in the ledger, never wrapped."""
+    folder = tmp_path / "md"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    (folder / "pipeline_profiling_0.json").write_text(json.dumps(
+        {"sampling_interval": interval, "op_info": [{"op_id": 0, "op_type": "BatchOp", "num_workers": 1,
+                                                     "metrics": {"output_queue": {"size": [1], "length": 2}}}]}))
+    (folder / "minddata_cpu_utilization_0.json").write_text(json.dumps(
+        {"time_stamp": [1], "device_info": {"user_utilization": [host_pct]},
+         "system_memory_info": {"used_sys_memory_mbytes": [memory_mib]},
+         "op_info": [{"op_id": 0, "metrics": {"user_utilization": [op_pct]}}]}))
+    (folder / "dataset_iterator_profiling_0.txt").write_text(f"0 0 1 {trace_ms} 5\n")
+    outcome = read_damaged(folder)
+    expected: dict[tuple[str, str], int] = {}  # (table, check) -> values left out
+
+    def expect(value: float, limit: float, factor: int, got: int | None, table: str) -> None:
+        if math.isfinite(value) and 0 <= value <= limit:
+            assert got == round(Decimal(repr(value)) * factor) and got <= 2**63 - 1
+        else:
+            assert got is None
+            key = (table, "out_of_range" if math.isfinite(value) else "non_finite")
+            expected[key] = expected.get(key, 0) + 1
+
+    expect(interval, MAX_NS / 10**6, 10**6, outcome.tables["data_op"]["sampling_interval_ns"][0].as_py(), "data_op")
+    cpu = outcome.tables["data_cpu_sample"].to_pylist()
+    [device] = [r for r in cpu if r["scope"] == "device"]
+    expect(memory_mib, 2**62 / 2**20, 2**20, device["memory_bytes"], "data_cpu_sample")
+    assert device["user_share"] == (host_pct / 100 if host_pct <= 100 else None)  # above all the host's CPU: damage
+    if host_pct > 100:
+        expected[("data_cpu_sample", "out_of_range")] = expected.get(("data_cpu_sample", "out_of_range"), 0) + 1
+    assert [r["user_cpus"] for r in cpu if r["scope"] == "op"] == [op_pct / 100]
+    times = outcome.tables.get("data_batch_time")
+    expect(trace_ms, MAX_NS // 10**6, 10**6, times["dur_ns"][0].as_py() if times else None,
+           "data_batch_time,queue_sample")
+    assert {(e.tables, e.check): e.rows for e in outcome.health} == expected
 
 
 @pytest.mark.parametrize("name", ["step_trace_graph", "step_trace_async"])

@@ -180,7 +180,7 @@ def test_comm_matrix_sums_transfers_per_link(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text, message", [
     ("", "empty file, expected an HCCL trace JSON with traceEvents"),
     ('{"device id": "3", "iteration": 1}', "expected HCCL trace JSON with traceEvents"),
-    ('{"traceEvents": [{"tid": 1, "ts": "soon", "dur": 1.0, "name": "Memcpy", "args": {}}]}', "not an HCCL trace JSON"),
+    ('{"traceEvents": [{"tid": 1, "ts": "soon", "dur": 1.0, "name": "Memcpy", "args": {}}]}', "event 0: expected an HCCL task"),
     ('{"traceEvents": [{"tid": 1, "dur": 1.0, "name": "Memcpy", "args": {}}]}', "event 0: expected an HCCL task"),
 ])
 def test_empty_and_wrongly_typed_hccl_traces_name_the_file(tmp_path: Path, text: str, message: str) -> None:

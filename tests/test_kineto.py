@@ -13,12 +13,12 @@ from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from profpipe.errors import InputError
 from profpipe.ingest import kineto
+from profpipe.ingest.scratch import memory_database
 
 KINETO = FIXTURES / "kineto"
 BASE_NS = 1_727_740_800_000_000_000
@@ -590,7 +590,7 @@ def test_ns_fractions_are_read_exactly(times: list[str], separator: str, first_c
     events = ", ".join(f'{{"ts"{separator}{ts}, "dur"{separator}{i}.125, "ph": "X", "cat": "cpu_op", "name": "op{i}", '
                        f'"pid": 1, "tid": 1, "args": {{"padding": "{"x" * 150}"}}}}' for i, ts in enumerate(times))
     trace = _bad(tmp_path, f'{{"traceEvents": [{events}]}}'.encode()) / "rank-0.pt.trace.json"
-    with duckdb.connect() as con:
+    with memory_database() as con:  # the reader's scratch database, with its us_to_ns macro
         assert kineto._load_events(con, trace, tmp_path, print).times == how
         assert con.execute("SELECT name, start_ns, dur_ns FROM events ORDER BY name").fetchall() == [
             (f"op{i}", _ns(Decimal(ts)), i * 1000 + 125) for i, ts in enumerate(times)]

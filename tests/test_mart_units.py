@@ -1,16 +1,18 @@
 """Unit tests per model: a handful of hand-made normalized rows in, the exact expected rows out, for
 every mart (tests/model_harness.py runs the whole library in an in-memory DuckDB). The arithmetic of each
-expected value is written beside it. Marts left to their own tests for now: comm_link_stats,
-comm_op_stats, comm_matrix, data_batch_stats, data_op_stats, data_queue_stats, data_findings and
-step_input_wait."""
+expected value is written beside it. The interval_sweep macro has one of its own. Marts left to their own
+tests for now: comm_link_stats, comm_op_stats, comm_matrix, data_batch_stats, data_op_stats, data_queue_stats,
+data_findings and step_input_wait."""
 from __future__ import annotations
 
 import json
 import math
 import time
 
+import duckdb
+
 from model_harness import build, model_rows, rows
-from profpipe.models import load_models
+from profpipe.models import create_macros, load_models
 
 MARTS = sorted(m.name for m in load_models() if m.layer == "marts")
 
@@ -444,6 +446,23 @@ def test_memory_stats_peak_and_end_in_use():
 
 # ---------------------------------------------------------------------------------------------- overlap
 
+def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stretch():
+    con = duckdb.connect()
+    create_macros(con)
+    found = con.execute("""
+        WITH given(grp, category, start_ns, end_ns) AS (VALUES
+            (1, 'a', 0, 10), (1, 'a', 2, 5),     -- nested in a: cuts at 2 and 5, a counts once
+            (1, 'b', 5, 12), (1, 'b', 5, 12),   -- identical twice, touching the nested a at 5
+            (1, 'a', 10, 20),                   -- touches the first a at 10
+            (1, 'c', 7, 7),                     -- zero-length: cuts at 7, never active
+            (1, 'b', 30, 40), (1, 'b', NULL, 50),  -- a gap 20-30; a NULL bound is left out
+            (2, 'a', 0, 1))                     -- another timeline
+        SELECT * FROM interval_sweep(given) ORDER BY grp, start_ns""").fetchall()
+    assert found == [(1, 0, 2, ["a"]), (1, 2, 5, ["a"]), (1, 5, 7, ["a", "b"]), (1, 7, 10, ["a", "b"]),
+                     (1, 10, 12, ["a", "b"]), (1, 12, 20, ["a"]), (1, 20, 30, []), (1, 30, 40, ["b"]),
+                     (2, 0, 1, ["a"])]
+
+
 def _overlap_inputs() -> dict:
     # step 1 window 100-200 (fp 100, bp 190), step 2 200-300 (fp 200).  Computing: stream 1 90-130 and stream 2
     # 120-150 (merged: 100-150 inside step 1), stream 1 180-220 (cut at the step edge 200).  NCCL 140-170.
@@ -615,14 +634,15 @@ def test_data_op_stats_keeps_two_captures_of_a_rank_apart():
             "queue_capacity": 10, "pipeline_order": 0} for c in (0, 1)]
     queue = [{"capture": c, "queue": "op_output", "op_id": 0, "sample": i, "size": size}
              for c, sizes in ((0, (2, 4)), (1, (10, 0))) for i, size in enumerate(sizes)]
-    cpu = [{"capture": 1, "scope": "op", "op_id": 0, "sample": 0, "user_pct": 30.0, "sys_pct": 10.0}]
+    cpu = [{"capture": 1, "scope": "op", "op_id": 0, "sample": 0, "user_cpus": 0.3, "sys_cpus": 0.1}]
     same(model_rows({"data_op": ops, "queue_sample": queue, "data_cpu_sample": cpu}, "data_op_stats"), [
         # capture 0: sizes 2, 4 -> average 3, usage 3/10, never empty, no CPU samples
-        {"capture": 0, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 3.0, "queue_usage_rate": 0.3,
-         "queue_empty_freq_pct": 0.0, "cpu_samples": None},
-        # capture 1: sizes 10, 0 -> average 5, empty half the time; CPU 30 + 10 over 2 workers
-        {"capture": 1, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 5.0, "queue_usage_rate": 0.5,
-         "queue_empty_freq_pct": 50.0, "cpu_samples": 1, "avg_cpu_pct": 40.0, "avg_cpu_pct_per_worker": 20.0},
+        {"capture": 0, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 3.0, "queue_usage_share": 0.3,
+         "queue_empty_samples": 0, "queue_empty_share": 0.0, "cpu_samples": None},
+        # capture 1: sizes 10, 0 -> average 5, empty 1 of 2 samples; CPU 0.3 + 0.1 = 0.4 CPUs over 2 workers
+        {"capture": 1, "op_name": "Batch", "queue_samples": 2, "queue_average_size": 5.0, "queue_usage_share": 0.5,
+         "queue_empty_samples": 1, "queue_empty_share": 0.5, "cpu_samples": 1, "avg_cpus": 0.4,
+         "avg_cpus_per_worker": 0.2},
     ])
 
 
@@ -697,38 +717,39 @@ def test_comm_matrix_bytes_and_time_per_rank_pair():
     ])
 
 
-def _batch_time(batch: int, kind: str, ms: float, ts: int, trace: str = "device_queue") -> dict:
-    return {"trace": trace, "batch": batch, "kind": kind, "ms": ms, "ts_ns": ts}
+def _batch_time(batch: int, kind: str, dur: int, ts: int, trace: str = "device_queue") -> dict:
+    return {"trace": trace, "batch": batch, "kind": kind, "dur_ns": dur, "ts_ns": ts}
 
 
 def test_data_batch_and_queue_stats_from_the_device_queue_trace():
-    times = [_batch_time(1, "pipeline", 4.0, 1_000_000), _batch_time(1, "push", 1.0, 1_000_000),
-             _batch_time(2, "pipeline", 6.0, 3_000_000), _batch_time(2, "push", 2.0, 3_000_000)]
+    times = [_batch_time(1, "pipeline", 4_000_000, 1_000_000), _batch_time(1, "push", 1_000_000, 1_000_000),
+             _batch_time(2, "pipeline", 6_000_000, 3_000_000), _batch_time(2, "push", 2_000_000, 3_000_000)]
     queue = [{"queue": "device_queue", "batch": 1, "sample": 0, "ts_ns": 1_000_000, "size": 0, "capacity": 2},
              {"queue": "device_queue", "batch": 2, "sample": 1, "ts_ns": 3_500_000, "size": 2, "capacity": 2}]
     tables = {"data_batch_time": times, "queue_sample": queue}
     same(model_rows(tables, "data_batch_stats"), [
-        # batch 1: the queue was empty; batch 2: full, 2.5 ms after the previous record
-        {"trace": "device_queue", "batch": 1, "pipeline_ms": 4.0, "push_ms": 1.0, "since_previous_ms": None,
+        # batch 1: the queue was empty; batch 2: full, 3_500_000 - 1_000_000 = 2_500_000 ns after the previous record
+        {"trace": "device_queue", "batch": 1, "pipeline_ns": 4_000_000, "push_ns": 1_000_000, "since_previous_ns": None,
          "queue_size": 0, "queue_empty": True, "queue_full": False},
-        {"trace": "device_queue", "batch": 2, "pipeline_ms": 6.0, "push_ms": 2.0, "since_previous_ms": 2.5,
-         "queue_size": 2, "queue_empty": False, "queue_full": True},
+        {"trace": "device_queue", "batch": 2, "pipeline_ns": 6_000_000, "push_ns": 2_000_000,
+         "since_previous_ns": 2_500_000, "queue_size": 2, "queue_empty": False, "queue_full": True},
     ])
     same(model_rows(tables, "data_queue_stats"), [
-        # 2 batches: 1 empty (50 %), 1 full; average size (0 + 2) / 2
-        {"queue": "device_queue", "batches": 2, "empty_batches": 1, "full_batches": 1, "empty_pct": 50.0,
+        # 2 batches: 1 empty (1 / 2 = 0.5), 1 full; average size (0 + 2) / 2
+        {"queue": "device_queue", "batches": 2, "empty_batches": 1, "full_batches": 1, "empty_share": 0.5,
          "avg_size": 1.0, "max_size": 2, "capacity": 2},
     ])
 
 
 def test_step_input_wait_takes_the_get_next_wait_and_classifies_the_step():
-    waits = [_batch_time(1, "get_next_wait", 3.0, 0, trace="get_next"),
-             _batch_time(2, "get_next_wait", 0.5, 10_000_000, trace="get_next")]
+    waits = [_batch_time(1, "get_next_wait", 3_000_000, 0, trace="get_next"),
+             _batch_time(2, "get_next_wait", 500_000, 10_000_000, trace="get_next")]
     steps = points(1, start=0, fp=1_000_000, end=10_000_000) + points(2, start=10_000_000, fp=11_000_000, end=20_000_000)
     same(model_rows({"data_batch_time": waits, "step_point": steps}, "step_input_wait"), [
         # step 1: 3 ms of a 10 ms step = 0.3 > 0.2: highly; step 2: 0.5 / 10 = 0.05: moderately (>= 0.05)
-        {"step": 1, "wait_source": "get_next", "wait_ms": 3.0, "step_ms": 10.0, "wait_share": 0.3, "input_bound": "highly"},
-        {"step": 2, "wait_source": "get_next", "wait_ms": 0.5, "step_ms": 10.0, "wait_share": 0.05,
+        {"step": 1, "wait_source": "get_next", "wait_ns": 3_000_000, "step_ns": 10_000_000, "wait_share": 0.3,
+         "input_bound": "highly"},
+        {"step": 2, "wait_source": "get_next", "wait_ns": 500_000, "step_ns": 10_000_000, "wait_share": 0.05,
          "input_bound": "moderately"},
     ])
 
@@ -742,8 +763,9 @@ def test_data_findings_flags_a_leaf_op_with_an_empty_output_queue():
              {"queue": "op_output", "op_id": 1, "sample": 0, "size": 2}]
     found = model_rows({"data_op": ops, "queue_sample": queue}, "data_findings")
     leaf = [f for f in found if f["analyzer"] == "mindspore" and f["rule"] == "queue_leaf"]
-    # the Generator (a leaf: no input op) uses 2 / 10 = 20 % <= 50 % of its output queue
-    assert [(f["op_id"], f["op"], f["value"], f["threshold"]) for f in leaf] == [(1, "Generator(id=1)", 20.0, 50.0)]
+    # the Generator (a leaf: no input op) uses 2 / 10 = 20 % (0.2) <= 50 % (0.5) of its output queue
+    assert [(f["op_id"], f["op"], f["value"], f["threshold"]) for f in leaf] == [(1, "Generator(id=1)", 0.2, 0.5)]
+    assert "is using 20.0% of its output queue" in leaf[0]["finding"]
     assert "Setting num_parallel_workers>4" in leaf[0]["suggestion"]
 
 
@@ -752,3 +774,90 @@ def test_every_mart_but_the_ones_left_has_a_unit_test():
     source = open(__file__, encoding="utf-8").read()
     untested = [m for m in MARTS if m not in left and f'"{m}")' not in source]
     assert untested == []
+
+
+# ---------------------------------------------------------------------------------------------- timeline
+
+def test_timeline_span_puts_every_event_on_its_lane_and_thread():
+    tables = {"run_info": [{"device_type": "gpu"}],
+              "step_point": points(1, start=0, fp=10, bp=80, end=100, fp_op="Default/Conv2D-op1", bp_op="Gradients/Add-op2"),
+              "host_op": [{"side": "Host", "tid": 7, "op_name": "Default/Conv2D-op1", "start_ns": 5, "dur_ns": 20}],
+              "device_exec": [kernel("gemm", 12, 30, stream_id=3)],
+              "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": 4,
+                            "start_ns": 8, "dur_ns": 3}],
+              "memory_event": [{"device_type": "cuda", "device_id": 0, "ts_ns": 15, "bytes": 512, "seq": 0}],
+              "queue_sample": [{"queue": "get_next", "ts_ns": 50, "size": 2}]}
+    step = {"lane": 0, "process": "Step Trace", "tid": 0, "thread": "iterations", "clock_domain": "main"}
+    overlap = {"lane": 5, "process": "Overlap Analysis", "category": "overlap", "args": None}
+    same(model_rows(tables, "timeline_span"), [
+        # lane 0: the step 0-100 with its fp and bp ops, its phases 0-10, 10-80, 80-100 (ordered by name)
+        {**step, "name": "Step 1", "category": "step", "start_ns": 0, "dur_ns": 100,
+         "args": '{"fp_op":"Default/Conv2D-op1","bp_op":"Gradients/Add-op2"}'},
+        {**step, "name": "fp_and_bp", "category": "step_phase", "start_ns": 10, "dur_ns": 70, "args": None},
+        {**step, "name": "iteration_interval", "category": "step_phase", "start_ns": 0, "dur_ns": 10, "args": None},
+        {**step, "name": "tail", "category": "step_phase", "start_ns": 80, "dur_ns": 20, "args": None},
+        # lane 1: the host op on its thread, with the op type parsed from its name
+        {"lane": 1, "process": "CPU ops", "tid": 7, "thread": "Thread 7", "name": "Default/Conv2D-op1",
+         "category": "op", "start_ns": 5, "dur_ns": 20, "args": '{"op_type":"Conv2D"}', "clock_domain": "main"},
+        # lane 3 on a GPU rank: GPU kernels, one thread per stream; no op started before the kernel
+        {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "gemm", "category": "kernel",
+         "start_ns": 12, "dur_ns": 30, "args": '{"op_name":null,"stream":3}'},
+        # lane 5: overlap_segment's stretches: computing 12-42, free 0-12 and 42-100
+        {**overlap, "tid": 0, "thread": "Computing", "name": "computation", "start_ns": 12, "dur_ns": 30},
+        {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 12},
+        {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 42, "dur_ns": 58},
+        # lane 7: the API call on its host thread
+        {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "cudaLaunchKernel",
+         "category": "runtime", "start_ns": 8, "dur_ns": 3, "args": '{"correlation":4}'},
+        # lane 8: a counter sample (no duration) of the bytes in use after the allocation
+        {"lane": 8, "process": "Memory", "tid": 0, "thread": "Allocator", "name": "Memory in use cuda:0",
+         "category": "counter", "start_ns": 15, "dur_ns": None, "args": '{"bytes":512}', "clock_domain": "main"},
+        # lane 9: the get_next queue, on its own clock domain
+        {"lane": 9, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
+         "category": "counter", "start_ns": 50, "dur_ns": None, "args": '{"size":2}', "clock_domain": "get_next"},
+    ])
+
+
+# ---------------------------------------------------------------------------------------------- summary
+
+def test_rank_summary_describes_a_rank_by_its_first_device_source_and_counts_all_captures():
+    tables = {"run_info": [{"rank": 0, "capture": 0, "device_type": "cpu", "layout": "framework"},
+                           {"rank": 0, "capture": 0, "device_type": "gpu", "layout": "msprof",
+                            "metadata_json": '{"model_id": 3, "models": [3, 4]}'},
+                           {"rank": 0, "capture": 1, "device_type": "ascend", "layout": "later"},
+                           {"rank": 1, "device_type": "ascend", "layout": "ascend_ms"}],
+              "step_point": points(1, start=0, fp=10, bp=80, end=100) + points(2, start=100, fp=130, bp=170, end=200),
+              "host_op": [{"side": "Host", "op_name": "A-op0", "start_ns": 5, "dur_ns": 20},
+                          {"capture": 1, "side": "Host", "op_name": "A-op0", "start_ns": 5, "dur_ns": 20}],
+              "device_exec": [kernel("gemm", 12, 30)],
+              "data_op": [{"rank": 1, "op_id": 0}]}
+    same(model_rows(tables, "rank_summary"), [
+        # rank 0: capture 0's gpu source before its cpu one (and before capture 1); host ops of both captures;
+        # steps 100 and 100 long, intervals 10 and 30, fp+bp 70 and 40, tails 20 and 30; no MindData logs
+        {"rank": 0, "device_type": "gpu", "layout": "msprof", "model_id": 3, "models": [3, 4], "host_ops": 2,
+         "device_execs": 1, "steps": 2, "avg_total_ns": 100.0, "avg_iteration_interval_ns": 20.0,
+         "avg_fp_and_bp_ns": 55.0, "avg_tail_ns": 25.0, "input_logs": False, "input_steps_measured": None,
+         "input_bound": None},
+        # rank 1: MindData logs but no step measured: no input_bound
+        {"rank": 1, "device_type": "ascend", "layout": "ascend_ms", "model_id": None, "models": None, "host_ops": 0,
+         "device_execs": 0, "steps": 0, "avg_total_ns": None, "input_logs": True, "input_steps_measured": 0,
+         "input_wait_source": None, "avg_input_wait_share": None, "input_bound": None},
+    ])
+
+
+def test_op_shape_stats_sums_the_instances_of_a_type_launched_with_the_same_shapes():
+    tables = {"op_meta": [{"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[1];input_2:[3]"}],
+              "host_op": [{"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 10},
+                          {"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 20, "dur_ns": 30},
+                          {"side": "Host", "op_name": "Gradients/MatMul-op0", "start_ns": 60, "dur_ns": 5},
+                          {"side": "Host", "op_name": "Default/MatMul-op1", "start_ns": 70, "dur_ns": 7},
+                          {"side": "Device", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 4}]}
+    same(model_rows(tables, "op_shape_stats"), [
+        # the device op: op_meta has Host launches only, so no shapes
+        {"side": "Device", "op_type": "MatMul", "input_shape": "", "instances": 1, "occurrences": 1, "total_ns": 4},
+        {"side": "Host", "op_type": "MatMul", "input_shape": "", "instances": 1, "occurrences": 1, "total_ns": 7},
+        # both instances with short name MatMul-op0 (Default/ and Gradients/): 10 + 30 + 5, under both shapes, sorted
+        {"side": "Host", "op_type": "MatMul", "input_shape": "input_1:[1],input_2:[3] | input_1:[2],input_2:[3]",
+         "instances": 2, "occurrences": 3, "total_ns": 45},
+    ])

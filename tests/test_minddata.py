@@ -58,12 +58,19 @@ def test_tables_hold_the_logs_as_written(tmp_path: Path):
                                         f"WHERE queue = 'op_output' AND op_id = {op['op_id']}")[0][0]
         assert sizes == op["metrics"]["output_queue"]["size"]
     records = [line.split() for line in (case / "dataset_iterator_profiling_0.txt").read_text().splitlines()]
-    batch_times = query(tmp_path / "out", "SELECT batch, kind, ms FROM data_batch_time ORDER BY batch, kind")
-    expected = sorted((int(r[2]), ("pipeline", "push", "batch")[int(r[1])], float(r[3])) for r in records if r[0] == "0")
+    batch_times = query(tmp_path / "out", "SELECT batch, kind, dur_ns FROM data_batch_time ORDER BY batch, kind")
+    expected = sorted((int(r[2]), ("pipeline", "push", "batch")[int(r[1])], int(r[3]) * 1_000_000)
+                      for r in records if r[0] == "0")
     assert batch_times == expected
     cpu = json.loads((case / "minddata_cpu_utilization_0.json").read_text())
     (op_samples,), = query(tmp_path / "out", "SELECT count(*) FROM data_cpu_sample WHERE scope = 'op'")
     assert op_samples == sum(len(op["metrics"]["user_utilization"]) for op in cpu["op_info"])
+    # MindSpore's MB are MiB (kB / 1024: 398.05859375 = 407612 kB), its percents of one CPU for the process
+    process = query(tmp_path / "out", "SELECT memory_bytes, user_cpus FROM data_cpu_sample WHERE scope = 'process' "
+                                      "ORDER BY sample")
+    assert [m for m, _ in process] == [round(mib * 2**20) for mib in cpu["process_memory_info"]["rss_mbytes"]]
+    assert [u for _, u in process if u is not None] == [pct / 100 for pct in cpu["process_info"]["user_utilization"]]
+    assert all(m % 1024 == 0 for m, _ in process)
 
 
 # --- MindInsight's fixtures ------------------------------------------------------------------------
@@ -85,11 +92,11 @@ def test_run_2_device_queue_and_get_next_equal_mindinsight(tmp_path: Path):
     out = tmp_path / "out"
     assert (out / "reports" / "minddata_pipeline_raw_1.csv").read_bytes() == \
         (folder / "minddata_pipeline_raw_1.csv").read_bytes()
-    assert query(out, "SELECT queue_size, queue_empty, queue_full, batch_ms, push_ms, pipeline_ms FROM data_batch_stats "
-                      "WHERE trace = 'device_queue'") == [(0, True, False, 4.0, 4.0, 0.0)]
-    assert query(out, "SELECT list(queue_size ORDER BY batch), list(get_next_wait_ms ORDER BY batch), "
+    assert query(out, "SELECT queue_size, queue_empty, queue_full, batch_ns, push_ns, pipeline_ns FROM data_batch_stats "
+                      "WHERE trace = 'device_queue'") == [(0, True, False, 4_000_000, 4_000_000, 0)]
+    assert query(out, "SELECT list(queue_size ORDER BY batch), list(get_next_wait_ns ORDER BY batch), "
                       "count(*) FILTER (WHERE queue_empty) FROM data_batch_stats WHERE trace = 'get_next'") == \
-        [([3, 2, 1], [0.001, 0.0, 0.001], 0)]
+        [([3, 2, 1], [1_000, 0, 1_000], 0)]
     (status,), = query(out, "SELECT finding FROM data_findings WHERE rule = 'device_queue'")
     assert status.startswith("The host queue was empty for 1 of 1 batches (100")
 
@@ -136,6 +143,18 @@ def _logs(folder: Path, pipeline: dict | str | None = None, **files: str) -> Pat
 def _op(op_id: int, op_type: str, sizes: list | None, children: list | None = None, workers: int = 2) -> dict:
     return {"op_id": op_id, "op_type": op_type, "num_workers": workers, "children": children,
             "metrics": {"output_queue": {"size": sizes, "length": 10}} if sizes is not None else None}
+
+
+@pytest.mark.parametrize("interval, ns, printed", [(10, 10_000_000, "10"), (12.3, 12_300_000, "12.3"),
+                                                     (0.1234565, 123_456, "0.123456"), (2.675, 2_675_000, "2.675")])
+def test_sampling_interval_is_ns_in_the_tables_and_ms_in_the_report(interval, ns, printed, tmp_path: Path):
+    """The file's ms rounded to the nearest ns (half to even on the decimal written: 0.1234565 -> 123456),
+    printed back in MindSpore's raw CSV as the ms that ns make, without float noise (12.3, not 12.299999)."""
+    out = run(_logs(tmp_path / "logs", {"sampling_interval": interval, "op_info": [_op(0, "BatchOp", [1, 3])]}),
+              tmp_path / "out").output
+    assert query(out, "SELECT sampling_interval_ns FROM data_op_stats") == [(ns,)]
+    [row] = list(csv.DictReader((out / "reports" / "minddata_pipeline_raw_0.csv").open()))
+    assert row["sample_interval"] == printed and row["output_queue_usage_rate"] == "0.2"
 
 
 def test_logs_join_the_rank_source_beside_them(tmp_path: Path):
@@ -186,7 +205,7 @@ def test_bad_pipeline_file_is_left_out_with_the_rest_analysed(text: str, message
     warnings = json.loads((tmp_path / "out" / "manifest.json").read_text())["warnings"]
     assert any("pipeline_profiling_0.json" in w and message in w and "pipeline tree" in w for w in warnings), warnings
     assert query(tmp_path / "out", "SELECT count(*) FROM data_op")[0][0] == 0
-    assert query(tmp_path / "out", "SELECT queue_size, batch_ms FROM data_batch_stats") == [(3, 5.0)]
+    assert query(tmp_path / "out", "SELECT queue_size, batch_ns FROM data_batch_stats") == [(3, 5_000_000)]
 
 
 def test_empty_and_bad_device_queue_files_are_named(tmp_path: Path):
@@ -222,9 +241,9 @@ def test_steps_waiting_for_data_are_input_bound(tmp_path: Path):
     records = [list(map(int, line.split())) for line in (case / "dataset_iterator_profiling_0.txt").read_text().splitlines()]
     pipeline_ms = {r[2]: r[3] for r in records if r[0] == 0 and r[1] == 0}
     stamps = [r[4] for r in records if r[0] == 1]
-    rows = query(tmp_path / "out", "SELECT step, wait_ms, step_ms, input_bound FROM step_input_wait ORDER BY step")
-    assert [(s, w) for s, w, _, _ in rows] == sorted((b, float(ms)) for b, ms in pipeline_ms.items())
-    assert [m for _, _, m, _ in rows[1:]] == [float(b - a) for a, b in zip(stamps, stamps[1:])]
+    rows = query(tmp_path / "out", "SELECT step, wait_ns, step_ns, input_bound FROM step_input_wait ORDER BY step")
+    assert [(s, w) for s, w, _, _ in rows] == sorted((b, ms * 1_000_000) for b, ms in pipeline_ms.items())
+    assert [m for _, _, m, _ in rows[1:]] == [(b - a) * 1_000_000 for a, b in zip(stamps, stamps[1:])]
     summary = json.loads((tmp_path / "out" / "reports" / "summary.json").read_text())["ranks"][0]["input_pipeline"]
     assert summary["input_bound"] == "highly" and summary["slowest_op"] == "Map(id=1)"
     assert summary["avg_wait_share"] == pytest.approx(
@@ -285,9 +304,9 @@ def test_sink_device_queue_status_and_input_wait(tmp_path: Path):
     assert finding.startswith("The host queue was empty for 7 of 10 batches (70")
     assert query(out, "SELECT list(queue_size ORDER BY batch), count(*) FILTER (WHERE queue_full) FROM data_batch_stats "
                       "WHERE trace = 'device_queue'") == [(DEVICE_QUEUE, 0)]
-    rows = query(out, "SELECT step, wait_source, wait_ms, step_ms FROM step_input_wait ORDER BY step")
+    rows = query(out, "SELECT step, wait_source, wait_ns, step_ns FROM step_input_wait ORDER BY step")
     starts = [s for s, _, _ in GET_NEXT]
-    assert rows == [(n + 1, "get_next", pytest.approx((e - s) / 1000), pytest.approx((b - s) / 1000) if b else None)
+    assert rows == [(n + 1, "get_next", (e - s) * 1000, (b - s) * 1000 if b else None)
                     for n, ((s, e, _), b) in enumerate(zip(GET_NEXT, starts[1:] + [None]))]
 
 
@@ -296,9 +315,9 @@ def test_get_next_queue_in_every_encoding(folder: str, tmp_path: Path):
     """minddata_aicpu (µs, no header, an InitData row to skip), GPU minddata_getnext_profiling (ns) and era A's
     raw NUL-separated AICPUMI records (both field orders) give the same dequeues."""
     out = run(SINK / folder, tmp_path / "out").output
-    rows = query(out, "SELECT batch, get_next_wait_ms, queue_size, queue_empty, ts_ns FROM data_batch_stats "
+    rows = query(out, "SELECT batch, get_next_wait_ns, queue_size, queue_empty, ts_ns FROM data_batch_stats "
                       "WHERE trace = 'get_next' ORDER BY batch")
-    assert rows == [(n + 1, pytest.approx((e - s) / 1000), q, q == 0, s * 1000) for n, (s, e, q) in enumerate(GET_NEXT)]
+    assert rows == [(n + 1, (e - s) * 1000, q, q == 0, s * 1000) for n, (s, e, q) in enumerate(GET_NEXT)]
 
 
 def test_queue_counts_and_host_cpu(tmp_path: Path):
@@ -335,6 +354,6 @@ def test_input_wait_uses_the_step_trace_where_there_is_one(tmp_path: Path):
     later dequeues have no step trace and last until the next dequeue."""
     out = run(realdata(f"{MI}/run_2/normal_run/profiler"), tmp_path / "out").output
     assert query(out, "SELECT step, total_ns FROM step_phases") == [(1, 2370905 * 10)]
-    assert query(out, "SELECT step, wait_source, wait_ms, step_ms FROM step_input_wait ORDER BY step") == \
-        [(1, "get_next", 0.001, 23.70905), (2, "get_next", 0.0, 1.306), (3, "get_next", 0.001, None)]
+    assert query(out, "SELECT step, wait_source, wait_ns, step_ns FROM step_input_wait ORDER BY step") == \
+        [(1, "get_next", 1_000, 23_709_050), (2, "get_next", 0, 1_306_000), (3, "get_next", 1_000, None)]
     assert query(out, "SELECT queue_size, queue_capacity FROM data_batch_stats WHERE trace = 'iterator'") == [(3, 64)]

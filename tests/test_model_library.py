@@ -171,35 +171,17 @@ def test_every_model_and_column_is_documented():
         assert set(model.grain) <= {c.name for c in model.columns}, model.name
 
 
-#: MindData columns still in MindData's own units (ms, percent, MB), to be converted with the MindData reader
-#: and its compatible reports (issue 17, left for its next step). The test fails when one of them is converted
-#: and still listed here, so the list only shrinks.
-MINDDATA_UNITS_LEFT = {
-    ("table data_op", "sampling_interval_ms"), ("stg_data_op", "sampling_interval_ms"),
-    *((where, f"{key}_pct") for where in ("table data_cpu_sample", "stg_data_cpu_sample")
-      for key in ("user", "sys", "io", "idle")),
-    ("table data_cpu_sample", "memory_mb"), ("stg_data_cpu_sample", "memory_mb"),
-    *(("data_batch_stats", f"{key}_ms") for key in ("pipeline", "push", "batch", "since_previous", "get_next_wait")),
-    ("data_op_stats", "queue_utilization_pct"), ("data_op_stats", "queue_empty_freq_pct"), ("data_op_stats", "avg_cpu_pct"),
-    ("data_queue_stats", "empty_pct"), ("step_input_wait", "wait_ms"), ("step_input_wait", "step_ms"),
-}
-
-
 def test_units_follow_one_convention():
     """ns for times, bytes for sizes, 0-1 shares, counts: stated in the YAML, matching the column name."""
-    columns = [(f"table {t}", f.name, None) for t, spec in catalog().items() for f in spec.schema]
+    columns = [(f"table {t}", f.name, spec.units.get(f.name)) for t, spec in catalog().items() for f in spec.schema]
     # compatibility reports keep the units of the tool they imitate (MindSpore's ms and us)
     columns += [(m.name, c.name, c.unit) for m in load_models() if m.layer != "reports" for c in m.columns]
-    present = {(where, name) for where, name, _ in columns}
-    assert MINDDATA_UNITS_LEFT <= present, f"converted, remove from the list: {MINDDATA_UNITS_LEFT - present}"
     for where, name, unit in columns:
-        if (where, name) in MINDDATA_UNITS_LEFT:
-            continue
         assert not name.endswith(FORBIDDEN_SUFFIXES), f"{where}.{name}: a unit other than ns, bytes, share, count"
         if unit is not None:
             assert unit in UNITS, (where, name, unit)
         for suffix, required in UNIT_SUFFIXES.items():
-            if name.endswith(suffix) and not where.startswith("table "):
+            if name.endswith(suffix):
                 assert unit == required, f"{where}.{name}: named {suffix} but documented as {unit}"
 
 
@@ -245,3 +227,30 @@ def test_shared_column_meanings_are_used():
     used = {c.name for m in load_models() for c in m.columns}
     assert set(shared) <= used, set(shared) - used
     assert all(re.fullmatch(r"[a-z_]+", name) for name in shared)
+
+
+def test_no_multi_line_sql_in_python_outside_the_readers():
+    """Analysis SQL lives in sql/ (models, macros, and the few exporter queries of sql/queries); Python keeps
+    one-line glue. The readers (profpipe/ingest) are the exception: their queries parse their own format in
+    their scratch database and belong to the parser."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "profpipe").rglob("*.py")):
+        if "ingest" in path.relative_to(REPO / "profpipe").parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                text = node.value
+            else:
+                continue
+            if "\n" in text.strip() and re.search(r"\b(SELECT|WITH|CREATE (TEMP )?TABLE|COPY|INSERT)\b", text) \
+                    and re.search(r"\b(FROM|AS)\b", text):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == [], found

@@ -348,3 +348,26 @@ def test_sources_on_clocks_that_cannot_be_compared_are_separate_captures_and_it_
     assert sorted(query(out, "SELECT capture, clock FROM run_info")) == [(0, "unix_epoch"), (1, "device_syscnt")]
     rows = query(out, "SELECT check_name, action, message FROM trace_health WHERE check_name = 'ambiguous'")
     assert rows and rows[0][1] == "kept" and "cannot be compared" in rows[0][2]
+
+
+def test_a_step_list_keeps_those_steps_of_every_capture(tmp_path: Path):
+    """Steps are numbered per capture: step_list picks the step of each cycle by that cycle's own window (a
+    window taken over both cycles would span from the first cycle's step to the second's)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(KINETO_V2021, folder / "worker0.1.pt.trace.json")
+    later = json.loads(KINETO_V2021.read_text())
+    for event in later["traceEvents"]:  # the second cycle one second later
+        if isinstance(event.get("ts"), (int, float)):
+            event["ts"] += 1_000_000
+    (folder / "worker0.2.pt.trace.json").write_text(json.dumps(later))
+    last = query(run(KINETO_V2021, tmp_path / "alone").output, "SELECT max(step) FROM step_phases")[0][0]
+    alone = run(KINETO_V2021, tmp_path / "alone_last", step_list=[last]).output
+    ops = query(alone, "SELECT count(*) FROM host_op")[0][0]
+    assert 0 < ops < query(tmp_path / "alone", "SELECT count(*) FROM host_op")[0][0]
+
+    out = run(folder, tmp_path / "out", step_list=[last]).output
+    assert query(out, "SELECT capture, step FROM step_phases ORDER BY ALL") == [(0, last), (1, last)]
+    assert query(out, "SELECT capture, count(*) FROM host_op GROUP BY ALL ORDER BY ALL") == [(0, ops), (1, ops)]
+    with pytest.raises(ProfpipeError, match="rank 0 has steps .*; rank 0 capture 1 has steps"):
+        run(folder, tmp_path / "out2", step_list=[last + 1])

@@ -21,29 +21,23 @@ TOP_N = 10
 def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
                   skipped: list[dict[str, Any]], timeline: dict[str, Any] | None,
                   health: dict[str, Any]) -> dict[str, Any]:
-    """Collect the summary of every rank in `con`, with the run's trace-health ledger."""
+    """Collect the summary of every rank in `con` (the mart rank_summary and the top rows of other marts), with
+    the run's trace-health ledger."""
     ranks = []
-    for rank, device_type, layout, model_id, models in con.execute("""
-            SELECT rank, device_type, layout, try_cast(metadata_json->>'$.model_id' AS INTEGER),
-                   try_cast(metadata_json->'$.models' AS INTEGER[])
-            FROM (SELECT DISTINCT ON (rank) * FROM run_info ORDER BY rank, capture, device_type = 'cpu', layout)
-            ORDER BY rank""").fetchall():  # one entry per rank: its first capture's device source describes it
+    for summary in _rows(con, "SELECT * FROM rank_summary ORDER BY rank"):
+        rank = summary["rank"]
         ranks.append({
-            "rank": rank, "device_type": device_type, "layout": layout, "model_id": model_id, "models": models,
-            "host_ops": _scalar(con, "SELECT count(*) FROM host_op WHERE rank = ?", rank),
-            "device_execs": _scalar(con, "SELECT count(*) FROM device_exec WHERE rank = ?", rank),
-            "top_op_types": _rows(con, f"""
-                SELECT side, op_type, occurrences, total_ns / 1e6 AS total_ms, share
-                FROM op_type_stats WHERE rank = ? ORDER BY total_ns DESC, op_type LIMIT {TOP_N}""", rank),
-            "top_kernels": _rows(con, f"""
-                SELECT name, stream_id, instances, total_ns / 1e6 AS total_ms, share, op_name
-                FROM kernel_stats WHERE rank = ? ORDER BY total_ns DESC, name LIMIT {TOP_N}""", rank),
-            "steps": _steps(con, rank),
-            "memory": _rows(con, """
-                SELECT device_type, device_id, allocations, frees, peak_in_use_bytes, peak_reserved_bytes,
-                       in_use_from_trace_start
-                FROM memory_stats WHERE rank = ? ORDER BY device_type, device_id""", rank),
-            "input_pipeline": _input_pipeline(con, rank),
+            **{key: summary[key] for key in ("rank", "device_type", "layout", "model_id", "models", "host_ops",
+                                             "device_execs")},
+            "top_op_types": _rows(con, "SELECT side, op_type, occurrences, total_ns / 1e6 AS total_ms, share FROM "
+                                       f"op_type_stats WHERE rank = ? ORDER BY total_ns DESC, op_type LIMIT {TOP_N}", rank),
+            "top_kernels": _rows(con, "SELECT name, stream_id, instances, total_ns / 1e6 AS total_ms, share, op_name FROM "
+                                      f"kernel_stats WHERE rank = ? ORDER BY total_ns DESC, name LIMIT {TOP_N}", rank),
+            "steps": _steps(summary),
+            "memory": _rows(con, "SELECT device_type, device_id, allocations, frees, peak_in_use_bytes, peak_reserved_bytes, "
+                                 "in_use_from_trace_start FROM memory_stats WHERE rank = ? ORDER BY device_type, device_id",
+                            rank),
+            "input_pipeline": _input_pipeline(con, summary),
         })
     return {"profpipe_version": version, "input": input_path, "ranks": ranks,
             "skipped": skipped, "timeline": timeline, "health": health}
@@ -57,37 +51,29 @@ def write_summary(summary: dict[str, Any], path: Path, indent: int | None = 2) -
     path.write_text(json.dumps(summary, indent=indent) + "\n", encoding="utf-8")
 
 
-def _steps(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any]:
-    row = con.execute("""
-        SELECT count(*), avg(total_ns) / 1e6, avg(iteration_interval_ns) / 1e6,
-               avg(fp_and_bp_ns) / 1e6, avg(tail_ns) / 1e6
-        FROM step_phases WHERE rank = ?""", [rank]).fetchone()
-    if not row[0]:
+def _steps(summary: dict[str, Any]) -> dict[str, Any]:
+    """The rank's average step in ms ({"count": 0} without a step trace)."""
+    if not summary["steps"]:
         return {"count": 0}
-    keys = ("count", "avg_total_ms", "avg_iteration_interval_ms", "avg_fp_and_bp_ms", "avg_tail_ms")
-    return dict(zip(keys, row))
+    return {"count": summary["steps"], **{f"avg_{key}_ms": _ms(summary[f"avg_{key}_ns"])
+                                          for key in ("total", "iteration_interval", "fp_and_bp", "tail")}}
 
 
-def _input_pipeline(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any] | None:
+def _input_pipeline(con: duckdb.DuckDBPyConnection, summary: dict[str, Any]) -> dict[str, Any] | None:
     """The rank's MindData answers: its wait for input and the findings; None without MindData logs."""
-    has_logs = _scalar(con, "SELECT (SELECT count(*) FROM data_op WHERE rank = ?) + "
-                            "(SELECT count(*) FROM data_batch_time WHERE rank = ?)", rank, rank)
-    if not has_logs:
+    if not summary["input_logs"]:
         return None
-    steps, source, share = con.execute("""
-        SELECT count(wait_share), any_value(wait_source), avg(wait_share) FROM step_input_wait WHERE rank = ?""",
-        [rank]).fetchone()
-    bound = None if share is None else "highly" if share > 0.2 else "moderately" if share >= 0.05 else "no"
-    findings = _rows(con, """
-        SELECT analyzer, rule, op, finding, suggestion FROM data_findings WHERE rank = ?
-        ORDER BY CASE analyzer WHEN 'profpipe' THEN 0 WHEN 'mindspore' THEN 1 ELSE 2 END, rule, op_id""", rank)
+    findings = _rows(con, "SELECT analyzer, rule, op, finding, suggestion FROM data_findings WHERE rank = ? ORDER BY "
+                          "CASE analyzer WHEN 'profpipe' THEN 0 WHEN 'mindspore' THEN 1 ELSE 2 END, rule, op_id",
+                     summary["rank"])
     slowest = [f["op"] for f in findings if f["rule"] == "slowest_op"]
-    return {"steps_measured": steps, "wait_source": source, "avg_wait_share": share, "input_bound": bound,
+    return {"steps_measured": summary["input_steps_measured"], "wait_source": summary["input_wait_source"],
+            "avg_wait_share": summary["avg_input_wait_share"], "input_bound": summary["input_bound"],
             "slowest_op": slowest[0] if slowest else None, "findings": findings}
 
 
-def _scalar(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> Any:
-    return con.execute(sql, list(params)).fetchone()[0]
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e6
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from ..health import Warn
 from .binary_records import locate_offset, read_columns
 from .ascend_framework import MAGIC, check_magic
 from .lines import MAX_WHOLE_FILE_BYTES, read_capped
+from .units import MAX_US
 
 AICPU_DTYPE = np.dtype([
     ("magic", "<u2"), ("tag", "<u2"), ("stream_id", "<u2"), ("task_id", "<u2"), ("run_start", "<u8"),
@@ -43,8 +44,6 @@ def is_binary(paths: Sequence[Path]) -> bool:
         return handle.read(2) == MAGIC.to_bytes(2, "little")
 
 
-#: Times are µs: beyond this, their ns (µs x 1000) would not fit in int64.
-MAX_US = ((1 << 63) - 1) // 1000
 _TABLE = "aicpu_exec"
 
 

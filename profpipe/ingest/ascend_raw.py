@@ -75,9 +75,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 
     tasks, ops, point_names = _framework(source, era, warn)
     if tasks.height:
-        yield "task_desc", _with_rank(tasks, source.rank)
+        yield "task_desc", tasks.to_arrow()
     if ops.height:
-        yield "op_desc", _with_rank(ops, source.rank)
+        yield "op_desc", ops.to_arrow()
 
     hwts_role = "hwts_c" if era == "c" else "hwts"
     if hwts_role in slices:
@@ -89,7 +89,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             raise InputError(slices[hwts_role][0], "HWTS task log without task_desc: no task can be named "
                                                    "(Framework task_desc_info files are missing)")
         for frame in _task_executions(slices[hwts_role], tasks, era, tick_hz, warn):
-            yield "device_exec", _with_rank(frame, source.rank)
+            yield "device_exec", frame.to_arrow()
 
     if hwts_role not in slices and tasks.height:
         warn(f"{source.directory}: task_desc registers {tasks.height} tasks but there is no HWTS task log: no device "
@@ -100,10 +100,10 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     skip_first = bool(tasks.height) and tasks["op_name"].str.starts_with("Default/InitDataSetQueue").any()
     if trace is not None:
         points = _training_trace_points(slices["training_trace"], trace, point_names, tick_hz, warn)
-        yield "step_point", _with_rank(_finish_steps(points, skip_first), source.rank)
+        yield "step_point", _finish_steps(points, skip_first).to_arrow()
     elif "ts_track" in slices:
         points = _ts_track_points(slices["ts_track"], tasks, point_names, tick_hz, warn)
-        yield "step_point", _with_rank(_finish_steps(points, skip_first), source.rank)
+        yield "step_point", _finish_steps(points, skip_first).to_arrow()
 
     if "aicpu" in slices and any(p.stat().st_size for p in slices["aicpu"]):
         paths = [p for p in slices["aicpu"] if p.stat().st_size]
@@ -112,11 +112,11 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             aicpu = ascend_aicpu.read_aicpu_binary(paths, names, warn)
         else:
             aicpu = ascend_aicpu.read_aicpu_text(paths, warn)
-        # the AI CPU writes µs; the table holds ns like every other (MAX_US kept the product in int64)
+        # the AI CPU writes whole µs; ns exactly (ascend_aicpu dropped those beyond units.MAX_US)
         aicpu = aicpu.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64)).select(
             "seq", "op_name", "op_type", "stream_id", "task_id",
             *((pl.col(f"{name}_us") * 1000).alias(f"{name}_ns") for name in ("run_start", "run_end", "total", "dispatch")))
-        yield "aicpu_exec", _with_rank(aicpu, source.rank)
+        yield "aicpu_exec", aicpu.to_arrow()
 
 
 def _era(source: Source, trace: dict[str, np.ndarray] | None) -> str:
@@ -666,8 +666,6 @@ def _finish_steps(points: pl.DataFrame, skip_first: bool) -> pl.DataFrame:
     return steps.sort("step", "seq")
 
 
-def _with_rank(frame: pl.DataFrame, rank: int) -> pa.Table:
-    return frame.with_columns(pl.lit(rank, pl.Int32).alias("rank")).to_arrow()
 
 
 def _empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -51,7 +51,7 @@ from ..health import Warn
 from .nesting import nest
 from ..clocks import kineto_clock
 from .run_info import run_info
-from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
+from .scratch import check_trace_file, query_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array, event_offset
 
@@ -122,16 +122,14 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              -- split on the copy (trace_object) as the sum of their parts;
              -- a time that does not fit (a corrupt or huge number) is NULL: counted and left out
              try(CASE WHEN ts_hi IS NOT NULL
-                      THEN ts_hi * 1000000000000000 + round((ts::DECIMAL(24, 6) - 1000000000000) * 1000)::BIGINT
-                      WHEN contains(ts, '.') OR contains(ts, 'e') THEN round(ts::DECIMAL(24, 6) * 1000)::BIGINT
-                      ELSE ts::BIGINT * 1000 END + $base_ns) AS start_ns,
+                      THEN ts_hi * 1000000000000000 + us_to_ns(ts) - 1000000000000000
+                      ELSE us_to_ns(ts) END + $base_ns) AS start_ns,
              -- a fraction a double may have rounded: a split time that did not have 16 digits, or a large one
              -- the split did not reach (trace_object chose from the first events); quoted ones are exact
              CASE WHEN ts_hi IS NOT NULL THEN NOT coalesce(try_cast(ts AS DOUBLE) BETWEEN 1e12 AND 2e12 - 1, false)
                   ELSE (contains(ts, '.') OR contains(ts, 'e')) AND abs(try_cast(ts AS DOUBLE)) >= $exact_us
                   END AS inexact_time,
-             try(CASE WHEN contains(dur, '.') OR contains(dur, 'e') THEN round(dur::DECIMAL(24, 6) * 1000)::BIGINT
-                      ELSE dur::BIGINT * 1000 END) AS dur_ns,
+             us_to_ns(dur) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
                                         '$.grid', '$.block', '$.bytes', '$.size']) AS a,
@@ -264,7 +262,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             con.execute(_HOST_OPS_SQL)
             nest(con, _NESTING_SQL)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
-            yield from rank_tables(con, source.rank, [
+            yield from query_tables(con, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
 

@@ -18,6 +18,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..health import Warn
+from .units import MAX_NS  # noqa: F401 - the readers' limit, also taken from here
 
 CHUNK_BYTES = 64 * 1024 * 1024
 #: Text a CSV reader parses at a time (whole lines; the header line is repeated for each chunk): its
@@ -37,9 +38,6 @@ MAX_JSON_BYTES = 256 * 1024 * 1024
 #: ones hold kilobytes to a few MB; a larger one is refused rather than held in memory with a Python
 #: object per record.
 MAX_WHOLE_FILE_BYTES = 256 * 1024 * 1024
-#: The largest time or duration in ns a reader keeps (about 146 years): a larger one is damage, and the
-#: sum of two such values still fits in int64 (polars and DuckDB integer arithmetic must not wrap).
-MAX_NS = 2**62
 #: Deepest JSON nesting the readers accept (Python's parser would recurse past its stack limit).
 MAX_JSON_DEPTH = 200
 

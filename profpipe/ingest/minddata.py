@@ -15,6 +15,11 @@ formats-ascend-minddata.md §2.7, §5); discover lists them by role:
   `DATA_PREPROCESS.dev.AICPUMI` records: the device's get_next queue -> queue_sample (queue
   'get_next') and data_batch_time (kind 'get_next_wait').
 
+Units follow profpipe's convention: MindData's ms become integer ns (a decimal ms such as a sampling
+interval of 12.3 rounded to the nearest ns, half to even, from the number as written: no float error),
+its percents fractions, its MB (MiB: kB / 1024) bytes; a value whose ns or bytes would not fit int64
+is dropped and reported like a negative or non-finite one.
+
 MindData logs add to a rank: a log that cannot be read is left out with a warning that names the
 file, the line and what is missing from the analysis, and the rest of the rank is still read. A
 folder with MindData logs alone is a source of its own (run_info layout 'minddata').
@@ -25,6 +30,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +65,18 @@ _BATCH_TIME_KINDS = ("pipeline", "push", "batch")
 _INT = r"-?\d+"
 #: Largest id, count or size a MindData log may hold (larger ones are damage; the columns are int64).
 _MAX_COUNT = 2**62
+#: Bytes in MindData's MB: its `*_mbytes` are /proc kB / 1024 (MiB).
+_MB = 2**20
+#: Largest percent of the host's CPU (device scope): more is damage.
+_MAX_HOST_PCT = 100
+#: data_cpu_sample's CPU columns: fractions of the host's CPU time (device) or CPUs in use (process, op).
+_CPU_COLUMNS = ("user_share", "sys_share", "io_share", "idle_share", "user_cpus", "sys_cpus")
+
+
+def _scaled(value: float, factor: int) -> int:
+    """`value` x `factor` rounded to the nearest integer (half to even), exactly as the file writes the
+    number (ms -> ns: factor 1_000_000; MiB -> bytes: 2**20), without float error."""
+    return round(Decimal(repr(value)) * factor)
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -142,10 +160,10 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
         raise InputError(path, "expected a non-empty op_info list")
     if interval is not None and (not isinstance(interval, (int, float)) or isinstance(interval, bool)):
         raise InputError(path, f"sampling_interval: expected a number, got {json.dumps(interval)[:40]}")
-    if interval is not None and _bad_number(interval, high=1e12):
-        warn(f"{path}: sampling_interval {interval} is not a finite non-negative number; left out (null)",
-             check=_bad_number(interval, high=1e12), action="dropped", rows=1, path=path, example=str(interval),
-             tables="data_op")
+    if interval is not None and _bad_number(interval, high=MAX_NS / 1_000_000):
+        warn(f"{path}: sampling_interval {interval} (ms) is not a finite number within 0..{MAX_NS // 1_000_000}; "
+             "left out (null)", check=_bad_number(interval, high=MAX_NS / 1_000_000), action="dropped", rows=1,
+             path=path, example=str(interval), tables="data_op")
         interval = None
     ops: dict[int, dict[str, Any]] = {}
     for index, op in enumerate(op_info):
@@ -185,14 +203,14 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
                  tables="data_op")
     workers = [w if _is_int(w) and 0 <= w <= _MAX_COUNT else None for w in workers]
     yield "data_op", pa.table({
-        "rank": pa.array([source.rank] * len(op_ids), pa.int32()),
         "op_id": op_ids, "op_type": [ops[i]["op_type"] for i in op_ids],
         "num_workers": pa.array([w if isinstance(w, int) else None for w in workers], pa.int64()),
         "parent_id": pa.array([parent.get(i, (None,))[0] for i in op_ids], pa.int64()),
         "child_index": pa.array([parent.get(i, (None, None))[1] for i in op_ids], pa.int32()),
         "has_queue": [queues[i] is not None for i in op_ids],
         "queue_capacity": pa.array([queues[i][0] if queues[i] else None for i in op_ids], pa.int64()),
-        "sampling_interval_ms": pa.array([interval] * len(op_ids), pa.float64()),
+        "sampling_interval_ns": pa.array([None if interval is None else _scaled(interval, 1_000_000)] * len(op_ids),
+                                         pa.int64()),
         "pipeline_order": pa.array([order.get(i) for i in op_ids], pa.int32()),
         "pipeline_parent_id": pa.array([pipeline_parent.get(i) for i in op_ids], pa.int64()),
     })
@@ -200,7 +218,6 @@ def _pipeline(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
                for n, size in enumerate(queues[i][1]) if size is not None]
     if samples:
         yield "queue_sample", pa.table({
-            "rank": pa.array([source.rank] * len(samples), pa.int32()),
             "queue": ["op_output"] * len(samples),
             "op_id": [s[0] for s in samples],
             "sample": [s[1] for s in samples],
@@ -284,25 +301,28 @@ def _pipeline_tree(path: Path, children: dict[int, list[int]], queues: dict[int,
 # --- minddata_cpu_utilization_N.json -------------------------------------------------------------
 
 def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """MindData's percents become fractions (/ 100): of the host's CPU time for the device scope
+    (`*_share`), of one CPU for the process and op threads (`*_cpus`, above 1 when they keep several CPUs
+    busy); its MB (MiB) become bytes."""
     path = source.files[role]
     data = _load_json(path, "MindData CPU utilization JSON with device_info, process_info and op_info")
-    rows: dict[str, list[Any]] = {k: [] for k in ("scope", "op_id", "sample", "user_pct", "sys_pct",
-                                                  "io_pct", "idle_pct", "memory_mb", "ts_ns")}
+    rows: dict[str, list[Any]] = {k: [] for k in ("scope", "op_id", "sample", *_CPU_COLUMNS, "memory_bytes",
+                                                  "ts_ns")}
     stamps = _number_list(path, data.get("time_stamp") or [], "time_stamp")
     found: dict[str, list[str]] = {}
     for stamp in stamps:
         check = _bad_number(stamp, high=MAX_NS / 1_000_000)
         if check:
             found.setdefault(check, []).append(str(stamp))
-    _report_values(warn, path, found, "time_stamp values (s)", "data_cpu_sample")
-    stamps_ns = [None if _bad_number(t, high=MAX_NS / 1_000_000) else round(t * 1_000_000) for t in stamps]
+    _report_values(warn, path, found, "time_stamp values (ms)", "data_cpu_sample")
+    stamps_ns = [None if _bad_number(t, high=MAX_NS / 1_000_000) else _scaled(t, 1_000_000) for t in stamps]
     bad_values: dict[str, list[str]] = {}
 
-    def checked(values: list[float]) -> list[float | None]:
-        """The values with the non-finite and negative ones left out (null), collected for the ledger."""
+    def checked(values: list[float], high: float) -> list[float | None]:
+        """The values within 0..high (others left out: null, collected for the ledger)."""
         kept = []
         for value in values:
-            check = _bad_number(value, high=1e18)
+            check = _bad_number(value, high=high)
             if check:
                 bad_values.setdefault(check, []).append(str(value))
             kept.append(None if check else value)
@@ -311,12 +331,17 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
     def add(scope: str, op_id: int | None, metrics: Any, where: str, memory: tuple[str, str] | None = None) -> None:
         if not isinstance(metrics, dict):
             raise InputError(path, f"{where}: expected an object of utilization lists")
-        series = {f"{key}_pct": checked(_number_list(path, metrics.get(f"{key}_utilization") or [],
-                                                     f"{where}.{key}_utilization"))
-                  for key in ("user", "sys", "io", "idle")}
+        # the device's percents are of the whole host (0-100), the process's and ops' of one CPU
+        keys, suffix, high = (("user", "sys", "io", "idle"), "share", _MAX_HOST_PCT) if scope == "device" else \
+            (("user", "sys"), "cpus", 1e18)
+        series = {f"{key}_{suffix}": [None if v is None else v / 100 for v in
+                                      checked(_number_list(path, metrics.get(f"{key}_utilization") or [],
+                                                           f"{where}.{key}_utilization"), high)]
+                  for key in keys}
         if memory and isinstance(data.get(memory[0]), dict):
-            series["memory_mb"] = checked(_number_list(path, data[memory[0]].get(memory[1]) or [],
-                                                       f"{memory[0]}.{memory[1]}"))
+            series["memory_bytes"] = [None if v is None else _scaled(v, _MB) for v in
+                                      checked(_number_list(path, data[memory[0]].get(memory[1]) or [],
+                                                           f"{memory[0]}.{memory[1]}"), _MAX_COUNT / _MB)]
         series["ts_ns"] = stamps_ns
         # the lists of one object may differ in length (MindSpore 2.10 writes 2 user, 4 idle samples)
         for n in range(max(len(v) for key, v in series.items() if key != "ts_ns")):
@@ -349,13 +374,13 @@ def _cpu_utilization(source: Source, role: str, warn: Warn) -> Iterator[tuple[st
         add("op", op["op_id"], op.get("metrics"), f"op_info[{index}] (op {op['op_id']}).metrics")
     for check, examples in bad_values.items():
         warn(f"{path}: {len(examples)} utilization or memory values "
-             f"{'not finite' if check == 'non_finite' else 'negative or beyond 1e18'}, e.g. {examples[0]}; "
+             f"{'not finite' if check == 'non_finite' else 'negative or out of range'}, e.g. {examples[0]}; "
              "left out (null)", check=check, action="dropped", rows=len(examples), path=path, example=examples[0],
              tables="data_cpu_sample")
     yield "data_cpu_sample", pa.table({
-        **rows, "rank": pa.array([source.rank] * len(rows["sample"]), pa.int32()),
-        **{key: pa.array(rows[key], pa.float64()) for key in ("user_pct", "sys_pct", "io_pct", "idle_pct", "memory_mb")},
-        "ts_ns": pa.array(rows["ts_ns"], pa.int64())})
+        **rows,
+        **{key: pa.array(rows[key], pa.float64()) for key in _CPU_COLUMNS},
+        "memory_bytes": pa.array(rows["memory_bytes"], pa.int64()), "ts_ns": pa.array(rows["ts_ns"], pa.int64())})
 
 
 # --- device_queue_profiling_N.txt / dataset_iterator_profiling_N.txt -----------------------------
@@ -376,8 +401,9 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
     fields = lines.select("line_no", "line", pl.col("line").str.split(" ").alias("f")).select(
         "line_no", "line", *[pl.col("f").list.get(i, null_on_oob=True).cast(pl.Int64, strict=False).alias(name)
                              for i, name in enumerate(("type", "extra", "batch", "value", "ts_ms"))])
-    in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT).fill_null(False)
-                                 for c in ("extra", "batch", "value"))
+    # a time record's value is ms (as ns it must fit the int64 column), a queue record's a size
+    in_range = pl.all_horizontal(pl.col(c).is_between(0, _MAX_COUNT).fill_null(False) for c in ("extra", "batch", "value")) \
+        & ((pl.col("type") != 0) | (pl.col("value") <= MAX_NS // 1_000_000)).fill_null(False)
     ts_ok = pl.col("ts_ms").is_null() | pl.col("ts_ms").is_between(0, MAX_NS // 1_000_000).fill_null(False)
     ts_given = pl.col("line").str.count_matches(" ") >= 4
     fields = drop_rows(fields, ~(in_range & ts_ok & (pl.col("ts_ms").is_not_null() | ~ts_given)), warn, path,
@@ -387,14 +413,14 @@ def _device_trace(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, 
             lines)
     if times.height:
         yield "data_batch_time", pl.DataFrame({
-            "rank": pl.Series([source.rank] * times.height, dtype=pl.Int32), "trace": [trace] * times.height,
+            "trace": [trace] * times.height,
             "batch": times["batch"], "kind": times["extra"].replace_strict(dict(enumerate(_BATCH_TIME_KINDS))),
-            "ms": times["value"].cast(pl.Float64), "ts_ns": times["ts_ms"] * 1_000_000,
+            "dur_ns": times["value"] * 1_000_000, "ts_ns": times["ts_ms"] * 1_000_000,
         }).to_arrow()
     sizes = fields.filter(pl.col("type") == 1)
     if sizes.height:
         yield "queue_sample", pl.DataFrame({
-            "rank": pl.Series([source.rank] * sizes.height, dtype=pl.Int32), "queue": [trace] * sizes.height,
+            "queue": [trace] * sizes.height,
             "sample": pl.int_range(sizes.height, eager=True), "batch": sizes["batch"],
             "ts_ns": sizes["ts_ms"] * 1_000_000, "size": sizes["value"], "capacity": sizes["extra"],
         }).to_arrow()
@@ -413,8 +439,8 @@ def _get_next(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
                                  "get_next records", tables=_TABLES[role])
     fields = lines.with_columns(pl.col("line").str.extract_groups(
         rf"^\s*(?<name>\S+)\s+(?<start>{_INT})\s+(?<end>{_INT})\s+(?<size>{_INT})").alias("g")).unnest("g")
-    per_ms, to_ns = (1_000_000, 1) if role == "get_next_gpu" else (1_000, 1_000)
-    yield from _get_next_tables(source, fields, per_ms, to_ns, warn, path, _TABLES[role])
+    to_ns = 1 if role == "get_next_gpu" else 1_000
+    yield from _get_next_tables(source, fields, to_ns, warn, path, _TABLES[role])
 
 
 def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -461,12 +487,12 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
                           schema={"line_no": pl.Int64, "name": pl.String, "start": pl.Int64, "end": pl.Int64,
                                   "size": pl.Int64, "line": pl.String}, orient="row")
     fields = drop_duplicate_lines(fields, warn, path, "get_next records", tables=_TABLES["get_next_raw"])
-    yield from _get_next_tables(source, fields, 1_000, 1_000, warn, path, _TABLES["get_next_raw"])
+    yield from _get_next_tables(source, fields, 1_000, warn, path, _TABLES["get_next_raw"])
 
 
-def _get_next_tables(source: Source, fields: pl.DataFrame, per_ms: int, to_ns: int, warn: Warn, path: Path,
+def _get_next_tables(source: Source, fields: pl.DataFrame, to_ns: int, warn: Warn, path: Path,
                      tables: str) -> Iterator[tuple[str, pa.Table]]:
-    """queue_sample and data_batch_time of the GetNext rows (times in units of 1/`per_ms` ms). Rows with a
+    """queue_sample and data_batch_time of the GetNext rows (times in units of `to_ns` ns). Rows with a
     negative or out-of-range number, or that end before they start, are left out and reported."""
     rows = fields.filter(pl.col("name").str.starts_with("GetNext")).with_columns(
         pl.col("start").cast(pl.Int64, strict=False), pl.col("end").cast(pl.Int64, strict=False),
@@ -478,13 +504,12 @@ def _get_next_tables(source: Source, fields: pl.DataFrame, per_ms: int, to_ns: i
                      "get_next records that end before they start", tables=tables)
     if not rows.height:
         return
-    rank = pl.Series([source.rank] * rows.height, dtype=pl.Int32)
     yield "queue_sample", pl.DataFrame({
-        "rank": rank, "queue": ["get_next"] * rows.height, "sample": pl.int_range(rows.height, eager=True),
+        "queue": ["get_next"] * rows.height, "sample": pl.int_range(rows.height, eager=True),
         "ts_ns": rows["start"] * to_ns, "size": rows["size"],
     }).to_arrow()
     yield "data_batch_time", pl.DataFrame({
-        "rank": rank, "trace": ["get_next"] * rows.height, "batch": pl.int_range(1, rows.height + 1, eager=True),
-        "kind": ["get_next_wait"] * rows.height, "ms": (rows["end"] - rows["start"]) / per_ms,
+        "trace": ["get_next"] * rows.height, "batch": pl.int_range(1, rows.height + 1, eager=True),
+        "kind": ["get_next_wait"] * rows.height, "dur_ns": (rows["end"] - rows["start"]) * to_ns,
         "ts_ns": rows["start"] * to_ns,
     }).to_arrow()

@@ -40,12 +40,10 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     yield "run_info", run_info(source, device_type="ascend", framework="mindspore", layout="mindspore_profiler_dir",
                                clock="device_syscnt", tick_hz=TICK_HZ)
     if "step_trace_csv" in source.files:
-        yield "step_point", _step_points(source.files["step_trace_csv"], warn).with_columns(
-            pl.lit(source.rank, pl.Int32).alias("rank")).to_arrow()
+        yield "step_point", _step_points(source.files["step_trace_csv"], warn).to_arrow()
     traces = source.slices.get("hccl_trace", [])
     if traces:
-        tasks = _hccl_tasks(traces, warn)
-        yield "comm_task", tasks.append_column("rank", pa.array([source.rank] * tasks.num_rows, pa.int32()))
+        yield "comm_task", _hccl_tasks(traces, warn)
 
 
 def _step_points(path: Path, warn: Warn) -> pl.DataFrame:
@@ -133,8 +131,7 @@ SELECT filename, op_name, split_part(op_name, '_', 1) AS op_type,
        nullif(nullif(e->>'$.args."dst rank"', 'NULL')::BIGINT, 4294967295) AS dst_rank,
        e->>'$.args."transport type"' AS transport,
        nullif(e->>'$.args.size', 'NULL')::BIGINT AS bytes,
-       round((e->>'$.ts')::DOUBLE * 1000)::BIGINT AS start_ns,
-       round((e->>'$.dur')::DOUBLE * 1000)::BIGINT AS dur_ns
+       us_to_ns(e->>'$.ts') AS start_ns, us_to_ns(e->>'$.dur') AS dur_ns
 FROM named
 """
 

@@ -29,11 +29,14 @@ from ..clocks import mindspore_framework_clock
 from .lines import (MAX_JSON_BYTES, MAX_NS, drop_duplicate_lines, drop_incomplete, drop_rows, iter_csv_frames,
                     iter_line_frames, load_json, read_capped, read_lines, require)
 from .run_info import run_info
+from .units import ms_to_ns, us_to_ns
 
 _INT = r"-?\d+"
 _NUM = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 #: Duration unit of each op-timestamp file, as a factor to ns.
-_OP_DUR_TO_NS = {"cpu_op_timestamp": 1_000_000.0, "gpu_op_timestamp": 1_000.0}
+#: Op durations are ms on the CPU, µs on the GPU: float ns for the range checks, exact ns for the table.
+_OP_NS_PER_UNIT = {"cpu_op_timestamp": 1_000_000.0, "gpu_op_timestamp": 1_000.0}
+_OP_DUR_TO_NS = {"cpu_op_timestamp": ms_to_ns, "gpu_op_timestamp": us_to_ns}
 _OP_SIDE = {"cpu_op_timestamp": "Host", "gpu_op_timestamp": "Device"}
 
 
@@ -57,21 +60,19 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         if role in source.files:
             shift = offset if (role == "cpu_op_timestamp" and offset is not None) else 0
             for frame in _op_executions(source.files[role], role, shift, warn):
-                yield "host_op", _with_rank(frame, source.rank)
+                yield "host_op", frame.to_arrow()
     if "activity_timestamp" in source.files:
         for frame in _activity_executions(source.files["activity_timestamp"], warn):
-            yield "device_exec", _with_rank(frame, source.rank)
+            yield "device_exec", frame.to_arrow()
     for role, side in (("cpu_framework", "Host"), ("gpu_framework", "Device")):
         if role in source.files:
-            yield "op_meta", _with_rank(_op_signatures(source.files[role], side, warn), source.rank)
+            yield "op_meta", _op_signatures(source.files[role], side, warn).to_arrow()
     if "kernel_summary" in source.files:
-        yield "kernel_meta", _with_rank(_kernel_summary(source.files["kernel_summary"], warn), source.rank)
+        yield "kernel_meta", _kernel_summary(source.files["kernel_summary"], warn).to_arrow()
     if "step_trace" in source.files:
-        yield "step_point", _with_rank(_step_points(source.files["step_trace"], warn), source.rank)
+        yield "step_point", _step_points(source.files["step_trace"], warn).to_arrow()
 
 
-def _with_rank(frame: pl.DataFrame, rank: int) -> pa.Table:
-    return frame.with_columns(pl.lit(rank, pl.Int32).alias("rank")).to_arrow()
 
 
 def _run_info(source: Source, offset: int | None) -> pa.Table:
@@ -135,7 +136,7 @@ def _op_executions(path: Path, role: str, shift_ns: int, warn: Warn) -> Iterator
         require(path, execs, pl.col("start_ns").is_not_null() & pl.col("dur").is_not_null()
                 & (pl.col("tid").is_not_null() if with_tid else pl.lit(True)),
                 f"executions as '{expected_exec}' separated by spaces", lines=lines)
-        execs = execs.with_columns(pl.col("dur") * _OP_DUR_TO_NS[role])
+        execs = execs.with_columns(pl.col("dur") * _OP_NS_PER_UNIT[role])  # float ns, for the checks
         execs = _checked_spans(execs, path, warn, "host_op", "op executions", shift_ns,
                                pl.concat_str("op_name", pl.lit(";"), "exec"))
         execs = drop_rows(execs, ~pl.struct("op_name", "start_ns", "dur", "tid").is_first_distinct(), warn, path,
@@ -146,7 +147,7 @@ def _op_executions(path: Path, role: str, shift_ns: int, warn: Warn) -> Iterator
             "tid",
             "op_name",
             pl.col("start_ns") + shift_ns,
-            pl.col("dur").round().cast(pl.Int64).alias("dur_ns"),
+            _OP_DUR_TO_NS[role](pl.col("field_1")).alias("dur_ns"),
         )
 
 
@@ -176,7 +177,7 @@ def _activity_executions(path: Path, warn: Warn) -> Iterator[pl.DataFrame]:
         require(path, rows, pl.col("1").is_not_null(), "'<kernel name>;<stream>;<start_ns>;<dur_us>'")
         rows = rows.with_columns(pl.col("2").cast(pl.Int64, strict=False).alias("stream_id"),
                                  pl.col("3").cast(pl.Int64, strict=False).alias("start_ns"),
-                                 (pl.col("4").cast(pl.Float64, strict=False) * 1_000.0).alias("dur"))
+                                 (pl.col("4").cast(pl.Float64, strict=False) * 1_000.0).alias("dur"))  # for the checks
         require(path, rows, pl.col("stream_id").is_not_null() & pl.col("start_ns").is_not_null(),
                 "a stream id and a start time within the 64-bit integer range")
         rows = _checked_spans(rows, path, warn, "device_exec", "kernel executions", 0, pl.col("line"))
@@ -190,7 +191,7 @@ def _activity_executions(path: Path, warn: Warn) -> Iterator[pl.DataFrame]:
             name.alias("name"),
             pl.lit(None, pl.Int64).alias("correlation"),
             "start_ns",
-            pl.col("dur").round().cast(pl.Int64).alias("dur_ns"),
+            us_to_ns(pl.col("4")).alias("dur_ns"),
         )
 
 

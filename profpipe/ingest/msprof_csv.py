@@ -18,27 +18,18 @@ rows, rows without a time, non-finite, out-of-range or negative times and durati
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import polars as pl
 
 from ..errors import InputError
 from ..health import Warn
-from .lines import MAX_NS, csv_row, drop_rows, iter_csv_frames
+from .lines import csv_row, drop_rows, iter_csv_frames
+from .units import MAX_US, us_text_to_ns, us_to_ns
 
 #: Task types that run a framework op; the rest (notify, event, memcpy of the runtime) are sync tasks.
 OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
 _MARKER_MODEL = "4294967295"
-
-
-_MAX_US = MAX_NS // 1000
-
-
-def _us_to_ns(column: str) -> pl.Expr:
-    """A µs column as integer ns (null where it is not a number or beyond MAX_NS: checked first)."""
-    us = pl.col(column).str.strip_chars().cast(pl.Decimal(38, 6), strict=False)
-    return pl.when(us.abs() <= _MAX_US).then((us * 1000).round(0)).cast(pl.Int64, strict=False)
 
 
 def _us_float(column: str) -> pl.Expr:
@@ -46,9 +37,9 @@ def _us_float(column: str) -> pl.Expr:
 
 
 def _typed_us(column: str) -> list[pl.Expr]:
-    """A µs column as `column` (integer ns, _us_to_ns), `column__f` (its float, for the range checks) and
+    """A µs column as `column` (integer ns, units.us_to_ns), `column__f` (its float, for the range checks) and
     `column__bad` (the text where it was present but did not parse, else null)."""
-    ns = _us_to_ns(column)
+    ns = us_to_ns(pl.col(column))
     return [ns.alias(column), _us_float(column).alias(f"{column}__f"),
             pl.when(pl.col(column).is_not_null() & ns.is_null()).then(pl.col(column)).alias(f"{column}__bad")]
 
@@ -65,23 +56,12 @@ def _missing(column: str) -> pl.Expr:
     return pl.col(column).is_null() & pl.col(f"{column}__bad").is_null()
 
 
-def _decimal_us_to_ns(value: str, path: str, line: int) -> int | None:
-    """A µs string as integer ns; None when it is not finite or out of range (the caller reports it)."""
-    try:
-        number = Decimal(value.strip())
-    except InvalidOperation:
-        raise InputError(path, f"expected a time in µs, got {value!r}", line=line) from None
-    if not number.is_finite() or abs(number) > _MAX_US:
-        return None
-    return int((number * 1000).to_integral_value())
-
-
 def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables: str, example: str,
                     durations: tuple[str, ...] = ()) -> pl.DataFrame:
     """`frame` without the rows whose time columns (with their `__f` floats) are non-finite, beyond MAX_NS or
     negative (a negative duration is a negative_duration), each kind one ledger row per file."""
     checks = [("non_finite", lambda c: ~pl.col(f"{c}__f").is_finite(), "a non-finite"),
-              ("out_of_range", lambda c: pl.col(f"{c}__f").abs() > _MAX_US, "an out-of-range"),
+              ("out_of_range", lambda c: pl.col(f"{c}__f").abs() > MAX_US, "an out-of-range"),
               ("negative_duration", lambda c: (pl.col(f"{c}__f") < 0) if c in durations else pl.lit(False), "a negative"),
               ("out_of_range", lambda c: (pl.col(f"{c}__f") < 0) if c not in durations else pl.lit(False), "a negative")]
     for check, test, adjective in checks:
@@ -253,7 +233,7 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
         points += [(step, kind, ts, seq) for kind, ts, seq in (("fp_start", fp, 0), ("bp_end", bp, 1)) if ts]
         for k, (start_us, dur_us) in enumerate(zip(reduces[::2], reduces[1::2])):
             if start_us and dur_us:
-                start, dur = _decimal_us_to_ns(start_us, path, line), _decimal_us_to_ns(dur_us, path, line)
+                start, dur = us_text_to_ns(start_us), us_text_to_ns(dur_us)
                 if start is None or dur is None or start < 0 or dur < 0:
                     check = "negative_duration" if dur is not None and dur < 0 else "out_of_range"
                     bad_spans.append((check, path, line, f"step {step} Reduce {k}: {start_us}, {dur_us}"))
@@ -262,7 +242,8 @@ def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:
     for check in ("negative_duration", "out_of_range"):
         spans = [span for span in bad_spans if span[0] == check]
         if spans:
-            what = "a negative duration" if check == "negative_duration" else "a negative, non-finite or out-of-range time"
+            what = ("a negative duration" if check == "negative_duration"
+                    else "a time that is negative, out of range or not a finite number")
             warn(f"{spans[0][1]}, line {spans[0][2]}: {len(spans)} Reduce spans with {what}; left out", check=check,
                  action="dropped", rows=len(spans), path=spans[0][1], line=spans[0][2], example=spans[0][3],
                  tables=tables)

@@ -53,7 +53,7 @@ _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHA
 _EVENTS_SQL = """
 WITH raw AS MATERIALIZED (  -- parsed once, though read twice
     SELECT filename, name, pid, tid, ph, cat, args,
-           round(ts::DECIMAL(24, 6) * 1000)::BIGINT AS ts_ns, round(dur::DECIMAL(24, 6) * 1000)::BIGINT AS dur_ns
+           us_to_ns(ts) AS ts_ns, us_to_ns(dur) AS dur_ns
     FROM read_json($files, format = 'array', columns = $columns, filename = true)
 ), processes AS (
     SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
@@ -82,9 +82,8 @@ ORDER BY ts_ns, stream_id, task_id
 _STEP_POINT_SQL = """
 WITH iterations AS (
     SELECT DISTINCT (args->>'$."Iteration ID"')::BIGINT AS step, ts_ns,
-           round((args->>'$."FP Start"')::DOUBLE * 1000)::BIGINT AS fp_ns,
-           round((args->>'$."BP End"')::DOUBLE * 1000)::BIGINT AS bp_ns,
-           round((args->>'$."Iteration End"')::DOUBLE * 1000)::BIGINT AS end_ns
+           us_to_ns(args->>'$."FP Start"') AS fp_ns, us_to_ns(args->>'$."BP End"') AS bp_ns,
+           us_to_ns(args->>'$."Iteration End"') AS end_ns
     FROM events WHERE cat = 'Iteration Time'
 ), reduces AS (
     SELECT DISTINCT (args->>'$."Iteration ID"')::BIGINT AS step, name, ts_ns, ts_ns + dur_ns AS end_ns,
@@ -169,17 +168,16 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     if source.layout != "ascend_era_f":  # era F keeps its rank in profiler_info_<rank>.json
         _check_rank(source, warn)
     yield "run_info", _run_info(source, models)
-    with_rank = pl.lit(source.rank, pl.Int32).alias("rank")
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
     if task_csv[0]:
         execs, tasks = msprof_csv.read_op_summary(*task_csv, warn)
-        yield "device_exec", execs.with_columns(with_rank).to_arrow()
-        yield "task_desc", tasks.with_columns(with_rank).to_arrow()
+        yield "device_exec", execs.to_arrow()
+        yield "task_desc", tasks.to_arrow()
     if files.get("csv:step_trace"):
         points = msprof_csv.read_step_trace(files["csv:step_trace"], warn)
         if points.height:
-            yield "step_point", points.with_columns(with_rank).to_arrow()
+            yield "step_point", points.to_arrow()
     timeline_kinds = (["trace_view"] if source.layout == "ascend_era_f" else
                       ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"])
     timelines = sorted(p for kind in timeline_kinds for p in files.get(kind, []))
@@ -198,7 +196,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             if table == "step_point":
                 rows = _forward_steps(rows, warn, timelines)
             if rows.num_rows:
-                yield table, rows.append_column("rank", pa.array([source.rank] * rows.num_rows, pa.int32()))
+                yield table, rows
 
 
 def _forward_steps(rows: pa.Table, warn: Warn, files: list[Path]) -> pa.Table:

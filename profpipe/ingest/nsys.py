@@ -47,7 +47,7 @@ from ..health import Warn
 from .nesting import nest
 from ..clocks import nsys_clock
 from .run_info import run_info
-from .scratch import check_trace_file, rank_tables, scratch_database, scratch_folder
+from .scratch import check_trace_file, query_tables, scratch_database, scratch_folder
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
 _FETCH_ROWS = 1 << 16
@@ -236,7 +236,7 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
              rows=0, path=path)
     yield "run_info", run_info(source, device_type="gpu" if activities else "cpu", framework="nsight_systems",
                                layout="nsys", metadata_json=json.dumps(metadata), **nsys_clock(metadata))
-    yield from rank_tables(con, source.rank, [
+    yield from query_tables(con, [
         ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
         ("step_point", _step_point_sql(source.step_range))])
 

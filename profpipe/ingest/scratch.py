@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..output import process_gone
+from .units import US_TO_NS_MACRO
 
 #: DuckDB's memory for one trace; beyond it the data spill to the scratch folder.
 MEMORY_LIMIT = "640MB"
@@ -76,19 +77,23 @@ def memory_database() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database for a short query; should it spill, its files go to a scratch folder under
     $TMPDIR (DuckDB's default, `.tmp` in the working folder, may be the user's input folder)."""
     spill = Path(tempfile.gettempdir()) / f"profpipe-spill-{os.getpid()}-duckdb"
-    return duckdb.connect(config={"temp_directory": str(spill)})
+    return _with_macros(duckdb.connect(config={"temp_directory": str(spill)}))
 
 
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database that spills to `folder` (which the caller removes)."""
-    return duckdb.connect(config={"temp_directory": str(folder), "memory_limit": MEMORY_LIMIT})
+    return _with_macros(duckdb.connect(config={"temp_directory": str(folder), "memory_limit": MEMORY_LIMIT}))
 
 
-def rank_tables(con: duckdb.DuckDBPyConnection, rank: int,
-                queries: list[tuple[str, str]]) -> Iterator[tuple[str, pa.Table]]:
-    """Yield (table name, rows) in batches for each (table name, SQL) of `queries`, with the rank column added."""
+def _with_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`con` with the readers' macros: us_to_ns(text), the µs rule of units.py."""
+    con.execute(US_TO_NS_MACRO)
+    return con
+
+
+def query_tables(con: duckdb.DuckDBPyConnection, queries: list[tuple[str, str]]) -> Iterator[tuple[str, pa.Table]]:
+    """Yield (table name, rows) in batches for each (table name, SQL) of `queries` (the runner adds the rank)."""
     for name, sql in queries:
         for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
             if batch.num_rows:
-                yield name, pa.Table.from_batches([batch]).append_column(
-                    "rank", pa.array([rank] * batch.num_rows, pa.int32()))
+                yield name, pa.Table.from_batches([batch])

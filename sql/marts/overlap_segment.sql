@@ -11,33 +11,24 @@ WITH steps AS (
     WHERE kind = 'kernel' AND regexp_matches(name, '(?i)nccl')
       AND NOT EXISTS (SELECT 1 FROM {{ ref('comm_op_stats') }} o WHERE o.rank = e.rank AND o.capture = e.capture)
       AND NOT EXISTS (SELECT 1 FROM {{ ref('int_step_communication') }} c WHERE c.rank = e.rank AND c.capture = e.capture)
-), intervals AS (
-    SELECT rank, capture, 1 AS computing, 0 AS collective, 0 AS receiving, start_ns, end_ns
+), intervals AS (  -- what the sweep sees: the rank's timeline, a kind per interval; step edges only cut it
+    SELECT {'rank': rank, 'capture': capture} AS grp, 'computing' AS category, start_ns, end_ns
     FROM {{ ref('int_device_exec') }}
     WHERE (rank, capture) IN (SELECT (rank, capture) FROM steps) AND kind IN ('task', 'kernel', 'memcpy', 'memset')
       AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
     UNION ALL
-    SELECT rank, capture, 0, CASE WHEN is_receive THEN 0 ELSE 1 END, CASE WHEN is_receive THEN 1 ELSE 0 END, start_ns, end_ns
-    FROM (SELECT *, coalesce(regexp_matches(op_name, '(?i)Receive-op|hcom_receive'), false) AS is_receive
-          FROM communication)
-), cuts AS (  -- +1 / -1 per interval edge, 0 at the step edges (so no piece straddles one)
-    SELECT rank, capture, start_ns AS at_ns, computing, collective, receiving FROM intervals
+    SELECT {'rank': rank, 'capture': capture},
+           CASE WHEN coalesce(regexp_matches(op_name, '(?i)Receive-op|hcom_receive'), false) THEN 'receiving' ELSE 'collective' END,
+           start_ns, end_ns
+    FROM communication
     UNION ALL
-    SELECT rank, capture, end_ns, -computing, -collective, -receiving FROM intervals
-    UNION ALL
-    SELECT rank, capture, start_ns, 0, 0, 0 FROM steps
-    UNION ALL
-    SELECT rank, capture, end_ns, 0, 0, 0 FROM steps
-), points AS (
-    SELECT rank, capture, at_ns, sum(computing) AS computing, sum(collective) AS collective, sum(receiving) AS receiving
-    FROM cuts GROUP BY rank, capture, at_ns
+    SELECT {'rank': rank, 'capture': capture}, 'step_edge', edge_ns, edge_ns
+    FROM steps, unnest([start_ns, end_ns]) AS t(edge_ns)
 ), pieces AS (
-    SELECT rank, capture, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns,
-           sum(computing) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS computing,
-           sum(collective) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS collective,
-           sum(receiving) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS receiving
-    FROM points
-    WINDOW w AS (PARTITION BY rank, capture ORDER BY at_ns)
+    SELECT grp.rank AS rank, grp.capture AS capture, start_ns, end_ns,
+           list_contains(categories, 'computing') AS computing, list_contains(categories, 'collective') AS collective,
+           list_contains(categories, 'receiving') AS receiving
+    FROM interval_sweep(intervals)
 ), step_pieces AS (  -- the pieces inside a step window, with their step
     SELECT p.*, s.step
     FROM pieces p ASOF JOIN steps s ON p.rank = s.rank AND p.capture = s.capture AND p.start_ns >= s.start_ns

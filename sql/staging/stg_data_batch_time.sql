@@ -4,6 +4,6 @@ SELECT
     trace,
     batch,
     kind,
-    ms,
+    dur_ns,
     ts_ns
 FROM {{ source('data_batch_time') }}

@@ -4,10 +4,12 @@ SELECT
     scope,
     op_id,
     sample,
-    user_pct,
-    sys_pct,
-    io_pct,
-    idle_pct,
-    memory_mb,
+    user_share,
+    sys_share,
+    io_share,
+    idle_share,
+    user_cpus,
+    sys_cpus,
+    memory_bytes,
     ts_ns
 FROM {{ source('data_cpu_sample') }}

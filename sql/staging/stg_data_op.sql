@@ -8,7 +8,7 @@ SELECT
     child_index,
     has_queue,
     queue_capacity,
-    sampling_interval_ms,
+    sampling_interval_ns,
     pipeline_order,
     pipeline_parent_id
 FROM {{ source('data_op') }}

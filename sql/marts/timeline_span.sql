@@ -1,0 +1,66 @@
+WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindInsight's names)
+    SELECT rank, lane, process
+    FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM {{ ref('stg_run_info') }} GROUP BY rank),
+         (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'), (3, NULL), (4, 'HCCL'), (5, 'Overlap Analysis'),
+                 (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'), (9, 'MindData get_next')) AS l(lane, label),
+         LATERAL (SELECT coalesce(label, CASE WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END) AS process)
+), overlap_threads AS (
+    SELECT * FROM (VALUES ('computation', 0, 'Computing'), ('communication', 1, 'Communication'),
+                          ('pure_communication', 2, 'Communication(Not Overlapped)'), ('free', 3, 'Free'))
+        AS t(category, tid, thread)
+), spans AS (
+    SELECT rank, capture, 0 AS lane, 0 AS tid, 'iterations' AS thread, 'Step ' || step AS name, 'step' AS category,
+           start_ns, total_ns AS dur_ns, {'fp_op': fp_op, 'bp_op': bp_op}::JSON AS args
+    FROM {{ ref('step_phases') }}
+    UNION ALL
+    SELECT rank, capture, 0, 0, 'iterations', phase.name, 'step_phase', phase.start_ns, phase.dur_ns, NULL::JSON
+    FROM {{ ref('step_phases') }}, unnest([
+        {'name': 'iteration_interval', 'start_ns': start_ns, 'dur_ns': iteration_interval_ns},
+        {'name': 'fp_and_bp', 'start_ns': fp_ns, 'dur_ns': fp_and_bp_ns},
+        {'name': 'tail', 'start_ns': bp_ns, 'dur_ns': tail_ns}]) AS t(phase)
+    WHERE phase.dur_ns IS NOT NULL
+    UNION ALL
+    SELECT rank, capture, CASE side WHEN 'Host' THEN 1 ELSE 2 END, coalesce(tid, 0),
+           CASE side WHEN 'Host' THEN 'Thread ' || coalesce(tid, 0) ELSE 'Ops' END, op_name, 'op', start_ns, dur_ns,
+           {'op_type': op_type}::JSON
+    FROM {{ ref('stg_host_op') }}
+    UNION ALL
+    SELECT rank, capture, 3, coalesce(stream_id, 0), 'Stream ' || coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
+           {'op_name': op_name, 'stream': stream_id}::JSON
+    FROM {{ ref('int_device_exec') }}
+    UNION ALL  -- 70000: msprof's thread id for the communication op executions
+    SELECT rank, capture, 4, 70000, 'Communication Kernel', op_label, 'communication', start_ns, end_ns - start_ns,
+           {'op_name': op_name, 'iteration': iteration, 'communication_cost_ns': communication_cost_ns,
+            'wait_cost_ns': wait_cost_ns}::JSON
+    FROM {{ ref('comm_op_stats') }}
+    UNION ALL
+    SELECT rank, capture, 4, coalesce(plane, 0), 'Plane ' || coalesce(plane, 0), task_type, 'communication_task',
+           start_ns, dur_ns,
+           {'op_name': op_name, 'src_rank': src_rank, 'dst_rank': dst_rank, 'transport': transport, 'bytes': bytes}::JSON
+    FROM {{ ref('int_comm_task') }}
+    UNION ALL
+    SELECT rank, capture, 5, tid, thread, category, 'overlap', start_ns, dur_ns, NULL::JSON
+    FROM {{ ref('overlap_segment') }} JOIN overlap_threads USING (category)
+    UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
+    SELECT q.rank, q.capture, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0, 'Queues',
+           CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
+                        ELSE replace(q.queue, '_', ' ') || ' queue' END,
+           'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {'size': q.size}::JSON
+    FROM {{ ref('stg_queue_sample') }} q
+    LEFT JOIN {{ ref('data_op_stats') }} o ON o.rank = q.rank AND o.capture = q.capture AND o.op_id = q.op_id
+    LEFT JOIN {{ ref('stg_data_cpu_sample') }} c
+           ON q.queue = 'op_output' AND c.rank = q.rank AND c.capture = q.capture AND c.scope = 'device' AND c.sample = q.sample
+    WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
+    UNION ALL
+    SELECT rank, capture, 7, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, category, start_ns, dur_ns,
+           {'correlation': correlation}::JSON
+    FROM {{ ref('stg_host_api') }}
+    UNION ALL
+    SELECT rank, capture, 8, 0, 'Allocator',
+           'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
+           'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
+    FROM {{ ref('int_memory_in_use') }}
+)
+SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,
+       CASE s.lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS clock_domain
+FROM spans s JOIN lane_names n USING (rank, lane)
