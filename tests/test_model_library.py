@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, run
+from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
 from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, load_models, run_models
 from profpipe.tables import catalog
@@ -70,6 +71,37 @@ def test_reports_are_written_from_marts_with_their_file_names(outputs):
     assert {"gpu_op_type_info_0.csv", "gpu_op_type_info_1.csv", "gpu_activity_data_1.csv"} <= written
     header = (outputs["mindspore_gpu/two_ranks"] / "reports" / "gpu_activity_data_0.csv").read_text().splitlines()[0]
     assert header.startswith("name,type,op_full_name,stream_id") and "total_ns" not in header and "rank" not in header
+
+
+def test_the_csv_writer_splits_files_by_their_name_columns_and_writes_the_styles_columns(tmp_path):
+    _mini_library(tmp_path, {"marts/m": ("SELECT * FROM (VALUES (0, 7, 1), (0, 7, 2), (1, 8, 3)) t(rank, device_id, x)",
+                                         "  - {name: rank, type: INTEGER, description: r}\n"
+                                         "  - {name: device_id, type: INTEGER, description: d}\n")})
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "r.sql").write_text("SELECT rank, device_id, x AS new, x AS old, NULL::INTEGER AS gone, "
+                                                "CASE WHEN x = 3 THEN 0 END AS some FROM {{ ref('m') }}")
+    (tmp_path / "reports" / "r.yml").write_text(
+        "description: One row per x of a rank.\nfile: r_{device_id}.csv\nnewline: \"\\r\\n\"\ncsv_order: new DESC\n"
+        "columns:\n  - {name: rank, type: INTEGER, hidden: true, description: r}\n"
+        "  - {name: device_id, type: INTEGER, hidden: true, description: d}\n"
+        "  - {name: new, type: INTEGER, style: latest, description: x}\n"
+        "  - {name: old, type: INTEGER, style: legacy, description: x}\n"
+        "  - {name: gone, type: INTEGER, optional: true, description: always NULL}\n"
+        "  - {name: some, type: INTEGER, optional: true, description: NULL but for x = 3}\n")
+    (tmp_path / "reports" / "s.sql").write_text("SELECT rank, x FROM {{ ref('m') }}")
+    (tmp_path / "reports" / "s.yml").write_text(
+        "description: Another report of another style.\nfile: s_{rank}.csv\nstyle: legacy\n"
+        "columns:\n  - {name: rank, type: INTEGER, hidden: true, description: r}\n"
+        "  - {name: x, type: INTEGER, description: x}\n")
+    models = load_models(tmp_path)
+    with duckdb.connect() as con:
+        run_models(con, models)
+        written = write_reports(con, tmp_path / "out", [m for m in models if m.layer == "reports"], "latest")
+    # one file per rank, named by its device; the legacy column, the report of the other style and the
+    # optional column that is empty in a file are left out
+    assert [p.name for p in written] == ["r_7.csv", "r_8.csv"]
+    assert (tmp_path / "out" / "r_7.csv").read_bytes() == b"new\r\n2\r\n1\r\n"
+    assert (tmp_path / "out" / "r_8.csv").read_bytes() == b"new,some\r\n3,0\r\n"
 
 
 def test_models_run_after_what_they_read():

@@ -194,10 +194,10 @@ class _RankReports:
             events = write_text_column(self.con, self._report_sql("ascend_timeline_display", f"',' || {event}"),
                                        handle, drop_leading=1)
             columns = self.con.sql(self._report_sql("ascend_timeline_display",
-                                                    "lane, tid, op_name, name, dur")).fetchnumpy()
+                                                    "lane, pid, tid, op_name, name, dur")).fetchnumpy()
             lanes, tids = columns["lane"], columns["tid"].tolist()
             if not legacy:
-                threads = {(lane, tid) for lane, tid in zip(lanes.tolist(), tids)}
+                threads = set(zip(columns["pid"].tolist(), tids))
                 metadata = ",".join(json.dumps(m) for m in self._timeline_metadata(threads))
                 handle.write(((("," if events and metadata else "") + metadata).encode()))
             handle.write(b"]")
@@ -215,10 +215,10 @@ class _RankReports:
         self._text(f"{prefix}_summary_{self.device}.json", json.dumps(summary))
 
     def _timeline_metadata(self, threads: set[tuple]) -> list[dict]:
+        """Process and thread names of the (pid, tid) pairs the events use."""
         labels = {self.device: "AI Core Op", 10000: "Communication Op", 9000: "AI CPU Op"}
-        pids = {0: self.device, 1: 10000, 2: 9000}
         # a task without a stream id (NULL tid) sorts last instead of failing the comparison
-        used = sorted({(pids[lane], tid) for lane, tid in threads}, key=lambda u: (u[0], u[1] is None, u[1] or 0))
+        used = sorted(threads, key=lambda u: (u[0], u[1] is None, u[1] or 0))
         meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": labels[pid]}}
                 for pid in sorted({p for p, _ in used})]
         meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
