@@ -456,7 +456,7 @@ def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stre
             (1, 'a', 10, 20),                   -- touches the first a at 10
             (1, 'c', 7, 7),                     -- zero-length: cuts at 7, never active
             (1, 'b', 30, 40), (1, 'b', NULL, 50),  -- a gap 20-30; a NULL bound is left out
-            (2, 'a', 0, 1))                     -- another timeline
+            (2, 'a', 0, 1), (2, 'b', 5, 3))     -- another timeline; an end before its start is left out
         SELECT * FROM interval_sweep(given) ORDER BY grp, start_ns""").fetchall()
     assert found == [(1, 0, 2, ["a"]), (1, 2, 5, ["a"]), (1, 5, 7, ["a", "b"]), (1, 7, 10, ["a", "b"]),
                      (1, 10, 12, ["a", "b"]), (1, 12, 20, ["a"]), (1, 20, 30, []), (1, 30, 40, ["b"]),

@@ -2,34 +2,32 @@
 -- timeline, which kinds of interval cover it (the basis of overlap analyses: computation against
 -- communication, busy against idle). `intervals` names a table, view or CTE with the columns
 -- grp (any type: the timeline an interval lies on, e.g. {'rank': rank, 'capture': capture}), category
--- (VARCHAR: its kind) and start_ns <= end_ns (half-open [start_ns, end_ns); rows with a NULL bound are
--- left out). Every distinct start and end of a group cuts its timeline; one row comes out per stretch
--- between two consecutive cuts: grp, start_ns, end_ns and categories, the sorted distinct categories of
--- the intervals covering the whole stretch ([] in a gap). Intervals of a category that nest, overlap
--- or touch count once; a zero-length interval only cuts (a step edge that no stretch may straddle).
--- Stretches never straddle a cut, so callers merge adjacent stretches they label alike themselves.
+-- (VARCHAR: its kind; at most 6 kinds) and start_ns <= end_ns (half-open [start_ns, end_ns); rows with a
+-- NULL bound or end_ns < start_ns are left out). Every distinct start and end of a group cuts its
+-- timeline; one row comes out per stretch between two consecutive cuts: grp, start_ns, end_ns and
+-- categories, the sorted distinct categories of the intervals covering the whole stretch ([] in a gap).
+-- Intervals of a category that nest, overlap or touch count once; a zero-length interval only cuts (a
+-- step edge that no stretch may straddle). Callers merge adjacent stretches they label alike.
+-- One pass: +1 at each start and -1 at each end, summed per cut and then as a running sum over the
+-- group's cuts; the counts of all categories travel together in one HUGEINT, 20 bits per category
+-- (fewer than 2^20 intervals of one category open at once).
 -- SELECT * FROM interval_sweep(my_intervals)
 CREATE MACRO interval_sweep(intervals) AS TABLE
-WITH edges AS (  -- +1 where an interval opens, -1 where it closes, per group, category and time
-    SELECT grp, category, at_ns, sum(delta) AS delta
-    FROM (SELECT grp, category, start_ns AS at_ns, 1 AS delta FROM query_table(intervals)
-          WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL
-          UNION ALL
-          SELECT grp, category, end_ns, -1 FROM query_table(intervals)
-          WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL)
-    GROUP BY grp, category, at_ns
-), counted AS (  -- every category of a group counted at every cut of the group: intervals open after it
-    SELECT grp, category, at_ns,
-           sum(coalesce(delta, 0)) OVER (PARTITION BY grp, category ORDER BY at_ns ROWS UNBOUNDED PRECEDING) AS open
-    FROM (SELECT DISTINCT grp, at_ns FROM edges)
-    JOIN (SELECT DISTINCT grp, category FROM edges) USING (grp)
-    LEFT JOIN edges USING (grp, category, at_ns)
-), cuts AS (
-    SELECT grp, at_ns, list(category ORDER BY category) FILTER (WHERE open > 0) AS categories
-    FROM counted GROUP BY grp, at_ns
+WITH given AS (
+    SELECT grp, category, start_ns, end_ns FROM query_table(intervals) WHERE start_ns <= end_ns
+), named AS (
+    SELECT list_sort(list_distinct(list(category))) AS categories FROM given
+), units AS (  -- the interval's 1 in its category's bits: category i (1-based) counts in bits 20 (i - 1) and up
+    SELECT grp, start_ns, end_ns,
+           CASE WHEN len(categories) > 6 THEN error('interval_sweep: more than 6 categories')
+                ELSE 1::HUGEINT << (20 * (list_position(categories, category) - 1)) END AS unit
+    FROM given, named
+), cuts AS (  -- per group and time: the intervals opened there minus those closed there
+    SELECT grp, at_ns, sum(delta) AS delta
+    FROM (SELECT grp, start_ns AS at_ns, unit AS delta FROM units UNION ALL SELECT grp, end_ns, -unit FROM units)
+    GROUP BY grp, at_ns
 )
-SELECT grp, start_ns, end_ns, categories
-FROM (SELECT grp, at_ns AS start_ns, lead(at_ns) OVER (PARTITION BY grp ORDER BY at_ns) AS end_ns,
-             coalesce(categories, []::VARCHAR[]) AS categories
-      FROM cuts)
+SELECT grp, start_ns, end_ns, list_filter(categories, lambda c, i: (open >> (20 * (i - 1))) & 1048575 > 0) AS categories
+FROM (SELECT grp, at_ns AS start_ns, lead(at_ns) OVER w AS end_ns, sum(delta) OVER (w ROWS UNBOUNDED PRECEDING) AS open
+      FROM cuts WINDOW w AS (PARTITION BY grp ORDER BY at_ns)), named
 WHERE end_ns IS NOT NULL
