@@ -563,6 +563,23 @@ def test_whole_pipeline_on_damaged_text(name: str, damage: Callable[[bytes], byt
     assert any(r["first_file"] == str(target) and r["action"] == "dropped" for r in rows), rows
 
 
+@pytest.mark.parametrize("value", [b"NaN", b"Infinity", b"true", b"1e400"])
+def test_msprof_event_time_that_is_no_number_is_dropped_whichever_table_reads_it(value: bytes, tmp_path: Path) -> None:
+    """A task event's time that is not a number, in a timeline beside summary CSVs (which give the tasks, so
+    no table reads that event): still one malformed_record row naming the file; the tables are unchanged."""
+    base = read_damaged(MSPROF)
+    role = ROLES["msprof_json"]
+    data = (role.fixture / role.relative).read_bytes()
+    start = data.index(b'"ts": ', data.index(b'"Default/Conv2D-op1"')) + len(b'"ts": ')
+    damaged = data[:start] + value + data[data.index(b",", start):]
+    folder, target = _damage(tmp_path, role, damaged)
+    outcome = read_damaged(folder)
+    [row] = outcome.health
+    assert (row.check, row.action, row.rows, row.path) == ("malformed_record", "dropped", 1, str(target))
+    for table in ("device_exec", "step_point", "comm_task"):
+        assert outcome.rows(table) == base.rows(table) > 0
+
+
 def test_repeated_msprof_events_are_counted_once(tmp_path: Path) -> None:
     """A timeline-only export whose events are repeated: the tasks are counted once, the repeats reported."""
     folder = tmp_path / "in"

@@ -53,7 +53,8 @@ _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHA
 _EVENTS_SQL = """
 WITH raw AS MATERIALIZED (  -- parsed once, though read twice
     SELECT filename, name, pid, tid, ph, cat, args,
-           us_to_ns(ts) AS ts_ns, us_to_ns(dur) AS dur_ns
+           us_to_ns(ts) AS ts_ns, us_to_ns(dur) AS dur_ns,
+           (ts IS NOT NULL AND ts_ns IS NULL) OR (dur IS NOT NULL AND dur_ns IS NULL) AS bad_time
     FROM read_json($files, format = 'array', columns = $columns, filename = true)
 ), processes AS (
     SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
@@ -341,10 +342,12 @@ def _check_rank(source: Source, warn: Warn) -> None:
 
 def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> None:
     """Parse the JSON arrays into table `all_events` (read through the view `events`); a file that is not
-    one is named in the error. Events with a negative duration or a time beyond MAX_NS, and repeats of an
-    event in one file, are left out and reported."""
+    one is named in the error. Events whose time or duration is not a number (NaN, inf, true, ...) or is
+    beyond MAX_NS, events with a negative duration, and repeats of an event in one file, are left out and
+    reported, whichever tables read them."""
     json_files.create_table(con, "all_events", _EVENTS_SQL.replace("$columns", _duckdb_struct(_COLUMNS)), files,
                             "an msprof Chrome-trace JSON array")
+    _drop_events(con, warn, "bad_time", "malformed_record", "events whose time or duration is not a number")
     _drop_events(con, warn, "dur_ns < 0", "negative_duration", "events with a negative duration")
     _drop_events(con, warn, f"ts_ns NOT BETWEEN 0 AND {MAX_NS} OR dur_ns > {MAX_NS}", "out_of_range",
                  "events with a time or duration out of range")
