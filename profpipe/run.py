@@ -29,8 +29,8 @@ from .export.mart_csv import write_marts
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
-from .models import comment_on, create_macros, load_models, run_models, set_run_options, load_tables
-from .health import HealthLedger
+from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
+from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .options import Options
 from .version import VERSION
@@ -106,11 +106,26 @@ def analyse(path: str | Path, output: str | Path, options: Options | None = None
 
 
 def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> RunResult:
-    timings: dict[str, float] = {}
-    notices: list[str] = []
     health = HealthLedger()
-
     started = time.perf_counter()
+    sources = find_sources(path, options, health)
+    timings = {"discover": time.perf_counter() - started}
+    with staged_output(output) as tmp:
+        started = time.perf_counter()
+        sizes = [_size(s) for s in sources]
+        reporter.stage("ingest", sum(sizes))
+        outcomes = []
+        for index, source in enumerate(sources):
+            outcomes.append(ingest_source(source, tmp / "parts" / f"source-{index}", options.strict))
+            reporter.advance(sizes[index])
+        timings["ingest"] = time.perf_counter() - started
+        result = build_output(path, tmp, sources, outcomes, options, health, reporter, timings)
+    result.output = output
+    return result
+
+
+def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
+    """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for."""
     sources = discover(path, options.ranks, options.msprof_models, options.step_range_name,
                        health.for_source(str(path), -1), options.rank_map)
     if not sources:
@@ -120,78 +135,23 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
                             "exports, MindData logs, PyTorch and Paddle profiler traces and Nsight Systems "
                             "SQLite exports)")
-    timings["discover"] = time.perf_counter() - started
-
-    with staged_output(output) as tmp:
-        started = time.perf_counter()
-        part_dirs, skipped, ranks_read = _ingest(sources, tmp / "parts", options.strict, reporter, health)
-        captures = _number_captures(sources, part_dirs, health)
-        if not part_dirs:
-            raise ProfpipeError("every source failed to read:\n" +
-                                "\n".join(f"  {s['error']}" for s in skipped))
-        if options.strict and health.lossy:
-            first = health.lossy[0]
-            raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
-                                f"{first.message}")
-        merge_parts(list(part_dirs.values()), tmp / "tables", captures)
-        shutil.rmtree(tmp / "parts")
-        if options.step_list is not None:
-            notices += keep_steps(tmp / "tables", list(options.step_list))
-        for finding in clock_findings(tmp / "tables"):
-            health.add(finding)
-        pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
-        row_counts = table_row_counts(tmp / "tables")
-        timings["ingest"] = time.perf_counter() - started
-
-        con = duckdb.connect(str(tmp / "profile.duckdb"))
-        try:
-            started = time.perf_counter()
-            models_to_run = load_models()
-            reporter.stage("models", len(models_to_run))
-            load_tables(con, tmp)
-            create_macros(con)
-            set_run_options(con, options.trace_point_overrides)
-            run_models(con, models_to_run)
-            comment_on(con)
-            reporter.advance(len(models_to_run))
-            timings["models"] = time.perf_counter() - started
-
-            started = time.perf_counter()
-            reporter.stage("export", 3)
-            reports = [m for m in models_to_run if m.layer == "reports" and m.file]
-            write_reports(con, tmp / "reports", reports, options.report.style)
-            write_ascend_reports(con, tmp / "reports", options.report)
-            write_minddata_reports(con, tmp / "reports", reports, options.report.style)
-            write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
-            reporter.advance(1)
-            timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
-                                      options.timeline_summary)
-            reporter.advance(1)
-            timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
-                             "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
-            summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
-            write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
-            reporter.advance(1)
-            timings["export"] = time.perf_counter() - started
-        finally:
-            con.close()
-        if timeline.events_dropped:
-            notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
-        _write_manifest(tmp / "manifest.json", path, sources, skipped,
-                        [event.message for event in health.events] + notices, row_counts, timings,
-                        indent=2 if options.pretty else None)
-        if options.data_simplification:  # the tables live on in profile.duckdb
-            shutil.rmtree(tmp / "tables")
-
-    return RunResult(output=output, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
-                     timings=timings, notices=notices)
+    return sources
 
 
-def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Reporter,
-            health: HealthLedger) -> tuple[dict[int, Path], list[dict[str, Any]], list[int]]:
-    """Read every source into its own part folder; a source that fails leaves nothing behind, and its
-    failure, whatever it is, becomes its trace_health row (source_failed) and the run goes on.
-    Returns the part folder of each source read (by its index), the sources skipped and the ranks read.
+@dataclass
+class IngestOutcome:
+    """What reading one source gave: its part folder (None when nothing was read), its health events,
+    and the skipped-source entry when it failed. Small and picklable: it travels back from a worker."""
+
+    part_dir: Path | None
+    events: list[HealthEvent]
+    skipped: dict[str, Any] | None = None
+
+
+def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome:
+    """Read one source into `part_dir` (one Parquet file per table); the unit of ingest work, run in this
+    process or in a worker. A source that fails leaves nothing behind, and its failure, whatever it is,
+    becomes its trace_health row (source_failed) and the run goes on (with `strict`, the error is raised).
 
     Several sources may hold one rank (discover's source model): each row they write carries the source's
     capture (the profiling cycle) where the table has that column. A source discover marked superseded (an
@@ -199,42 +159,122 @@ def _ingest(sources: list[Source], parts_root: Path, strict: bool, reporter: Rep
     (superseded). A source without a rank fails with discover's message. Recoverable problems a reader
     meets (a cut-short last record, unnamed tasks) go to the ledger.
     """
-    source_bytes = [_size(s) for s in sources]
-    reporter.stage("ingest", sum(source_bytes))
-    part_dirs: dict[int, Path] = {}
-    skipped, ranks_read = [], set()
-    for index, source in enumerate(sources):
-        part_dir = parts_root / f"source-{index}"
-        location = _location(source)
-        warn = health.for_source(str(location), source.rank)
-        if source.superseded_by is not None:
-            warn(f"{location}: superseded by {source.superseded_by}, a more complete copy of the same msprof job "
-                 f"and rank ({source.superseded_why}); not read", check="superseded", action="superseded",
-                 path=location)
-            reporter.advance(source_bytes[index])
-            continue
-        sink = TableSink(part_dir)
-        try:
-            if source.problem is not None:
-                raise InputError(location, source.problem)
-            for table_name, table in ingest.read(source, warn):
-                sink.write(table_name, with_source_keys(table_name, table, source.rank, source.capture))
-            sink.close()
-            part_dirs[index] = part_dir
-            ranks_read.add(source.rank)
-        except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
-            raise_if_interrupted()
-            sink.close()
-            shutil.rmtree(part_dir, ignore_errors=True)
-            error = source_error(exc, location)
-            if strict:
-                raise error from None
-            skipped.append({"source": str(source.directory), "rank": source.rank, "error": str(error)})
-            warn(f"source not read: {error}", check="source_failed", action="source_skipped",
-                 path=getattr(error, "path", None), offset=getattr(error, "offset", None),
-                 line=getattr(error, "line", None))
-        reporter.advance(source_bytes[index])
-    return part_dirs, skipped, sorted(ranks_read)
+    health = HealthLedger()
+    location = _location(source)
+    warn = health.for_source(str(location), source.rank)
+    if source.superseded_by is not None:
+        warn(f"{location}: superseded by {source.superseded_by}, a more complete copy of the same msprof job "
+             f"and rank ({source.superseded_why}); not read", check="superseded", action="superseded",
+             path=location)
+        return IngestOutcome(None, health.events)
+    sink = TableSink(part_dir)
+    try:
+        if source.problem is not None:
+            raise InputError(location, source.problem)
+        for table_name, table in ingest.read(source, warn):
+            sink.write(table_name, with_source_keys(table_name, table, source.rank, source.capture))
+        sink.close()
+        return IngestOutcome(part_dir, health.events)
+    except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
+        raise_if_interrupted()
+        sink.close()
+        shutil.rmtree(part_dir, ignore_errors=True)
+        error = source_error(exc, location)
+        if strict:
+            raise error from None
+        warn(f"source not read: {error}", check="source_failed", action="source_skipped",
+             path=getattr(error, "path", None), offset=getattr(error, "offset", None),
+             line=getattr(error, "line", None))
+        return IngestOutcome(None, health.events,
+                             {"source": str(source.directory), "rank": source.rank, "error": str(error)})
+
+
+def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], options: Options,
+                 health: HealthLedger, reporter: Reporter, timings: dict[str, float], *,
+                 exports: bool = True) -> RunResult:
+    """From the sources' parts (`outcomes`, one per source, in order) to the output folder `tmp`: captures,
+    merged tables, the trace-health ledger, profile.duckdb with every model, and (with `exports`) the
+    reports, the timeline, summary.json and manifest.json."""
+    notices: list[str] = []
+    started = time.perf_counter()
+    for outcome in outcomes:
+        for event in outcome.events:
+            health.add(event)
+    part_dirs = {i: o.part_dir for i, o in enumerate(outcomes) if o.part_dir is not None}
+    skipped = [o.skipped for o in outcomes if o.skipped is not None]
+    ranks_read = sorted({sources[i].rank for i in part_dirs})
+    captures = _number_captures(sources, part_dirs, health)
+    if not part_dirs:
+        raise ProfpipeError("every source failed to read:\n" +
+                            "\n".join(f"  {s['error']}" for s in skipped))
+    if options.strict and health.lossy:
+        first = health.lossy[0]
+        raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
+                            f"{first.message}")
+    merge_parts(list(part_dirs.values()), tmp / "tables", captures)
+    shutil.rmtree(tmp / "parts", ignore_errors=True)
+    for part in part_dirs.values():  # parts written elsewhere (a batch's workers)
+        shutil.rmtree(part, ignore_errors=True)
+    if options.step_list is not None:
+        notices += keep_steps(tmp / "tables", list(options.step_list))
+    for finding in clock_findings(tmp / "tables"):
+        health.add(finding)
+    pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
+    row_counts = table_row_counts(tmp / "tables")
+    timings["merge"] = time.perf_counter() - started
+
+    con = duckdb.connect(str(tmp / "profile.duckdb"))
+    try:
+        started = time.perf_counter()
+        models_to_run = load_models()
+        reporter.stage("models", len(models_to_run))
+        load_tables(con, tmp)
+        create_macros(con)
+        set_run_options(con, options.trace_point_overrides)
+        run_models(con, models_to_run)
+        comment_on(con)
+        reporter.advance(len(models_to_run))
+        timings["models"] = time.perf_counter() - started
+        summary: dict[str, Any] = {"health": health.summary()}
+        if exports:
+            summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, timings, notices)
+    finally:
+        con.close()
+    if exports:
+        _write_manifest(tmp / "manifest.json", path, sources, skipped,
+                        [event.message for event in health.events] + notices, row_counts, timings,
+                        indent=2 if options.pretty else None)
+    if options.data_simplification:  # the tables live on in profile.duckdb
+        shutil.rmtree(tmp / "tables")
+    return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
+                     timings=timings, notices=notices)
+
+
+def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], skipped: list[dict[str, Any]],
+            health: HealthLedger, options: Options, reporter: Reporter, timings: dict[str, float],
+            notices: list[str]) -> dict[str, Any]:
+    """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
+    summary.json (returned)."""
+    started = time.perf_counter()
+    reporter.stage("export", 3)
+    reports = [m for m in models_to_run if m.layer == "reports" and m.file]
+    write_reports(con, tmp / "reports", reports, options.report.style)
+    write_ascend_reports(con, tmp / "reports", options.report)
+    write_minddata_reports(con, tmp / "reports", reports, options.report.style)
+    write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
+    reporter.advance(1)
+    timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
+                              options.timeline_summary)
+    reporter.advance(1)
+    timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
+                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
+    summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
+    write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
+    reporter.advance(1)
+    timings["export"] = time.perf_counter() - started
+    if timeline.events_dropped:
+        notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
+    return summary
 
 
 def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: HealthLedger) -> dict[Path, int]:
