@@ -10,6 +10,8 @@ import json
 import os
 import sys
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -87,7 +89,7 @@ def analyse(
     summary); 1 nothing usable (no source could be read, or --strict met data loss); 2 usage error
     (bad option, an OUTPUT that must not be replaced); 130 / 143 interrupted by SIGINT / SIGTERM.
     """
-    try:
+    with _errors_as_exit("nothing was written, the earlier output is kept"):
         options = Options(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
             timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
@@ -101,21 +103,6 @@ def analyse(
             from .run import analyse as run_analysis
 
             result = run_analysis(path, output, options, reporter=_BarReporter(bars))
-    except ProfpipeError as exc:
-        typer.echo(f"profpipe: error: {exc}", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except Interrupted as exc:
-        typer.echo(f"profpipe: {exc}; nothing was written, the earlier output is kept", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except KeyboardInterrupt:
-        typer.echo("profpipe: interrupted by SIGINT; nothing was written, the earlier output is kept", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:  # noqa: BLE001 - a bug outside the readers: one line, not a traceback
-        if os.environ.get("PROFPIPE_DEBUG"):
-            raise
-        typer.echo(f"profpipe: internal error: {type(exc).__name__}: {exc} (a profpipe bug: please report it; "
-                   "PROFPIPE_DEBUG=1 shows the traceback); the earlier output is kept", err=True)
-        raise typer.Exit(EXIT_NOTHING_USABLE) from None
     if json_out:
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     elif not quiet:
@@ -125,6 +112,88 @@ def analyse(
             typer.echo(f"profpipe: note: {notice}", err=True)
         _print_health(result)
     raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def batch(
+    roots: Annotated[list[Path], typer.Argument(help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
+    warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="The warehouse folder: created if missing; must not overlap the ROOTs.")],
+    run_depth: Annotated[int, typer.Option("--run-depth", min=0, help="Every folder this many levels below a ROOT is one run (0: each ROOT is one run).")] = 1,
+    runs: Annotated[Optional[str], typer.Option("--runs", metavar="GLOB", help="Run folders as a glob relative to each ROOT (e.g. '2026-*/job-*'); overrides --run-depth.")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Also compare content hashes (reads every byte), not only file lists, sizes and mtimes.")] = False,
+    keep_missing: Annotated[bool, typer.Option("--keep-missing", help="Keep the tables of runs whose folder is gone (status missing); default: drop them.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Analyse again runs that failed last time although their input did not change.")] = False,
+    executor: Annotated[str, typer.Option("--executor", help="local: a process pool on this machine; dask: a Dask cluster (--scheduler, or a LocalCluster).")] = "local",
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="--executor dask: the scheduler of an existing cluster (tcp://host:8786). The warehouse must be on a file system every worker shares.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="A run that loses any data fails (its last good tables stay).")] = False,
+    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces and Nsight Systems exports.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print what the batch did as JSON.")] = False,
+) -> None:
+    """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
+
+    A run is analysed as `analyse` would analyse it alone; its public tables (normalized tables,
+    trace_health, marts) land in WAREHOUSE/tables/<table>/run=<id>/..., partitioned by rank.
+    WAREHOUSE/catalog.duckdb has a view per table over every run (column `run`) and the batch_runs
+    ledger; `profpipe query WAREHOUSE "SQL"` reads the same views.
+
+    Incremental: a run whose files, sizes and mtimes did not change is skipped (unless profpipe's data
+    contract changed); runs whose folder is gone are dropped (--keep-missing keeps them). A killed batch
+    leaves every run wholly old or wholly new; the next one finishes the work. One batch at a time per
+    warehouse (a lock). A run that fails is a ledger row with its error; the batch goes on.
+
+    Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 2 usage error
+    (bad option, the warehouse locked by another batch); 130 / 143 interrupted.
+    """
+    with _errors_as_exit("runs finished so far are in the warehouse; the next batch does the rest"):
+        from .batch import BatchOptions, batch as run_batch
+
+        options = BatchOptions(roots=tuple(roots), warehouse=warehouse, run_depth=run_depth, runs_glob=runs,
+                               verify=verify, keep_missing=keep_missing, retry_failed=retry_failed,
+                               executor=executor, scheduler=scheduler, workers=workers,
+                               analysis=Options(strict=strict, step_range_name=step_range_name))
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
+                      TimeElapsedColumn(), console=_err, transient=True,
+                      disable=quiet or not _err.is_terminal) as bars:
+            result = run_batch(options, reporter=_BarReporter(bars))
+    if json_out:
+        sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
+                                     "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
+                                     "dropped": result.dropped, "missing": result.missing,
+                                     "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
+    elif not quiet:
+        counts = Table("analysed", "unchanged", "failed", "empty", "dropped", "missing", "workers", "seconds")
+        counts.add_row(*(str(v) for v in (len(result.analysed), len(result.unchanged), len(result.failed),
+                                          len(result.empty), len(result.dropped), len(result.missing),
+                                          result.workers, f"{result.wall_s:.1f}")))
+        _out.print(counts)
+        for run, error in sorted(result.failed.items()):
+            typer.echo(f"profpipe: run {run} failed: {error}", err=True)
+    raise typer.Exit(result.exit_code)
+
+
+@contextmanager
+def _errors_as_exit(kept: str) -> Iterator[None]:
+    """Turn what ends a command early into one line on stderr and its exit status: a profpipe error, an
+    interruption, or (a bug) any other exception; `kept` says what the user still has."""
+    try:
+        yield
+    except ProfpipeError as exc:
+        typer.echo(f"profpipe: error: {exc}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except Interrupted as exc:
+        typer.echo(f"profpipe: {exc}; {kept}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo(f"profpipe: interrupted by SIGINT; {kept}", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:  # noqa: BLE001 - a bug outside the readers: one line, not a traceback
+        if os.environ.get("PROFPIPE_DEBUG"):
+            raise
+        typer.echo(f"profpipe: internal error: {type(exc).__name__}: {exc} (a profpipe bug: please report it; "
+                   f"PROFPIPE_DEBUG=1 shows the traceback); {kept}", err=True)
+        raise typer.Exit(EXIT_NOTHING_USABLE) from None
 
 
 def _type_list(text: str) -> tuple[str, ...]:
@@ -150,13 +219,13 @@ DEFAULT_QUERY_LIMIT = 100
 
 @app.command()
 def query(
-    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")],
-    sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables` and `profpipe describe`).")],
+    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")],
+    sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables` and `profpipe describe`); in a warehouse, every table has a `run` column and batch_runs lists the runs.")],
     format: Annotated[str, typer.Option("--format", "-f", help="table (for people), csv, json (an array of objects) or parquet (needs --to).")] = "table",
     limit: Annotated[int, typer.Option("--limit", "-n", help="Print at most this many rows (0: all). A note on stderr says when rows were left out.")] = DEFAULT_QUERY_LIMIT,
     to: Annotated[Optional[Path], typer.Option("--to", metavar="FILE", help="Write to FILE instead of standard output.")] = None,
 ) -> None:
-    """Run SQL over OUTPUT/profile.duckdb and print the result.
+    """Run SQL over OUTPUT/profile.duckdb (or a warehouse's tables over all runs) and print the result.
 
     Rows stream out in batches, so `--limit 0 -f csv` works on tables of any size. Names are printed
     as they are (no markup is interpreted).
@@ -249,18 +318,20 @@ def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpip
 
 
 @app.command()
-def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
+def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")]) -> None:
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
-    the columns)."""
+    the columns). A warehouse holds the normalized tables and the marts of every run."""
     try:
         con = _open(output)
     except ProfpipeError as exc:
         raise _usage(str(exc)) from None
     from .models import documentation
 
+    present = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
+                                               "SELECT view_name FROM duckdb_views()").fetchall()}
     listing = Table("name", "kind", "rows", "one row is")
     for entry in documentation().values():
-        if entry["layer"] == "intermediate":
+        if entry["layer"] == "intermediate" or entry["name"] not in present:
             continue
         rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
         listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
@@ -268,8 +339,13 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
 
 
 def _open(output: Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to an output folder's profile.duckdb, or to a warehouse's views."""
     import duckdb
 
+    from .warehouse import connect, is_warehouse
+
+    if is_warehouse(output):
+        return connect(output)
     database = output / "profile.duckdb"
     if not database.is_file():
         raise UsageError(f"{output}: not a profpipe output folder (no profile.duckdb)")

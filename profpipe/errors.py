@@ -25,6 +25,10 @@ class ProfpipeError(Exception):
     exit_code = EXIT_NOTHING_USABLE
 
 
+class NoProfilerData(ProfpipeError):
+    """The input holds no file of any format profpipe reads."""
+
+
 class UsageError(ProfpipeError):
     """The command itself cannot be carried out: a bad argument, an output folder that must not be replaced."""
 

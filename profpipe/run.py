@@ -22,7 +22,7 @@ from . import ingest
 from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .discover import Source, discover
-from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, ProfpipeError, UsageError
+from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
 from .export.ascend_reports import write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
@@ -130,7 +130,7 @@ def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Sou
                        health.for_source(str(path), -1), options.rank_map)
     if not sources:
         wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
-        raise ProfpipeError(f"{path}: no profiler data found{wanted} (looked for MindSpore "
+        raise NoProfilerData(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
                             "exports, MindData logs, PyTorch and Paddle profiler traces and Nsight Systems "

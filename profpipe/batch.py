@@ -1,0 +1,439 @@
+"""`profpipe batch`: analyse every run under some roots into one warehouse, incrementally, on many cores.
+
+Where it sits: above the pipeline. The driver (this process) finds the runs, fingerprints them, decides
+what to analyse, discovers each run's sources and holds the warehouse lock; the work goes to an executor
+(a local process pool or a Dask cluster) as units of one source (ingest: profpipe.run.ingest_source)
+and of one run (merge, models and publishing the tables: `_build_run`). Workers write their results into
+the warehouse's staging and generation folders themselves; only small outcomes travel back. The driver
+commits each finished run to the manifest (profpipe/warehouse.py), so a batch killed at any moment
+loses at most the runs in flight.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .discover import Source
+from .errors import NoProfilerData, ProfpipeError, UsageError
+from .health import HealthEvent, HealthLedger
+from .options import Options
+from .resources import data_dir
+from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
+from .safety import raise_if_interrupted, stop_on_signals
+from .version import VERSION
+from .warehouse import RunRecord, Warehouse, locked, publish_run
+
+#: Executors `--executor` accepts.
+EXECUTORS = ("local", "dask")
+_RUN_ID_CHARACTER = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """What `profpipe batch` does: which runs, into which warehouse, on which executor."""
+
+    roots: tuple[Path, ...]
+    warehouse: Path
+    #: Every folder this many levels below a root is one run (0: the root itself). Ignored with `runs_glob`.
+    run_depth: int = 1
+    #: A glob relative to each root naming the run folders (e.g. "*/job-*"); overrides run_depth.
+    runs_glob: str | None = None
+    #: Also compare content hashes, not only file lists, sizes and mtimes.
+    verify: bool = False
+    #: Keep the tables of runs whose folder is gone (status missing) instead of dropping them.
+    keep_missing: bool = False
+    #: Analyse again the runs that failed last time although their input did not change.
+    retry_failed: bool = False
+    executor: str = "local"
+    #: Dask scheduler address (None with --executor dask: a LocalCluster on this machine).
+    scheduler: str | None = None
+    #: Worker processes (None: sized to the machine's cores and memory).
+    workers: int | None = None
+    analysis: Options = field(default_factory=Options)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One run: its id in the warehouse and its folder."""
+
+    run: str
+    path: Path
+
+
+@dataclass
+class BatchResult:
+    """What one batch did, by run id."""
+
+    analysed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    empty: dict[str, str] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    workers: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every run analysed was read whole or skipped as unchanged; 3 when some run failed."""
+        return 3 if self.failed else 0
+
+
+def schema_version() -> str:
+    """The data contract's version: profpipe's version and a hash of the table declarations and the SQL
+    models. When it changes, every run in a warehouse is analysed again (its numbers may differ)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for folder in (data_dir("schemas"), data_dir("sql")):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{VERSION}+{digest.hexdigest()}"
+
+
+def find_runs(roots: tuple[Path, ...], run_depth: int = 1, runs_glob: str | None = None,
+              exclude: Path | None = None) -> list[RunFolder]:
+    """The run folders under `roots`: every folder `run_depth` levels below a root (hidden ones and
+    `exclude` left out), or those matching `runs_glob`. A run's id is its path below its root with '/'
+    written as '.' (a root that is itself the run: the root's name); characters other than letters,
+    digits, '.', '_' and '-' become '_'. Two runs with one id are a usage error."""
+    found: dict[str, RunFolder] = {}
+    for root in roots:
+        root = root.resolve()
+        if not root.is_dir():
+            raise UsageError(f"{root}: no such folder")
+        if runs_glob is not None:
+            folders = sorted(p for p in root.glob(runs_glob) if p.is_dir())
+        else:
+            folders = [root]
+            for _ in range(run_depth):
+                folders = sorted(child for folder in folders for child in _subfolders(folder))
+        for folder in folders:
+            if exclude is not None and (folder == exclude or exclude in folder.parents):
+                continue
+            relative = folder.relative_to(root)
+            name = ".".join(relative.parts) if relative.parts else root.name
+            run = _RUN_ID_CHARACTER.sub("_", name)
+            if run in found and found[run].path != folder:
+                raise UsageError(f"runs {found[run].path} and {folder} would both be run {run!r} in the "
+                                 "warehouse: batch their roots into separate warehouses, or pick runs with --runs")
+            found[run] = RunFolder(run, folder)
+    return sorted(found.values(), key=lambda r: r.run)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """The folders in `folder`, hidden ones and links left out."""
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def fingerprint_run(folder: Path, verify: bool = False) -> tuple[str, str | None, int, int]:
+    """(stat fingerprint, content fingerprint with `verify`, bytes, files) of every regular file under
+    `folder`. The stat fingerprint hashes each file's path, size and mtime: cheap, and it changes whenever
+    a profiler rewrites or adds a file. The content fingerprint hashes every byte."""
+    entries = []
+    for directory, subfolders, names in os.walk(folder):
+        subfolders.sort()
+        for name in names:
+            path = Path(directory) / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if path.is_file() and not path.is_symlink():
+                entries.append((str(path.relative_to(folder)), info.st_size, info.st_mtime_ns, path))
+    entries.sort()
+    stat_digest = hashlib.blake2b(digest_size=16)
+    content_digest = hashlib.blake2b(digest_size=16) if verify else None
+    for relative, size, mtime, path in entries:
+        stat_digest.update(f"{relative}\0{size}\0{mtime}\n".encode())
+        if content_digest is not None:
+            content_digest.update(f"{relative}\0".encode())
+            with open(path, "rb") as handle:
+                while block := handle.read(8 * 1024 * 1024):
+                    content_digest.update(block)
+    content = None if content_digest is None else f"blake2b:{content_digest.hexdigest()}"
+    return f"stat:{stat_digest.hexdigest()}", content, sum(e[1] for e in entries), len(entries)
+
+
+def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResult:
+    """Analyse every new or changed run under `options.roots` into the warehouse `options.warehouse`.
+
+    Unchanged runs (same files, sizes and mtimes; same content with `verify`) are skipped unless the data
+    contract changed (schema_version). Runs whose folder is gone are dropped (kept as missing with
+    `keep_missing`). A run that fails is a batch_runs row with its error and keeps its last good tables.
+    Only one batch writes a warehouse at a time (a lock); SIGINT/SIGTERM stop it cleanly and a SIGKILL
+    leaves every run wholly old or wholly new: the next batch finishes the work.
+    """
+    reporter = reporter or QuietReporter()
+    started = time.perf_counter()
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}")
+    root = options.warehouse.resolve()
+    for input_root in options.roots:
+        resolved = input_root.resolve()
+        if root == resolved or resolved in root.parents or root in resolved.parents:
+            raise UsageError(f"the warehouse {options.warehouse} and the input {input_root} overlap; profpipe never "
+                             "writes into its inputs: put the warehouse elsewhere")
+    Warehouse.prepare(root)
+    result = BatchResult()
+    with locked(root), stop_on_signals():
+        warehouse = Warehouse(root)
+        warehouse.collect_garbage()
+        version = schema_version()
+        runs = find_runs(options.roots, options.run_depth, options.runs_glob, exclude=root)
+        todo = _plan(runs, warehouse, version, options, result)
+        if todo:
+            _analyse_runs(todo, warehouse, version, options, reporter, result)
+        elif warehouse.schema_version != version or result.dropped or result.missing:
+            warehouse.commit(warehouse.schema_version or version)
+        warehouse.write_catalog()
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class _PlannedRun:
+    folder: RunFolder
+    fingerprint: str
+    content_fingerprint: str | None
+    input_bytes: int
+    input_files: int
+    generation: str = ""
+    sources: list[Source] = field(default_factory=list)
+    discover_events: list[HealthEvent] = field(default_factory=list)
+    outcomes: dict[int, IngestOutcome] = field(default_factory=dict)
+    ingest_s: float = 0.0
+    started: float = 0.0
+
+
+def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: BatchOptions,
+          result: BatchResult) -> list[_PlannedRun]:
+    """The runs to analyse; unchanged ones go to result.unchanged, gone ones are dropped or marked missing."""
+    present = {r.run for r in runs}
+    for run, record in list(warehouse.runs.items()):
+        if run in present or Path(record.row["path"]).exists():
+            continue
+        if options.keep_missing:
+            if record.row["status"] != "missing":
+                warehouse.put(RunRecord({**record.row, "status": "missing"}, record.files))
+            result.missing.append(run)
+        else:
+            warehouse.drop(run)
+            result.dropped.append(run)
+    todo = []
+    for folder in runs:
+        stat, content, size, count = fingerprint_run(folder.path, options.verify)
+        record = warehouse.runs.get(folder.run)
+        if record is not None and _unchanged(record, folder, stat, content, version, options):
+            if content is not None and record.row.get("content_fingerprint") is None:
+                record.row["content_fingerprint"] = content
+            result.unchanged.append(folder.run)
+            continue
+        todo.append(_PlannedRun(folder, stat, content, size, count))
+    return todo
+
+
+def _unchanged(record: RunRecord, folder: RunFolder, stat: str, content: str | None, version: str,
+               options: BatchOptions) -> bool:
+    row = record.row
+    if row["schema_version"] != version or row["path"] != str(folder.path) or row["fingerprint"] != stat:
+        return False
+    if content is not None and row.get("content_fingerprint") not in (None, content):
+        return False
+    return not (options.retry_failed and row["status"] == "failed")
+
+
+def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, options: BatchOptions,
+                  reporter: Reporter, result: BatchResult) -> None:
+    """Discover each run's sources, fan the sources out, then each run's models; commit runs as they end."""
+    staging = warehouse.root / ".staging"
+    for planned in todo:
+        planned.generation = f"g{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        health = HealthLedger()
+        try:
+            planned.sources = find_sources(planned.folder.path, options.analysis, health)
+        except NoProfilerData as error:
+            _commit_failure(warehouse, version, planned, str(error), result, status="empty")
+        except ProfpipeError as error:
+            _commit_failure(warehouse, version, planned, str(error), result)
+        planned.discover_events = health.events
+    todo = [p for p in todo if p.sources]
+    largest = max((_source_bytes(s) for p in todo for s in p.sources), default=0)
+    reporter.stage("runs", len(todo))
+    with _executor(options, largest) as (pool, workers):
+        result.workers = workers
+        pending: dict[cf.Future, tuple[str, _PlannedRun, int]] = {}
+        for planned in todo:
+            planned.started = time.perf_counter()
+            for index, source in enumerate(planned.sources):
+                part = staging / planned.generation / f"source-{index}"
+                pending[pool.submit(_timed, ingest_source, source, part, options.analysis.strict)] = (
+                    "ingest", planned, index)
+        while pending:
+            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                kind, planned, index = pending.pop(future)
+                try:
+                    value, seconds = future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker's failure is its run's, never the batch's
+                    raise_if_interrupted()
+                    if kind == "ingest" and planned.outcomes is None:
+                        continue  # the run already failed
+                    _commit_failure(warehouse, version, planned, str(_failure(exc, planned)), result)
+                    planned.outcomes = None  # type: ignore[assignment]
+                    reporter.advance(1)
+                    continue
+                if kind == "ingest":
+                    if planned.outcomes is None:
+                        continue
+                    planned.outcomes[index] = value
+                    planned.ingest_s += seconds
+                    if len(planned.outcomes) == len(planned.sources):
+                        outcomes = [planned.outcomes[i] for i in range(len(planned.sources))]
+                        pending[pool.submit(_timed, _build_run, planned.folder, planned.sources, outcomes,
+                                            planned.discover_events, options.analysis, warehouse.root,
+                                            planned.generation)] = ("build", planned, -1)
+                else:
+                    _commit_success(warehouse, version, planned, value, seconds, result)
+                    reporter.advance(1)
+
+
+def _commit_success(warehouse: Warehouse, version: str, planned: _PlannedRun, built: dict[str, Any],
+                    models_s: float, result: BatchResult) -> None:
+    row = _row(planned, version, status=built["status"], error=None, generation=planned.generation)
+    row.update(built["row"], models_s=models_s, wall_s=time.perf_counter() - planned.started)
+    warehouse.put(RunRecord(row, built["files"]), built["columns"])
+    warehouse.commit(version)
+    shutil.rmtree(warehouse.root / ".staging" / planned.generation, ignore_errors=True)
+    result.analysed.append(planned.folder.run)
+
+
+def _commit_failure(warehouse: Warehouse, version: str, planned: _PlannedRun, error: str,
+                    result: BatchResult, status: str = "failed") -> None:
+    """A failed run (or an empty one: no profiler data in its folder): its ledger row says why; its last
+    good tables (if any) stay."""
+    previous = warehouse.runs.get(planned.folder.run)
+    row = _row(planned, version, status=status, error=error,
+               generation=previous.generation if previous else None)
+    warehouse.put(RunRecord(row, previous.files if previous else {}))
+    warehouse.commit(version)
+    shutil.rmtree(warehouse.root / ".staging" / planned.generation, ignore_errors=True)
+    (result.failed if status == "failed" else result.empty)[planned.folder.run] = error
+
+
+def _row(planned: _PlannedRun, version: str, *, status: str, error: str | None,
+         generation: str | None) -> dict[str, Any]:
+    return {"run": planned.folder.run, "path": str(planned.folder.path), "status": status, "error": error,
+            "fingerprint": planned.fingerprint, "content_fingerprint": planned.content_fingerprint,
+            "generation": generation, "analysed_at": int(time.time()), "wall_s": None,
+            "ingest_s": planned.ingest_s, "models_s": None, "input_bytes": planned.input_bytes,
+            "input_files": planned.input_files, "sources": len(planned.sources), "ranks": None,
+            "health_events": None, "health_lossy_rows": None, "sources_failed": None,
+            "profpipe_version": VERSION, "schema_version": version}
+
+
+def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOutcome],
+               discover_events: list[HealthEvent], options: Options, warehouse: Path,
+               generation: str) -> dict[str, Any]:
+    """The unit of model work, run in a worker: merge the run's parts, build its profile.duckdb in staging
+    and publish its public tables under `generation`. Returns the ledger columns it knows and the files."""
+    out = warehouse / ".staging" / generation / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    health = HealthLedger()
+    for event in discover_events:
+        health.add(event)
+    built = build_output(folder.path, out, sources, outcomes, options, health, QuietReporter(), {}, exports=False)
+    files, columns = publish_run(out / "profile.duckdb", warehouse, folder.run, generation)
+    shutil.rmtree(out, ignore_errors=True)
+    lossy_rows = sum(int(r["rows"] or 0) for r in health.rows() if r["action"] in ("dropped", "clamped", "repaired"))
+    return {"status": "partial" if built.skipped or health.lossy else "ok", "files": files, "columns": columns,
+            "row": {"ranks": len(built.ranks), "health_events": len(health.events), "health_lossy_rows": lossy_rows,
+                    "sources_failed": len(built.skipped)}}
+
+
+def _timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    return function(*args), time.perf_counter() - started
+
+
+def _failure(exc: BaseException, planned: _PlannedRun) -> ProfpipeError:
+    if isinstance(exc, cf.process.BrokenProcessPool):
+        return ProfpipeError(f"{planned.folder.path}: a worker died while analysing this run (out of memory?)")
+    return source_error(exc, planned.folder.path) if isinstance(exc, Exception) else ProfpipeError(str(exc))
+
+
+def _source_bytes(source: Source) -> int:
+    total = 0
+    for _, path in source.all_files():
+        try:
+            total += path.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def local_workers(largest_source_bytes: int) -> int:
+    """Worker processes for this machine: one per core, fewer when the available memory cannot hold one
+    largest source per worker (a reader needs about 4 times a source's size at most, plus 512 MiB)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per_worker = 512 * 2**20 + 4 * largest_source_bytes
+    return max(1, min(cores, _available_memory() // per_worker))
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@contextmanager
+def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[tuple[cf.Executor, int]]:
+    """The executor (a concurrent.futures.Executor) and its worker count: a local process pool, or a Dask
+    cluster's (`options.scheduler`, else a LocalCluster of local_workers processes)."""
+    workers = options.workers or local_workers(largest_source_bytes)
+    if options.executor == "local":
+        import multiprocessing
+
+        with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+            try:
+                yield pool, workers
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--executor dask needs the dask distributed package: pip install 'dask[distributed]'") from None
+    cluster = None
+    if options.scheduler is None:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(options.scheduler, timeout=30)
+        except OSError as exc:
+            raise UsageError(f"cannot reach the Dask scheduler {options.scheduler}: {exc}") from None
+        workers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+    try:
+        yield client.get_executor(pure=False), workers
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
