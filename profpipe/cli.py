@@ -7,6 +7,7 @@ line naming the file and line, never as a traceback.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from .version import VERSION
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from .run import RunResult
 
@@ -336,6 +338,89 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
         rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
         listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
     _out.print(listing)
+
+
+#: Rows `diff` prints unless --top says otherwise.
+DEFAULT_DIFF_TOP = 20
+
+
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(help="Run A (the baseline): an output folder of `profpipe analyse`, or a run id with --warehouse.")],
+    b: Annotated[str, typer.Argument(help="Run B (compared with A): an output folder, or a run id with --warehouse.")],
+    top: Annotated[int, typer.Option("--top", "-n", help="Print the N rows of largest impact (0: all).")] = DEFAULT_DIFF_TOP,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every row as JSON instead of the top list.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Also write the whole table to FILE (.parquet or .csv).")] = None,
+    warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", metavar="W", help="A and B are run ids in the warehouse W.")] = None,
+) -> None:
+    """Compare run B with run A per kernel, op type and step phase: counts, total and per-step time, their
+    change, ranked by the change of the per-step time, with Welch's t test over the steps.
+
+    A row is significant when p < 0.05 and the per-step time changed by at least 1 %. Keys found in one
+    run only are listed as only_a / only_b.
+    """
+    if top < 0:
+        raise _usage("--top must be 0 (all rows) or more")
+    if output is not None and output.suffix not in (".parquet", ".csv"):
+        raise _usage(f"-o {output}: the file name must end in .parquet or .csv")
+    import duckdb
+
+    from .diff import diff_runs
+
+    try:
+        if warehouse is not None:
+            from .warehouse import open_run
+
+            con_a, con_b = open_run(warehouse, a), open_run(warehouse, b)
+        else:
+            con_a, con_b = _open(Path(a)), _open(Path(b))
+        table = diff_runs(con_a, con_b)
+    except (duckdb.Error, ProfpipeError) as exc:
+        raise _usage(str(exc)) from None
+    if output is not None:
+        _write_table(table, output)
+    if json_out:
+        rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+                for row in table.to_pylist()]
+        sys.stdout.write(json.dumps({"a": a, "b": b, "rows": rows}, indent=2) + "\n")
+        return
+    _print_diff(a, b, table, top)
+
+
+def _write_table(table: pa.Table, path: Path) -> None:
+    """The whole diff table as Parquet or CSV."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    else:
+        import pyarrow.csv as pa_csv
+
+        pa_csv.write_csv(table, path)
+
+
+def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
+    """The top rows of a diff as a plain-text table (times in µs)."""
+    from .export.text_table import simple_table
+
+    rows = table.to_pylist()
+    shown = rows[:top] if top else rows
+    significant = sum(row["significant"] for row in rows)
+    steps_a, steps_b = (rows[0]["steps_a"], rows[0]["steps_b"]) if rows else (0, 0)
+    typer.echo(f"profpipe diff: A {a} ({steps_a} steps) -> B {b} ({steps_b} steps): {len(rows)} keys, "
+               f"{significant} significant (p < 0.05, change >= 1 %); showing {len(shown)} by |change per step|")
+
+    def micro(value: float | None) -> float | None:
+        return None if value is None else round(value / 1000, 3)
+
+    cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...", row["status"],
+              row["count_a"], row["count_b"], micro(row["per_step_a_ns"]), micro(row["per_step_b_ns"]),
+              micro(row["per_step_change_ns"]),
+              None if row["relative_change"] is None else round(100 * row["relative_change"], 1),
+              None if row["p_value"] is None else float(f"{row['p_value']:.3g}"),
+              "yes" if row["significant"] else "") for row in shown]
+    typer.echo(simple_table(("kind", "key", "status", "count A", "count B", "per step A us", "per step B us",
+                             "change us", "change %", "p", "significant"), cells))
 
 
 def _open(output: Path) -> duckdb.DuckDBPyConnection:

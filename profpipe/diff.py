@@ -1,0 +1,165 @@
+"""`profpipe diff`: compare two analysed runs, after the models (it reads two finished profile.duckdb files, or
+two runs of a warehouse, never raw input).
+
+Each run gives its per-step samples with sql/queries/diff_samples.sql: per (kind, key, rank, capture, step)
+the time and number of executions of a kernel (device execution by name), an op type (framework op
+executions) or a step phase. A sample unit is one (rank, capture, step) of the run; a cycle without a step
+trace is one unit (step NULL). For each key present in either run this module computes the counts, totals,
+the time per step (total / the run's units, so a step where the key did not run counts as 0), their changes
+B - A, and Welch's t test of the per-step samples; rows are ordered by impact, the absolute change of the
+per-step time, largest first.
+
+The two-sided p-value is Student's t with Welch-Satterthwaite's degrees of freedom, computed exactly with
+the regularized incomplete beta function (p = I_{df / (df + t^2)}(df / 2, 1 / 2), by Lentz's continued
+fraction): no normal approximation, so a handful of steps gives honest, large p-values. A row is
+`significant` when p < alpha (0.05) and the per-step time changed by at least `min_relative_change` (1 %)
+of run A's (any change when A's is 0), so that noise is not reported as a regression.
+
+Columns of the table `diff_runs` returns (and `profpipe diff -o` writes):
+
+| column | type | unit | meaning |
+|---|---|---|---|
+| kind | VARCHAR | | 'kernel' (device execution name), 'op_type' (framework op type) or 'step_phase' (total, iteration_interval, fp_and_bp, tail) |
+| key | VARCHAR | | the kernel name, op type or phase |
+| status | VARCHAR | | 'both', 'only_a' (the key is not in run B) or 'only_b' (not in run A) |
+| count_a, count_b | BIGINT | count | executions of the key in the steps of run A / B (step phases: steps that have the phase) |
+| count_change | BIGINT | count | count_b - count_a |
+| steps_a, steps_b | BIGINT | count | sample units (rank, capture, step) of run A / B |
+| total_a_ns, total_b_ns | BIGINT | ns | summed time of the key in the steps of run A / B |
+| total_change_ns | BIGINT | ns | total_b_ns - total_a_ns |
+| per_step_a_ns, per_step_b_ns | DOUBLE | ns | total / steps of the run: the mean per-step sample (NULL when a run has no step) |
+| per_step_change_ns | DOUBLE | ns | per_step_b_ns - per_step_a_ns: the impact rows are ordered by |
+| relative_change | DOUBLE | share | per_step_change_ns / per_step_a_ns (NULL when per_step_a_ns is 0) |
+| t_statistic | DOUBLE | | Welch's t of the per-step samples, B against A (+-inf when neither run varies but the means differ; NULL with fewer than 2 units on a side) |
+| p_value | DOUBLE | share | two-sided p-value of t (Student's t, Welch-Satterthwaite df); NULL as t_statistic |
+| significant | BOOLEAN | | p_value < alpha and abs(relative_change) >= min_relative_change (or per_step_a_ns = 0 and a change) |
+"""
+from __future__ import annotations
+
+import math
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from .models import query
+
+#: Significance level of the two-sided Welch test.
+ALPHA = 0.05
+#: Smallest relative change of the per-step time that can be significant (1 %).
+MIN_RELATIVE_CHANGE = 0.01
+
+_KEY = ["kind", "key"]
+_UNIT = ["rank", "capture", "step"]
+SCHEMA = pa.schema([
+    ("kind", pa.string()), ("key", pa.string()), ("status", pa.string()),
+    ("count_a", pa.int64()), ("count_b", pa.int64()), ("count_change", pa.int64()),
+    ("steps_a", pa.int64()), ("steps_b", pa.int64()),
+    ("total_a_ns", pa.int64()), ("total_b_ns", pa.int64()), ("total_change_ns", pa.int64()),
+    ("per_step_a_ns", pa.float64()), ("per_step_b_ns", pa.float64()), ("per_step_change_ns", pa.float64()),
+    ("relative_change", pa.float64()), ("t_statistic", pa.float64()), ("p_value", pa.float64()),
+    ("significant", pa.bool_()),
+])
+
+
+def diff_runs(a: duckdb.DuckDBPyConnection, b: duckdb.DuckDBPyConnection, *, alpha: float = ALPHA,
+              min_relative_change: float = MIN_RELATIVE_CHANGE) -> pa.Table:
+    """Compare run B with run A (connections over each run's public tables); one row per (kind, key) of
+    either run, ordered by impact (abs(per_step_change_ns) descending); columns in the module docstring."""
+    side_a, steps_a = _summarise(a)
+    side_b, steps_b = _summarise(b)
+    joined = side_a.join(side_b, on=_KEY, how="full", coalesce=True, suffix="_b").rename(
+        {"count": "count_a", "total": "total_a_ns", "squares": "squares_a"})
+    joined = joined.with_columns(
+        pl.when(pl.col("count_a").is_null()).then(pl.lit("only_b"))
+        .when(pl.col("count_b").is_null()).then(pl.lit("only_a")).otherwise(pl.lit("both")).alias("status"),
+        *(pl.col(c).fill_null(0) for c in ("count_a", "count_b", "total_a_ns", "total_b", "squares_a", "squares_b")),
+    ).rename({"total_b": "total_b_ns"})
+    rows = []
+    for row in joined.iter_rows(named=True):
+        rows.append(_compare(row, steps_a, steps_b, alpha, min_relative_change))
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    order = pl.from_arrow(table).with_columns(pl.col("per_step_change_ns").abs().alias("impact")) \
+        .sort(["impact", "kind", "key"], descending=[True, False, False], nulls_last=True).drop("impact")
+    return order.to_arrow().cast(SCHEMA)
+
+
+def _summarise(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, int]:
+    """Per (kind, key) of one run: executions, total time and the sum of squared deviations of its per-step
+    samples from their mean (steps without the key count as 0); and the run's number of sample units."""
+    samples = pl.from_arrow(con.sql(query("diff_samples")).to_arrow_table())
+    units = samples.filter(((pl.col("kind") == "step_phase") & (pl.col("key") == "total")) | pl.col("step").is_null()) \
+        .select(_UNIT).unique().height
+    per_key = samples.group_by(_KEY).agg(pl.col("count").sum().cast(pl.Int64), pl.col("time_ns").sum().alias("total"),
+                                         pl.len().alias("present"))
+    mean = (pl.col("total").cast(pl.Float64) / units) if units else pl.lit(0.0)
+    squares = samples.join(per_key.with_columns(mean.alias("mean")), on=_KEY) \
+        .group_by(_KEY).agg(((pl.col("time_ns") - pl.col("mean")) ** 2).sum().alias("present_squares"),
+                            pl.col("mean").first(), pl.col("present").first())
+    # the steps in which the key did not run are samples of 0
+    squares = squares.with_columns((pl.col("present_squares") + (units - pl.col("present")) * pl.col("mean") ** 2)
+                                   .alias("squares")).select(*_KEY, "squares")
+    return per_key.drop("present").join(squares, on=_KEY).with_columns(pl.col("total").cast(pl.Int64)), units
+
+
+def _compare(row: dict, steps_a: int, steps_b: int, alpha: float, min_relative_change: float) -> dict:
+    """One output row from a key's sums in both runs."""
+    mean_a = row["total_a_ns"] / steps_a if steps_a else None
+    mean_b = row["total_b_ns"] / steps_b if steps_b else None
+    change = mean_b - mean_a if mean_a is not None and mean_b is not None else None
+    relative = change / mean_a if change is not None and mean_a else None
+    t = p = None
+    if steps_a >= 2 and steps_b >= 2:
+        t, p = welch(mean_a, row["squares_a"] / (steps_a - 1), steps_a,
+                     mean_b, row["squares_b"] / (steps_b - 1), steps_b)
+    large = change is not None and (abs(relative) >= min_relative_change if relative is not None else change != 0)
+    return {
+        "kind": row["kind"], "key": row["key"], "status": row["status"],
+        "count_a": row["count_a"], "count_b": row["count_b"], "count_change": row["count_b"] - row["count_a"],
+        "steps_a": steps_a, "steps_b": steps_b,
+        "total_a_ns": row["total_a_ns"], "total_b_ns": row["total_b_ns"],
+        "total_change_ns": row["total_b_ns"] - row["total_a_ns"],
+        "per_step_a_ns": mean_a, "per_step_b_ns": mean_b, "per_step_change_ns": change, "relative_change": relative,
+        "t_statistic": t, "p_value": p, "significant": bool(p is not None and p < alpha and large),
+    }
+
+
+def welch(mean_a: float, var_a: float, n_a: int, mean_b: float, var_b: float, n_b: int) -> tuple[float, float]:
+    """Welch's t of B against A and its two-sided p-value (Student's t with Welch-Satterthwaite df). Without
+    variance on either side: t = 0, p = 1 for equal means, else t = +-inf, p = 0."""
+    se_a, se_b = var_a / n_a, var_b / n_b
+    spread = se_a + se_b
+    if spread <= 0:
+        if mean_a == mean_b:
+            return 0.0, 1.0
+        return math.copysign(math.inf, mean_b - mean_a), 0.0
+    t = (mean_b - mean_a) / math.sqrt(spread)
+    df = spread ** 2 / (se_a ** 2 / (n_a - 1) + se_b ** 2 / (n_b - 1))
+    return t, min(1.0, incomplete_beta(df / (df + t * t), df / 2, 0.5))
+
+
+def incomplete_beta(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) for 0 <= x <= 1, a, b > 0 (continued fraction by
+    the modified Lentz method, on the side of x where it converges fast)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - incomplete_beta(1.0 - x, b, a)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    fraction = d
+    for m in range(1, 500):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return front * fraction

@@ -1,0 +1,178 @@
+"""`profpipe diff`: two analyses of the MindSpore GPU fixture graph_2x, run B edited in known ways (one kernel
+1 ms slower in every execution, one kernel removed, one kernel's durations shuffled with 3 µs added once),
+compared with numbers worked out from the fixture files themselves; the Welch p-value against closed forms."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, run
+from profpipe.cli import app
+from profpipe.diff import SCHEMA, diff_runs, welch
+
+GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
+ACTIVITY = Path("profiler") / "activity_execute_timestamp_0.txt"
+SLOWER = "BiasAddKernel<float>(float*, float const*, int)"
+REMOVED = "ReluGradKernel<float>(unsigned long, float const*, float const*, float*)"
+NOISY = "ReluKernel<float>(unsigned long, float const*, float*)"
+UNCHANGED = "MemcpyD2D"
+
+
+def _activities(folder: Path) -> list[list[str]]:
+    """The lines of the activity file as [name, stream, start ns, duration µs]."""
+    return [line.rsplit(";", 3) for line in (folder / ACTIVITY).read_text().splitlines() if line.strip()]
+
+
+def _durations_ns(folder: Path, name: str) -> list[int]:
+    return [int(Decimal(dur) * 1000) for n, _, _, dur in _activities(folder) if n == name]
+
+
+def _edit_run_b(source: Path, target: Path) -> None:
+    """B: SLOWER takes 1000 µs more in each execution, REMOVED is gone (also from the activity summary CSV),
+    NOISY's durations run in reverse order with 3 µs added to the first."""
+    shutil.copytree(source, target)
+    lines, noisy = [], [dur for n, _, _, dur in _activities(source) if n == NOISY][::-1]
+    noisy[0] = str(Decimal(noisy[0]) + 3)
+    for name, stream, start, dur in _activities(source):
+        if name == REMOVED:
+            continue
+        if name == SLOWER:
+            dur = str(Decimal(dur) + 1000)
+        elif name == NOISY:
+            dur = noisy.pop(0)
+        lines.append(";".join((name, stream, start, dur)))
+    (target / ACTIVITY).write_text("\n".join(lines) + "\n")
+    summary = target / "profiler" / "gpu_activity_data_0.csv"
+    summary.write_text("".join(line for line in summary.read_text().splitlines(keepends=True)
+                               if not line.startswith(f'"{REMOVED}"')))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """(input of B, output of A, output of B)."""
+    root = tmp_path_factory.mktemp("diff")
+    _edit_run_b(GPU, root / "input_b")
+    run(GPU, root / "a", data_simplification=True)
+    run(root / "input_b", root / "b", data_simplification=True)
+    return root / "input_b", root / "a", root / "b"
+
+
+def _connect(out: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(out / "profile.duckdb"), read_only=True)
+
+
+@pytest.fixture(scope="module")
+def rows(runs) -> list[dict]:
+    _, a, b = runs
+    table = diff_runs(_connect(a), _connect(b))
+    assert table.schema == SCHEMA
+    return table.to_pylist()
+
+
+def _row(rows: list[dict], kind: str, key: str) -> dict:
+    return next(r for r in rows if r["kind"] == kind and r["key"] == key)
+
+
+def _steps() -> int:
+    """The fixture's steps: one execution of the data op GetNext per step."""
+    line = next(line for line in (GPU / "profiler" / "gpu_op_execute_timestamp_0.txt").read_text().splitlines()
+                if line.startswith("Default/GetNext-op0;"))
+    return len(line.split(";")[2].split())
+
+
+def test_the_slower_kernel_changes_by_what_the_edit_added_ranks_first_and_is_significant(rows):
+    steps = _steps()
+    assert steps == 5
+    total_a = sum(_durations_ns(GPU, SLOWER))
+    row = _row(rows, "kernel", SLOWER)
+    assert rows[0] == row
+    assert (row["status"], row["count_a"], row["count_b"], row["count_change"]) == ("both", 5, 5, 0)
+    assert (row["steps_a"], row["steps_b"]) == (steps, steps)
+    assert (row["total_a_ns"], row["total_b_ns"], row["total_change_ns"]) == (total_a, total_a + 5_000_000, 5_000_000)
+    assert row["per_step_a_ns"] == total_a / steps
+    assert row["per_step_change_ns"] == 1_000_000
+    assert row["relative_change"] == pytest.approx(1_000_000 / (total_a / steps))
+    assert row["t_statistic"] > 0 and row["p_value"] < 1e-6 and row["significant"]
+
+
+def test_a_removed_kernel_is_only_in_a(rows):
+    total_a = sum(_durations_ns(GPU, REMOVED))
+    row = _row(rows, "kernel", REMOVED)
+    assert (row["status"], row["count_a"], row["count_b"], row["total_a_ns"], row["total_b_ns"]) == \
+        ("only_a", 5, 0, total_a, 0)
+    assert row["per_step_change_ns"] == -total_a / 5 and row["relative_change"] == -1.0
+    # a kernel the runs do not share is not a change of the rank order: the slower one still leads
+    assert [r["key"] for r in rows[:2]] == [SLOWER, REMOVED]
+
+
+def test_noise_and_an_unchanged_kernel_are_not_significant(rows):
+    noisy = _row(rows, "kernel", NOISY)
+    assert (noisy["count_change"], noisy["total_change_ns"], noisy["per_step_change_ns"]) == (0, 3000, 600)
+    assert abs(noisy["relative_change"]) > 0.01 and noisy["p_value"] > 0.5 and not noisy["significant"]
+    same = _row(rows, "kernel", UNCHANGED)
+    assert (same["status"], same["count_change"], same["total_change_ns"], same["per_step_change_ns"]) == \
+        ("both", 0, 0, 0)
+    assert same["p_value"] == 1.0 and not same["significant"]
+    # the edit touched device activities only: ops and step phases are as they were
+    for row in rows:
+        if row["kind"] != "kernel":
+            assert (row["status"], row["total_change_ns"], row["significant"]) == ("both", 0, False), row
+    assert {r["kind"] for r in rows} == {"kernel", "op_type", "step_phase"}
+    assert _row(rows, "step_phase", "total")["count_a"] == 5
+
+
+def test_rows_are_ordered_by_impact(rows):
+    impacts = [abs(r["per_step_change_ns"]) for r in rows]
+    assert impacts == sorted(impacts, reverse=True)
+
+
+def test_a_run_against_itself_changes_nothing(runs):
+    _, a, _ = runs
+    rows = diff_runs(_connect(a), _connect(a)).to_pylist()
+    assert rows and all(r["status"] == "both" and r["count_change"] == 0 and r["total_change_ns"] == 0
+                        and r["per_step_change_ns"] == 0 and not r["significant"] for r in rows)
+
+
+def test_the_p_value_is_studentʼs_t():
+    # Welch-Satterthwaite df of exactly 2 (equal variances, n = 2 each) and 1 (one side without variance)
+    t, p = welch(0.0, 2.0, 2, 2.0, 2.0, 2)  # t = 2 / sqrt(2), df = 2: p = 1 - t / sqrt(2 + t^2)
+    assert t == pytest.approx(math.sqrt(2)) and p == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-12)
+    t, p = welch(0.0, 1.0, 2, 1.0, 0.0, 2)  # one side without variance: df = 1, p = 1 - 2 atan(|t|) / pi
+    assert t == pytest.approx(math.sqrt(2)) and p == pytest.approx(1 - 2 * math.atan(t) / math.pi, rel=1e-12)
+    assert welch(5.0, 0.0, 3, 5.0, 0.0, 4) == (0.0, 1.0)
+    assert welch(5.0, 0.0, 3, 6.0, 0.0, 4) == (math.inf, 0.0)
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_the_cli_prints_the_top_list_and_json_with_the_tableʼs_rows(runs, rows, tmp_path):
+    _, a, b = runs
+    result = invoke("diff", a, b, "--top", "3")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "3 by |change per step|" in lines[0] and len(lines) == 3 + 3
+    assert lines[3].startswith("kernel") and "BiasAddKernel" in lines[3]
+    result = invoke("diff", a, b, "--json", "-o", tmp_path / "diff.parquet")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert (document["a"], document["b"]) == (str(a), str(b))
+    assert document["rows"] == rows
+    assert pq.read_table(tmp_path / "diff.parquet").to_pylist() == rows
+
+
+def test_a_folder_without_profile_duckdb_is_a_usage_error(runs, tmp_path):
+    _, a, _ = runs
+    result = invoke("diff", a, tmp_path)
+    assert result.exit_code == 2
+    assert str(tmp_path) in result.stderr and "profile.duckdb" in result.stderr and "Traceback" not in result.output
+    assert invoke("diff", a, a, "-o", tmp_path / "diff.txt").exit_code == 2
