@@ -192,11 +192,11 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
         warehouse.collect_garbage()
         version = schema_version()
         runs = find_runs(options.roots, options.run_depth, options.runs_glob, exclude=root)
-        todo = _plan(runs, warehouse, version, options, result)
+        todo, ledger_changed = _plan(runs, warehouse, version, options, result)
+        if ledger_changed:
+            warehouse.commit(version)
         if todo:
             _analyse_runs(todo, warehouse, version, options, reporter, result)
-        elif warehouse.schema_version != version or result.dropped or result.missing:
-            warehouse.commit(warehouse.schema_version or version)
         warehouse.write_catalog()
     result.wall_s = time.perf_counter() - started
     return result
@@ -218,19 +218,23 @@ class _PlannedRun:
 
 
 def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: BatchOptions,
-          result: BatchResult) -> list[_PlannedRun]:
-    """The runs to analyse; unchanged ones go to result.unchanged, gone ones are dropped or marked missing."""
+          result: BatchResult) -> tuple[list[_PlannedRun], bool]:
+    """(the runs to analyse, whether the ledger changed): unchanged runs go to result.unchanged (with
+    `verify`, their first content fingerprint is recorded), gone ones are dropped or marked missing."""
     present = {r.run for r in runs}
+    ledger_changed = False
     for run, record in list(warehouse.runs.items()):
         if run in present or Path(record.row["path"]).exists():
             continue
         if options.keep_missing:
             if record.row["status"] != "missing":
                 warehouse.put(RunRecord({**record.row, "status": "missing"}, record.files))
+                ledger_changed = True
             result.missing.append(run)
         else:
             warehouse.drop(run)
             result.dropped.append(run)
+            ledger_changed = True
     todo = []
     for folder in runs:
         stat, content, size, count = fingerprint_run(folder.path, options.verify)
@@ -238,10 +242,11 @@ def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: Ba
         if record is not None and _unchanged(record, folder, stat, content, version, options):
             if content is not None and record.row.get("content_fingerprint") is None:
                 record.row["content_fingerprint"] = content
+                ledger_changed = True
             result.unchanged.append(folder.run)
             continue
         todo.append(_PlannedRun(folder, stat, content, size, count))
-    return todo
+    return todo, ledger_changed
 
 
 def _unchanged(record: RunRecord, folder: RunFolder, stat: str, content: str | None, version: str,
@@ -307,6 +312,7 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
                 else:
                     _commit_success(warehouse, version, planned, value, seconds, result)
                     reporter.advance(1)
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _commit_success(warehouse: Warehouse, version: str, planned: _PlannedRun, built: dict[str, Any],

@@ -37,7 +37,7 @@ import duckdb
 import pyarrow as pa
 
 from .errors import UsageError
-from .models import create_macros, load_models
+from .models import create_macros, load_models, run_models, set_run_options
 from .tables import catalog
 
 MARKER = ".profpipe-warehouse"
@@ -49,7 +49,7 @@ MANIFEST_FORMAT = 1
 #: batch_runs: one row per run in the warehouse (the ledger of `profpipe batch`).
 BATCH_RUNS_SCHEMA = pa.schema([
     ("run", pa.string()), ("path", pa.string()), ("status", pa.string()), ("error", pa.string()),
-    ("fingerprint", pa.string()), ("content_fingerprint", pa.string()), ("generation", pa.string()), ("analysed_at", pa.timestamp("s", tz="UTC")),
+    ("fingerprint", pa.string()), ("content_fingerprint", pa.string()), ("generation", pa.string()), ("analysed_at", pa.timestamp("s")),
     ("wall_s", pa.float64()), ("ingest_s", pa.float64()), ("models_s", pa.float64()),
     ("input_bytes", pa.int64()), ("input_files", pa.int64()), ("sources", pa.int32()), ("ranks", pa.int32()),
     ("health_events", pa.int64()), ("health_lossy_rows", pa.int64()), ("sources_failed", pa.int32()),
@@ -68,7 +68,7 @@ BATCH_RUNS_DOCS = {
                    "hashes with --verify)",
     "content_fingerprint": "blake2b of every byte of the run folder's files (NULL: never batched with --verify)",
     "generation": "the folder under tables/<table>/run=<id>/ that holds the run's files (NULL: no tables)",
-    "analysed_at": "when the run was last analysed (UTC)",
+    "analysed_at": "when the run was last analysed, UTC (a TIMESTAMP without time zone)",
     "wall_s": "seconds from the first source read to the tables published [s]",
     "ingest_s": "seconds of reading the sources, summed over workers [s]",
     "models_s": "seconds of merging the parts and building the models [s]",
@@ -258,7 +258,7 @@ def is_warehouse(path: Path) -> bool:
 def connect(root: Path, run: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection over the warehouse at `root`, read from its manifest: a view per
     public table over every run (column `run` first) and batch_runs; with `run`, views of that run's
-    tables only, without the `run` column, like one run's profile.duckdb."""
+    tables only, without the `run` column, and the staging views over them, like one run's profile.duckdb."""
     root = root.resolve()
     if not is_warehouse(root):
         raise UsageError(f"{root}: not a profpipe warehouse (no {MANIFEST}; `profpipe batch -w` makes one)")
@@ -268,6 +268,9 @@ def connect(root: Path, run: str | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     _create_views(con, root, warehouse.runs, warehouse.columns, run)
     create_macros(con)
+    if run is not None:
+        set_run_options(con, {})
+        run_models(con, [m for m in load_models() if m.layer == "staging"])
     return con
 
 

@@ -1,0 +1,306 @@
+"""`profpipe batch`: a warehouse over several runs, checked against `analyse` of each run alone (the
+oracle: the single-run pipeline, serial and in this process); incremental skips, dropped and missing
+runs, a failed run keeping its last good tables, the lock, a SIGKILL part-way, and the Dask executor on
+a real distributed.LocalCluster giving the same tables as the local process pool."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, REPO
+from profpipe import batch as batch_module
+from profpipe.batch import BatchOptions, batch, find_runs
+from profpipe.cli import app
+from profpipe.errors import UsageError
+from profpipe.options import Options
+from profpipe.run import analyse
+from profpipe.tables import catalog
+from profpipe.warehouse import MANIFEST, connect, open_run, public_tables
+
+RUNS = {"gpu": FIXTURES / "mindspore_gpu" / "graph_2x", "cpu": FIXTURES / "mindspore_cpu" / "mlp_graph",
+        "kineto": FIXTURES / "kineto" / "current"}
+
+
+def _root(tmp_path: Path, runs: dict[str, Path] = RUNS) -> Path:
+    root = tmp_path / "root"
+    for name, fixture in runs.items():
+        shutil.copytree(fixture, root / name)
+    return root
+
+
+def _batch(root: Path, warehouse: Path, **options) -> batch_module.BatchResult:
+    options.setdefault("workers", 2)
+    return batch(BatchOptions(roots=(root,), warehouse=warehouse, **options))
+
+
+def _rows(con: duckdb.DuckDBPyConnection, table: str, where: str = "") -> list[tuple]:
+    """Every row of `table`, sorted, doubles rounded to 9 significant digits (parallel sums differ in the
+    last bits from run to run)."""
+    kinds = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall())
+    columns = [c for c in kinds if c != "run"]
+    selected = ", ".join(f"round({c}, 9 - ceil(log10(abs({c}) + 1e-300))::INTEGER)" if kinds[c] == "DOUBLE"
+                         else f'"{c}"' for c in columns)
+    return sorted(con.execute(f"SELECT {selected} FROM {table} {where}").fetchall(), key=repr)
+
+
+def _manifest(warehouse: Path) -> dict:
+    return json.loads((warehouse / MANIFEST).read_text())
+
+
+def _generations(warehouse: Path) -> dict[str, str]:
+    return {run: entry["row"]["generation"] for run, entry in _manifest(warehouse)["runs"].items()}
+
+
+def _assert_same_warehouse(first: Path, second: Path) -> None:
+    """Both warehouses hold the same runs and, table by table, the same rows."""
+    one, two = connect(first), connect(second)
+    assert _rows(one, "batch_runs") != [] and (
+        one.execute("SELECT run, status, ranks FROM batch_runs ORDER BY run").fetchall()
+        == two.execute("SELECT run, status, ranks FROM batch_runs ORDER BY run").fetchall())
+    for table in public_tables():
+        for run in one.execute("SELECT run FROM batch_runs").fetchall():
+            where = f"WHERE run = '{run[0]}'"
+            assert _rows(one, table, where) == _rows(two, table, where), (table, run)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, batch_module.BatchResult]:
+    """One batch over three runs and a folder without profiler data."""
+    tmp = tmp_path_factory.mktemp("batch")
+    root = _root(tmp)
+    (root / "notes").mkdir()
+    (root / "notes" / "readme.txt").write_text("not a profile")
+    result = _batch(root, tmp / "wh")
+    return root, tmp / "wh", result
+
+
+def test_every_public_table_of_every_run_equals_analyse_of_that_run(warehouse, tmp_path: Path) -> None:
+    root, wh, result = warehouse
+    assert sorted(result.analysed) == ["cpu", "gpu", "kineto"] and list(result.empty) == ["notes"]
+    assert result.exit_code == 0 and not result.failed
+    con = connect(wh)
+    for run in RUNS:
+        analyse(root / run, tmp_path / run, Options())
+        alone = duckdb.connect(str(tmp_path / run / "profile.duckdb"), read_only=True)
+        for table in public_tables():
+            assert _rows(con, table, f"WHERE run = '{run}'") == _rows(alone, table), (run, table)
+        assert con.execute("SELECT count(*) FROM device_exec WHERE run = ?", [run]).fetchone()[0] > 0 or run == "cpu"
+
+
+def test_the_warehouse_layout_is_hive_partitioned_by_run_and_rank(warehouse) -> None:
+    _, wh, _ = warehouse
+    generation = _generations(wh)["kineto"]
+    ranked = sorted(p.relative_to(wh).as_posix() for p in (wh / "tables" / "device_exec").rglob("*.parquet")
+                    if "run=kineto" in p.as_posix())
+    assert ranked == [f"tables/device_exec/run=kineto/{generation}/rank={r}/data_0.parquet" for r in (0, 1)]
+    import pyarrow.parquet as pq
+
+    stored = pq.read_schema(wh / ranked[0]).names
+    assert "rank" not in stored and "run" not in stored  # both come from the path, as Hive partitions do
+    kinds = dict(connect(wh).execute("SELECT column_name, column_type FROM (DESCRIBE device_exec)").fetchall())
+    assert kinds["run"] == "VARCHAR" and kinds["rank"] == "INTEGER"
+
+
+def test_batch_runs_ledger_and_catalog(warehouse) -> None:
+    root, wh, _ = warehouse
+    with duckdb.connect(str(wh / "catalog.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT run, path, status, ranks, sources, sources_failed, error IS NULL, "
+                           "input_files, schema_version = ? FROM batch_runs ORDER BY run",
+                           [batch_module.schema_version()]).fetchall()
+        files = {run: sum(1 for p in (root / run).rglob("*") if p.is_file()) for run in [*RUNS, "notes"]}
+        assert rows == [
+            ("cpu", str(root / "cpu"), "ok", 1, 1, 0, True, files["cpu"], True),
+            ("gpu", str(root / "gpu"), "ok", 1, 1, 0, True, files["gpu"], True),
+            ("kineto", str(root / "kineto"), "ok", 2, 2, 0, True, files["kineto"], True),
+            ("notes", str(root / "notes"), "empty", None, 0, None, False, 1, True),
+        ]
+        assert con.execute("SELECT count(*) FROM host_op WHERE run = 'cpu'").fetchone()[0] == \
+            connect(wh).execute("SELECT count(*) FROM host_op WHERE run = 'cpu'").fetchone()[0] > 0
+        described = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'batch_runs' "
+                                "AND column_name = 'status'").fetchone()[0]
+        assert "partial" in described
+
+
+def test_unchanged_runs_are_skipped_and_a_changed_run_alone_is_analysed_again(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path), tmp_path / "wh"
+    _batch(root, wh)
+    before = _generations(wh)
+    again = _batch(root, wh)
+    assert again.analysed == [] and sorted(again.unchanged) == ["cpu", "gpu", "kineto"] and again.workers == 0
+    assert _generations(wh) == before
+    touched = next((root / "kineto").rglob("*.json"))
+    os.utime(touched, ns=(time.time_ns(), time.time_ns() + 10**9))
+    third = _batch(root, wh)
+    assert third.analysed == ["kineto"] and sorted(third.unchanged) == ["cpu", "gpu"]
+    after = _generations(wh)
+    assert after["kineto"] != before["kineto"] and {r: after[r] for r in ("cpu", "gpu")} == \
+        {r: before[r] for r in ("cpu", "gpu")}
+    assert not list(wh.glob(f"tables/*/run=kineto/{before['kineto']}")), "the replaced generation is removed"
+    assert not (wh / ".staging").exists()
+
+
+def test_a_gone_run_is_dropped_or_kept_as_missing(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path), tmp_path / "wh"
+    _batch(root, wh)
+    shutil.rmtree(root / "gpu")
+    kept = _batch(root, wh, keep_missing=True)
+    assert kept.missing == ["gpu"] and kept.analysed == []
+    con = connect(wh)
+    assert con.execute("SELECT status FROM batch_runs WHERE run = 'gpu'").fetchone() == ("missing",)
+    assert con.execute("SELECT count(*) FROM device_exec WHERE run = 'gpu'").fetchone()[0] > 0
+    dropped = _batch(root, wh)
+    assert dropped.dropped == ["gpu"]
+    con = connect(wh)
+    assert con.execute("SELECT count(*) FROM batch_runs WHERE run = 'gpu'").fetchone()[0] == 0
+    assert not list(wh.glob("tables/*/run=gpu")), "a dropped run's files are removed"
+
+
+def test_a_new_data_contract_analyses_every_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, wh = _root(tmp_path, {"gpu": RUNS["gpu"]}), tmp_path / "wh"
+    _batch(root, wh)
+    monkeypatch.setattr(batch_module, "schema_version", lambda: "9.9.9+changed")
+    again = _batch(root, wh)
+    assert again.analysed == ["gpu"]
+    assert connect(wh).execute("SELECT schema_version FROM batch_runs").fetchall() == [("9.9.9+changed",)]
+
+
+def test_verify_finds_content_changed_under_the_same_size_and_mtime(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path, {"gpu": RUNS["gpu"]}), tmp_path / "wh"
+    _batch(root, wh, verify=True)
+    target = root / "gpu" / "profiler" / "activity_execute_timestamp_0.txt"
+    stat = target.stat()
+    data = bytearray(target.read_bytes())
+    digit = data.index(b";", data.index(b";", data.index(b";") + 1) + 1) + 1  # first start time's first digit
+    data[digit] = ord("9") if data[digit] != ord("9") else ord("8")
+    target.write_bytes(bytes(data))
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _batch(root, wh).analysed == [], "without --verify the stat fingerprint cannot see it"
+    assert _batch(root, wh, verify=True).analysed == ["gpu"]
+
+
+def test_a_failed_run_is_a_ledger_row_and_keeps_its_last_good_tables(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path, {"gpu": RUNS["gpu"], "kineto": RUNS["kineto"]}), tmp_path / "wh"
+    _batch(root, wh)
+    good = _rows(connect(wh), "device_exec", "WHERE run = 'kineto'")
+    for trace in (root / "kineto").glob("*.json*"):  # rank 0's .json and rank 1's .json.gz
+        trace.write_text("{ this is not json")
+    result = _batch(root, wh)
+    assert list(result.failed) == ["kineto"] and result.exit_code == 3 and result.unchanged == ["gpu"]
+    assert "every source failed" in result.failed["kineto"]
+    con = connect(wh)
+    status, error = con.execute("SELECT status, error FROM batch_runs WHERE run = 'kineto'").fetchone()
+    assert status == "failed" and str(root / "kineto") in error
+    assert _rows(con, "device_exec", "WHERE run = 'kineto'") == good
+    assert _batch(root, wh).failed == {}, "an unchanged failed run is not retried ..."
+    assert list(_batch(root, wh, retry_failed=True).failed) == ["kineto"], "... unless asked"
+
+
+def test_two_batches_never_write_one_warehouse(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path, {"gpu": RUNS["gpu"]}), tmp_path / "wh"
+    _batch(root, wh)
+    with open(wh / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(UsageError, match="being written by another batch"):
+            _batch(root, wh)
+
+
+def test_the_warehouse_never_overlaps_the_input_nor_replaces_a_foreign_folder(tmp_path: Path) -> None:
+    root = _root(tmp_path, {"gpu": RUNS["gpu"]})
+    with pytest.raises(UsageError, match="overlap"):
+        _batch(root, root / "wh")
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("keep me")
+    with pytest.raises(UsageError, match="not a profpipe warehouse"):
+        _batch(root, foreign)
+    assert (foreign / "thesis.tex").read_text() == "keep me"
+
+
+def test_run_folders_by_depth_glob_and_their_ids(tmp_path: Path) -> None:
+    for relative in ("2026-11-23/job a", "2026-11-24/job-b", "2026-11-24/.hidden"):
+        (tmp_path / relative).mkdir(parents=True)
+    assert [(r.run, r.path.name) for r in find_runs((tmp_path,), 2)] == [
+        ("2026-11-23.job_a", "job a"), ("2026-11-24.job-b", "job-b")]
+    assert [r.run for r in find_runs((tmp_path,), 1)] == ["2026-11-23", "2026-11-24"]
+    assert [r.run for r in find_runs((tmp_path / "2026-11-24",), 0)] == ["2026-11-24"]
+    assert [r.run for r in find_runs((tmp_path,), runs_glob="*/job-*")] == ["2026-11-24.job-b"]
+    (tmp_path / "other" / "2026-11-24").mkdir(parents=True)
+    with pytest.raises(UsageError, match="would both be run"):
+        find_runs((tmp_path, tmp_path / "other"), 1)
+
+
+def _wait_for(predicate, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def test_a_batch_killed_part_way_leaves_whole_runs_and_the_next_batch_finishes(tmp_path: Path) -> None:
+    runs = {f"{name}{i}": fixture for i in range(2) for name, fixture in RUNS.items()}
+    root, wh = _root(tmp_path, runs), tmp_path / "wh"
+    command = [sys.executable, "-m", "profpipe", "batch", str(root), "-w", str(wh), "--workers", "1", "-q"]
+    process = subprocess.Popen(command, cwd=REPO, start_new_session=True)
+    try:
+        _wait_for(lambda: (wh / MANIFEST).is_file() and len(_manifest(wh)["runs"]) >= 2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    committed = _manifest(wh)["runs"]
+    assert 2 <= len(committed) < len(runs), "killed part-way"
+    con = connect(wh)
+    for run, entry in committed.items():
+        for table, files in entry["files"].items():
+            folder = wh / "tables" / table / f"run={run}" / entry["row"]["generation"]
+            assert all((folder / f).is_file() for f in files), (run, table)
+        assert con.execute("SELECT count(*) FROM run_info WHERE run = ?", [run]).fetchone()[0] > 0
+    finished = _batch(root, wh)
+    assert sorted(finished.analysed + finished.unchanged) == sorted(runs) and not finished.failed
+    assert sorted(finished.unchanged) == sorted(committed)
+    assert not (wh / ".staging").exists()
+    live = {(run, g) for run, g in _generations(wh).items()}
+    on_disk = {(p.parent.name.removeprefix("run="), p.name) for p in wh.glob("tables/*/run=*/*")}
+    assert on_disk <= live, "no files of a killed batch's generations are left"
+    clean = tmp_path / "clean"
+    _batch(root, clean)
+    _assert_same_warehouse(wh, clean)
+
+
+def test_the_dask_executor_on_a_local_cluster_gives_the_same_tables(warehouse, tmp_path: Path) -> None:
+    root, wh, _ = warehouse
+    result = _batch(root, tmp_path / "dask", executor="dask")
+    assert sorted(result.analysed) == ["cpu", "gpu", "kineto"] and result.workers == 2
+    _assert_same_warehouse(wh, tmp_path / "dask")
+
+
+def test_cli_batch_query_and_diff_on_warehouse_runs(warehouse, tmp_path: Path) -> None:
+    root, wh, _ = warehouse
+    runner = CliRunner()
+    again = runner.invoke(app, ["batch", str(root), "-w", str(wh), "--json"])
+    assert again.exit_code == 0, again.output
+    assert sorted(json.loads(again.stdout)["unchanged"]) == ["cpu", "gpu", "kineto", "notes"]
+    counted = runner.invoke(app, ["query", str(wh), "SELECT run, count(*) AS n FROM device_exec GROUP BY run "
+                                                    "ORDER BY run", "-f", "json"])
+    assert counted.exit_code == 0, counted.output
+    expected = connect(wh).execute("SELECT run, count(*) FROM device_exec GROUP BY run ORDER BY run").fetchall()
+    assert [(r["run"], r["n"]) for r in json.loads(counted.stdout)] == expected
+    same = runner.invoke(app, ["diff", "gpu", "gpu", "--warehouse", str(wh), "--json"])
+    assert same.exit_code == 0, same.output
+    rows = json.loads(same.stdout)["rows"]
+    assert rows and all(r["total_change_ns"] == 0 and not r["significant"] for r in rows)
+    missing = runner.invoke(app, ["diff", "gpu", "nope", "--warehouse", str(wh)])
+    assert missing.exit_code == 2 and "no run 'nope'" in missing.output
+    assert {t for t in catalog()} <= set(public_tables())
+    assert open_run(wh, "kineto").execute("SELECT count(DISTINCT rank) FROM device_exec").fetchone() == (2,)
