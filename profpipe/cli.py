@@ -165,11 +165,12 @@ def batch(
                                      "dropped": result.dropped, "missing": result.missing,
                                      "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
     elif not quiet:
-        counts = Table("analysed", "unchanged", "failed", "empty", "dropped", "missing", "workers", "seconds")
-        counts.add_row(*(str(v) for v in (len(result.analysed), len(result.unchanged), len(result.failed),
-                                          len(result.empty), len(result.dropped), len(result.missing),
-                                          result.workers, f"{result.wall_s:.1f}")))
-        _out.print(counts)
+        from .export.text_table import simple_table
+
+        typer.echo(simple_table(
+            ["analysed", "unchanged", "failed", "empty", "dropped", "missing", "workers", "seconds"],
+            [[len(result.analysed), len(result.unchanged), len(result.failed), len(result.empty),
+              len(result.dropped), len(result.missing), result.workers, round(result.wall_s, 1)]]))
         for run, error in sorted(result.failed.items()):
             typer.echo(f"profpipe: run {run} failed: {error}", err=True)
     raise typer.Exit(result.exit_code)
