@@ -276,43 +276,78 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
     todo = [p for p in todo if p.sources]
     largest = max((_source_bytes(s) for p in todo for s in p.sources), default=0)
     reporter.stage("runs", len(todo))
-    with _executor(options, largest) as (pool, workers):
-        result.workers = workers
-        pending: dict[cf.Future, tuple[str, _PlannedRun, int]] = {}
+    with _executor(options, largest) as pool:
+        result.workers = pool.workers
+        pending: dict[cf.Future, _Task] = {}
+
+        def submit(task: _Task) -> None:
+            pending[pool.submit(_timed, *task.call)] = task
+
         for planned in todo:
             planned.started = time.perf_counter()
             for index, source in enumerate(planned.sources):
                 part = staging / planned.generation / f"source-{index}"
-                pending[pool.submit(_timed, ingest_source, source, part, options.analysis.strict)] = (
-                    "ingest", planned, index)
+                submit(_Task(planned, index, (ingest_source, source, part, options.analysis.strict)))
         while pending:
             done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for future in done:
-                kind, planned, index = pending.pop(future)
+                task = pending.pop(future, None)
+                if task is None or task.run.outcomes is None:
+                    continue  # resubmitted after a worker died, or its run already failed
+                planned = task.run
                 try:
                     value, seconds = future.result()
+                except cf.process.BrokenProcessPool:
+                    # A worker died (the kernel's OOM killer, a crash in a native library): every task in
+                    # flight lost its worker. Each goes to a fresh pool once more; a task that was in
+                    # flight at two deaths fails its run.
+                    raise_if_interrupted()
+                    pool.renew()
+                    lost = [task] + [pending.pop(f) for f in list(pending)]
+                    for again in lost:
+                        if again.run.outcomes is None:
+                            continue
+                        if again.deaths >= 1:
+                            _fail(warehouse, version, again.run, f"{again.run.folder.path}: a worker died twice while "
+                                  "analysing this run (out of memory? see --workers)", result, reporter)
+                            continue
+                        again.deaths += 1
+                        submit(again)
+                    continue
                 except Exception as exc:  # noqa: BLE001 - a worker's failure is its run's, never the batch's
                     raise_if_interrupted()
-                    if kind == "ingest" and planned.outcomes is None:
-                        continue  # the run already failed
-                    _commit_failure(warehouse, version, planned, str(_failure(exc, planned)), result)
-                    planned.outcomes = None  # type: ignore[assignment]
-                    reporter.advance(1)
+                    _fail(warehouse, version, planned, str(source_error(exc, planned.folder.path)), result, reporter)
                     continue
-                if kind == "ingest":
-                    if planned.outcomes is None:
-                        continue
-                    planned.outcomes[index] = value
-                    planned.ingest_s += seconds
-                    if len(planned.outcomes) == len(planned.sources):
-                        outcomes = [planned.outcomes[i] for i in range(len(planned.sources))]
-                        pending[pool.submit(_timed, _build_run, planned.folder, planned.sources, outcomes,
-                                            planned.discover_events, options.analysis, warehouse.root,
-                                            planned.generation)] = ("build", planned, -1)
-                else:
+                if task.source_index is None:
                     _commit_success(warehouse, version, planned, value, seconds, result)
                     reporter.advance(1)
+                    continue
+                planned.outcomes[task.source_index] = value
+                planned.ingest_s += seconds
+                if len(planned.outcomes) == len(planned.sources):
+                    outcomes = [planned.outcomes[i] for i in range(len(planned.sources))]
+                    submit(_Task(planned, None, (_build_run, planned.folder, planned.sources, outcomes,
+                                                 planned.discover_events, options.analysis, warehouse.root,
+                                                 planned.generation)))
     shutil.rmtree(staging, ignore_errors=True)
+
+
+@dataclass
+class _Task:
+    """One unit of work in flight: a source's ingest (source_index) or its run's models (None)."""
+
+    run: _PlannedRun
+    source_index: int | None
+    call: tuple[Any, ...]
+    #: Worker deaths this task was in flight at.
+    deaths: int = 0
+
+
+def _fail(warehouse: Warehouse, version: str, planned: _PlannedRun, error: str, result: BatchResult,
+          reporter: Reporter) -> None:
+    _commit_failure(warehouse, version, planned, error, result)
+    planned.outcomes = None  # type: ignore[assignment]
+    reporter.advance(1)
 
 
 def _commit_success(warehouse: Warehouse, version: str, planned: _PlannedRun, built: dict[str, Any],
@@ -373,12 +408,6 @@ def _timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return function(*args), time.perf_counter() - started
 
 
-def _failure(exc: BaseException, planned: _PlannedRun) -> ProfpipeError:
-    if isinstance(exc, cf.process.BrokenProcessPool):
-        return ProfpipeError(f"{planned.folder.path}: a worker died while analysing this run (out of memory?)")
-    return source_error(exc, planned.folder.path) if isinstance(exc, Exception) else ProfpipeError(str(exc))
-
-
 def _source_bytes(source: Source) -> int:
     total = 0
     for _, path in source.all_files():
@@ -408,20 +437,39 @@ def _available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+class _Pool:
+    """The executor the work goes to (a concurrent.futures.Executor) and its worker count; a local
+    process pool can be renewed after a worker died (a Dask cluster replaces its workers itself)."""
+
+    def __init__(self, make: Callable[[], cf.Executor], workers: int) -> None:
+        self._make = make
+        self.executor = make()
+        self.workers = workers
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> cf.Future:
+        return self.executor.submit(function, *args)
+
+    def renew(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor = self._make()
+
+
 @contextmanager
-def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[tuple[cf.Executor, int]]:
-    """The executor (a concurrent.futures.Executor) and its worker count: a local process pool, or a Dask
-    cluster's (`options.scheduler`, else a LocalCluster of local_workers processes)."""
+def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[_Pool]:
+    """The pool for this batch: a local process pool, or a Dask cluster's (`options.scheduler`, else a
+    LocalCluster of local_workers processes)."""
     workers = options.workers or local_workers(largest_source_bytes)
     if options.executor == "local":
         import multiprocessing
 
-        with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
-            try:
-                yield pool, workers
-            except BaseException:
-                pool.shutdown(cancel_futures=True)
-                raise
+        context = multiprocessing.get_context("forkserver")
+        pool = _Pool(lambda: cf.ProcessPoolExecutor(workers, mp_context=context), workers)
+        try:
+            yield pool
+        except BaseException:  # interrupted: leave the workers' current units, they end on their own
+            pool.executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.executor.shutdown(wait=True)
         return
     try:
         from distributed import Client, LocalCluster
@@ -438,7 +486,7 @@ def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[tupl
             raise UsageError(f"cannot reach the Dask scheduler {options.scheduler}: {exc}") from None
         workers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
     try:
-        yield client.get_executor(pure=False), workers
+        yield _Pool(lambda: client.get_executor(pure=False), workers)
     finally:
         client.close()
         if cluster is not None:

@@ -278,6 +278,29 @@ def test_a_batch_killed_part_way_leaves_whole_runs_and_the_next_batch_finishes(t
     _assert_same_warehouse(wh, clean)
 
 
+def test_a_worker_killed_mid_batch_costs_no_run(tmp_path: Path) -> None:
+    """The kernel's OOM killer takes a worker: the units it and its pool held go to a fresh pool once more."""
+    import threading
+
+    import psutil
+
+    runs = {f"{name}{i}": fixture for i in range(2) for name, fixture in RUNS.items()}
+    root, wh = _root(tmp_path, runs), tmp_path / "wh"
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(_batch(root, wh, workers=1)))
+    worker.start()
+    _wait_for(lambda: (wh / MANIFEST).is_file() and len(_manifest(wh)["runs"]) >= 1)
+    forkserver = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    victims = [w for server in forkserver for w in server.children()]
+    assert victims, "a worker of the pool is running"
+    for victim in victims:
+        victim.kill()
+    worker.join(timeout=300)
+    [result] = outcome
+    assert not result.failed and sorted(result.analysed) == sorted(runs)
+    assert sorted(_manifest(wh)["runs"]) == sorted(runs)
+
+
 def test_the_dask_executor_on_a_local_cluster_gives_the_same_tables(warehouse, tmp_path: Path) -> None:
     root, wh, _ = warehouse
     result = _batch(root, tmp_path / "dask", executor="dask")
