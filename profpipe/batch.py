@@ -274,7 +274,7 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
             _commit_failure(warehouse, version, planned, str(error), result)
         planned.discover_events = health.events
     todo = [p for p in todo if p.sources]
-    largest = max((_source_bytes(s) for p in todo for s in p.sources), default=0)
+    largest = max((s.size_bytes() for p in todo for s in p.sources), default=0)
     reporter.stage("runs", len(todo))
     with _executor(options, largest) as pool:
         result.workers = pool.workers
@@ -406,16 +406,6 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
 def _timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     started = time.perf_counter()
     return function(*args), time.perf_counter() - started
-
-
-def _source_bytes(source: Source) -> int:
-    total = 0
-    for _, path in source.all_files():
-        try:
-            total += path.stat().st_size
-        except OSError:
-            pass
-    return total
 
 
 def local_workers(largest_source_bytes: int) -> int:

@@ -142,6 +142,16 @@ class Source:
         return sorted(self.files.items()) + [(role, p) for role, paths in sorted(self.slices.items())
                                              for p in paths]
 
+    def size_bytes(self) -> int:
+        """Bytes of the source's input files (those that can be stat'ed)."""
+        total = 0
+        for _, path in self.all_files():
+            try:
+                total += path.stat().st_size
+            except OSError:
+                pass
+        return total
+
     @property
     def device_type(self) -> str:
         if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export"):

@@ -112,7 +112,7 @@ def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> 
     timings = {"discover": time.perf_counter() - started}
     with staged_output(output) as tmp:
         started = time.perf_counter()
-        sizes = [_size(s) for s in sources]
+        sizes = [s.size_bytes() for s in sources]
         reporter.stage("ingest", sum(sizes))
         outcomes = []
         for index, source in enumerate(sources):
@@ -315,16 +315,6 @@ def source_error(exc: Exception, location: Path) -> ProfpipeError:
         return InputError(location, "needs more memory than this machine has (is it a profiler file?)")
     return InputError(location, f"could not be read ({type(exc).__name__}: {exc}); "
                                 "this is a profpipe bug, please report it with the file")
-
-
-def _size(source: Source) -> int:
-    total = 0
-    for _, file in source.all_files():
-        try:
-            total += file.stat().st_size
-        except OSError:
-            pass
-    return total
 
 
 def _location(source: Source) -> Path:
