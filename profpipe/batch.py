@@ -390,7 +390,8 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
     """The unit of model work, run in a worker: merge the run's parts, build its profile.duckdb in staging
     and publish its public tables under `generation`. Returns the ledger columns it knows and the files."""
     out = warehouse / ".staging" / generation / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out, ignore_errors=True)  # an earlier attempt's, when a worker died under it
+    out.mkdir(parents=True)
     health = HealthLedger()
     for event in discover_events:
         health.add(event)

@@ -167,6 +167,7 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
              f"and rank ({source.superseded_why}); not read", check="superseded", action="superseded",
              path=location)
         return IngestOutcome(None, health.events)
+    shutil.rmtree(part_dir, ignore_errors=True)  # an earlier attempt's, when a batch worker died under it
     sink = TableSink(part_dir)
     try:
         if source.problem is not None:

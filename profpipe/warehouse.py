@@ -110,7 +110,7 @@ def publish_run(database: Path, warehouse: Path, run: str, generation: str) -> t
                                                                                     dict[str, list[list[str]]]]:
     """Write every public table of one run's profile.duckdb under the run's new `generation` folder;
     return (files per table, relative to that folder; columns and DuckDB types per table). Runs in a
-    worker; nothing is visible until the driver commits the generation."""
+    worker; nothing is visible until the driver commits the generation. Run again, it starts over."""
     files: dict[str, list[str]] = {}
     columns: dict[str, list[list[str]]] = {}
     with duckdb.connect(str(database), read_only=True) as con:
@@ -120,6 +120,7 @@ def publish_run(database: Path, warehouse: Path, run: str, generation: str) -> t
             if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
                 continue
             target = warehouse / "tables" / table / f"run={run}" / generation
+            shutil.rmtree(target, ignore_errors=True)  # an earlier attempt's, when a worker died under it
             target.parent.mkdir(parents=True, exist_ok=True)
             if any(name == "rank" for name, _ in columns[table]):
                 con.execute(f"COPY {table} TO '{_quote(target)}' (FORMAT parquet, PARTITION_BY (rank))")
