@@ -118,14 +118,14 @@ def analyse(
 
 @app.command()
 def batch(
-    roots: Annotated[list[Path], typer.Argument(help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
+    roots: Annotated[list[Path], typer.Argument(metavar="ROOT...", help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
     warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="The warehouse folder: created if missing; must not overlap the ROOTs.")],
     run_depth: Annotated[int, typer.Option("--run-depth", min=0, help="Every folder this many levels below a ROOT is one run (0: each ROOT is one run).")] = 1,
     runs: Annotated[Optional[str], typer.Option("--runs", metavar="GLOB", help="Run folders as a glob relative to each ROOT (e.g. '2026-*/job-*'); overrides --run-depth.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Also compare content hashes (reads every byte), not only file lists, sizes and mtimes.")] = False,
     keep_missing: Annotated[bool, typer.Option("--keep-missing", help="Keep the tables of runs whose folder is gone (status missing); default: drop them.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Analyse again runs that failed last time although their input did not change.")] = False,
-    executor: Annotated[str, typer.Option("--executor", help="local: a process pool on this machine; dask: a Dask cluster (--scheduler, or a LocalCluster).")] = "local",
+    executor: Annotated[str, typer.Option("--executor", metavar="local|dask", help="local: a process pool on this machine; dask: a Dask cluster (--scheduler, or a LocalCluster).")] = "local",
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="--executor dask: the scheduler of an existing cluster (tcp://host:8786). The warehouse must be on a file system every worker shares.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A run that loses any data fails (its last good tables stay).")] = False,
