@@ -118,7 +118,7 @@ def analyse(
 
 @app.command()
 def batch(
-    roots: Annotated[list[Path], typer.Argument(metavar="ROOT...", help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
+    roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
     warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="The warehouse folder: created if missing; must not overlap the ROOTs.")],
     run_depth: Annotated[int, typer.Option("--run-depth", min=0, help="Every folder this many levels below a ROOT is one run (0: each ROOT is one run).")] = 1,
     runs: Annotated[Optional[str], typer.Option("--runs", metavar="GLOB", help="Run folders as a glob relative to each ROOT (e.g. '2026-*/job-*'); overrides --run-depth.")] = None,
