@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from .discover import Source
@@ -150,7 +151,7 @@ def fingerprint_run(folder: Path, verify: bool = False) -> tuple[str, str | None
                 info = path.lstat()
             except OSError:
                 continue
-            if path.is_file() and not path.is_symlink():
+            if S_ISREG(info.st_mode):  # a regular file, not a link: from the lstat above, no more syscalls
                 entries.append((str(path.relative_to(folder)), info.st_size, info.st_mtime_ns, path))
     entries.sort()
     stat_digest = hashlib.blake2b(digest_size=16)
