@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 
+from .database import connect as duckdb_connect
 from .errors import ProfpipeError
 from .options import Options, ReportOptions
 from .run import RunResult, analyse
@@ -67,7 +67,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     database = Path(output_path) / "profile.duckdb"
     if not database.is_file():
         raise ProfpipeError(f"{output_path}: not a profpipe output folder (no profile.duckdb)")
-    with duckdb.connect(str(database), read_only=True) as con:
+    with duckdb_connect(database, read_only=True) as con:
         ranks = [r for (r,) in con.execute("SELECT DISTINCT rank FROM rank_info ORDER BY rank").fetchall()]
         if device_id is None:
             if len(ranks) != 1:

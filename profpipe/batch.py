@@ -17,6 +17,7 @@ import re
 import shutil
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -284,12 +285,20 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
         def submit(task: _Task) -> None:
             pending[pool.submit(_timed, *task.call)] = task
 
-        for planned in todo:
-            planned.started = time.perf_counter()
-            for index, source in enumerate(planned.sources):
-                part = staging / planned.generation / f"source-{index}"
-                submit(_Task(planned, index, (ingest_source, source, part, options.analysis.strict)))
-        while pending:
+        # Ingest units wait here and go out two per worker at a time, so that a run's model unit, sent as
+        # soon as its sources are read, overtakes them: runs are committed while the batch goes on, and
+        # staging holds the parts of a few runs, not of the whole batch.
+        waiting = deque(_Task(planned, index, (ingest_source, source, staging / planned.generation / f"source-{index}",
+                                               options.analysis.strict))
+                        for planned in todo for index, source in enumerate(planned.sources))
+        while pending or waiting:
+            while waiting and len(pending) < 2 * pool.workers:
+                task = waiting.popleft()
+                if task.run.outcomes is not None:
+                    task.run.started = task.run.started or time.perf_counter()
+                    submit(task)
+            if not pending:
+                continue
             done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for future in done:
                 task = pending.pop(future, None)

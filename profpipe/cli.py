@@ -426,8 +426,7 @@ def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
 
 def _open(output: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to an output folder's profile.duckdb, or to a warehouse's views."""
-    import duckdb
-
+    from .database import connect as duckdb_connect
     from .warehouse import connect, is_warehouse
 
     if is_warehouse(output):
@@ -435,7 +434,7 @@ def _open(output: Path) -> duckdb.DuckDBPyConnection:
     database = output / "profile.duckdb"
     if not database.is_file():
         raise UsageError(f"{output}: not a profpipe output folder (no profile.duckdb)")
-    return duckdb.connect(str(database), read_only=True)
+    return duckdb_connect(database, read_only=True)
 
 
 def _usage(message: str) -> typer.Exit:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from . import ingest
 from .captures import number_captures, source_span
 from .clocks import clock_findings
+from .database import connect as duckdb_connect
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
 from .export.ascend_reports import write_ascend_reports
@@ -224,7 +225,7 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     row_counts = table_row_counts(tmp / "tables")
     timings["merge"] = time.perf_counter() - started
 
-    con = duckdb.connect(str(tmp / "profile.duckdb"))
+    con = duckdb_connect(tmp / "profile.duckdb")
     try:
         started = time.perf_counter()
         models_to_run = load_models()

@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .database import connect as duckdb_connect
 from .errors import UsageError
 from .models import create_macros, load_models, run_models, set_run_options
 from .tables import catalog
@@ -113,7 +114,7 @@ def publish_run(database: Path, warehouse: Path, run: str, generation: str) -> t
     worker; nothing is visible until the driver commits the generation. Run again, it starts over."""
     files: dict[str, list[str]] = {}
     columns: dict[str, list[list[str]]] = {}
-    with duckdb.connect(str(database), read_only=True) as con:
+    with duckdb_connect(database, read_only=True) as con:
         for table in public_tables():
             described = con.execute(f"DESCRIBE {table}").fetchall()
             columns[table] = [[name, kind] for name, kind, *_ in described]
@@ -222,7 +223,7 @@ class Warehouse:
             return
         tmp = self.root / f".{CATALOG}.tmp-{os.getpid()}"
         tmp.unlink(missing_ok=True)
-        with duckdb.connect(str(tmp)) as con:
+        with duckdb_connect(tmp) as con:
             _create_views(con, self.root, self.runs, self.columns, run=None)
             con.execute("CREATE TABLE warehouse_info AS SELECT ? AS serial, ? AS schema_version",
                         [self.serial, self.schema_version])
@@ -266,7 +267,7 @@ def connect(root: Path, run: str | None = None) -> duckdb.DuckDBPyConnection:
     warehouse = Warehouse(root)
     if run is not None and run not in warehouse.runs:
         raise UsageError(f"no run {run!r} in the warehouse {root} (runs: {', '.join(sorted(warehouse.runs)) or 'none'})")
-    con = duckdb.connect()
+    con = duckdb_connect()
     _create_views(con, root, warehouse.runs, warehouse.columns, run)
     create_macros(con)
     if run is not None:
@@ -332,7 +333,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 def _catalog_serial(path: Path) -> int | None:
     try:
-        with duckdb.connect(str(path), read_only=True) as con:
+        with duckdb_connect(path, read_only=True) as con:
             return con.execute("SELECT serial FROM warehouse_info").fetchone()[0]
     except duckdb.Error:
         return None

@@ -319,6 +319,8 @@ def test_cli_batch_query_and_diff_on_warehouse_runs(warehouse, tmp_path: Path) -
     assert counted.exit_code == 0, counted.output
     expected = connect(wh).execute("SELECT run, count(*) FROM device_exec GROUP BY run ORDER BY run").fetchall()
     assert [(r["run"], r["n"]) for r in json.loads(counted.stdout)] == expected
+    setting = runner.invoke(app, ["query", str(wh), "SELECT current_setting('enable_progress_bar') AS bar", "-f", "json"])
+    assert json.loads(setting.stdout) == [{"bar": False}], "DuckDB's progress bar would be drawn on stdout"
     same = runner.invoke(app, ["diff", "gpu", "gpu", "--warehouse", str(wh), "--json"])
     assert same.exit_code == 0, same.output
     rows = json.loads(same.stdout)["rows"]

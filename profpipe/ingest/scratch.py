@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ..database import connect as duckdb_connect
 from ..errors import InputError
 from ..output import process_gone
 from .units import US_TO_NS_MACRO
@@ -77,12 +78,12 @@ def memory_database() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database for a short query; should it spill, its files go to a scratch folder under
     $TMPDIR (DuckDB's default, `.tmp` in the working folder, may be the user's input folder)."""
     spill = Path(tempfile.gettempdir()) / f"profpipe-spill-{os.getpid()}-duckdb"
-    return _with_macros(duckdb.connect(config={"temp_directory": str(spill)}))
+    return _with_macros(duckdb_connect(temp_directory=str(spill)))
 
 
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database that spills to `folder` (which the caller removes)."""
-    return _with_macros(duckdb.connect(config={"temp_directory": str(folder), "memory_limit": MEMORY_LIMIT}))
+    return _with_macros(duckdb_connect(temp_directory=str(folder), memory_limit=MEMORY_LIMIT))
 
 
 def _with_macros(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
