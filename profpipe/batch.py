@@ -256,6 +256,8 @@ def _unchanged(record: RunRecord, folder: RunFolder, stat: str, content: str | N
     row = record.row
     if row["schema_version"] != version or row["path"] != str(folder.path) or row["fingerprint"] != stat:
         return False
+    if row["status"] == "missing":  # the folder is back
+        return False
     if content is not None and row.get("content_fingerprint") not in (None, content):
         return False
     return not (options.retry_failed and row["status"] == "failed")

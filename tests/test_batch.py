@@ -159,6 +159,10 @@ def test_a_gone_run_is_dropped_or_kept_as_missing(tmp_path: Path) -> None:
     con = connect(wh)
     assert con.execute("SELECT status FROM batch_runs WHERE run = 'gpu'").fetchone() == ("missing",)
     assert con.execute("SELECT count(*) FROM device_exec WHERE run = 'gpu'").fetchone()[0] > 0
+    shutil.copytree(RUNS["gpu"], root / "gpu")
+    assert _batch(root, wh, keep_missing=True).analysed == ["gpu"], "a missing run that is back is analysed"
+    assert connect(wh).execute("SELECT status FROM batch_runs WHERE run = 'gpu'").fetchone() == ("ok",)
+    shutil.rmtree(root / "gpu")
     dropped = _batch(root, wh)
     assert dropped.dropped == ["gpu"]
     con = connect(wh)
