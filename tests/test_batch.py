@@ -333,3 +333,14 @@ def test_cli_batch_query_and_diff_on_warehouse_runs(warehouse, tmp_path: Path) -
     assert missing.exit_code == 2 and "no run 'nope'" in missing.output
     assert {t for t in catalog()} <= set(public_tables())
     assert open_run(wh, "kineto").execute("SELECT count(DISTINCT rank) FROM device_exec").fetchone() == (2,)
+
+
+def test_a_damaged_manifest_is_a_clear_error_and_nothing_is_touched(tmp_path: Path) -> None:
+    root, wh = _root(tmp_path, {"gpu": RUNS["gpu"]}), tmp_path / "wh"
+    _batch(root, wh)
+    files_before = sorted(p for p in wh.rglob("*") if p.is_file())
+    (wh / MANIFEST).write_text('{"written_by": "profpipe", "format": 1, "serial": 3, "runs": {"gpu": ')
+    for attempt in (lambda: _batch(root, wh), lambda: connect(wh)):
+        with pytest.raises(UsageError, match=f"{wh / MANIFEST}: the warehouse manifest cannot be read"):
+            attempt()
+    assert sorted(p for p in wh.rglob("*") if p.is_file()) == files_before
