@@ -54,6 +54,7 @@ UNITS = ("ns", "bytes", "share", "count")
 UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share"}
 #: Tables the models may read with source() besides the normalized tables: the run's options.
 EXTRA_SOURCES = ("run_option",)
+_WORD = re.compile(r"(?<![.\w])\w+")
 _CALL = re.compile(r"\{\{\s*(ref|source)\(\s*'([A-Za-z_][A-Za-z0-9_]*)'\s*\)\s*\}\}")
 
 
@@ -168,7 +169,7 @@ def _read_model(path: Path, layer: str) -> Model:
     doc_path = path.with_suffix(".yml")
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
-    doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
+    doc = _read_yaml(doc_path) or {}
     unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
                           "tests", "style", "written_by", "newline"}
     if unknown or not doc.get("description") or not doc.get("columns"):
@@ -204,10 +205,16 @@ def _read_model(path: Path, layer: str) -> Model:
                  written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"))
 
 
+@lru_cache(maxsize=4)
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:
     """sql/columns.yml: the meaning (and unit) of columns many models share, by column name."""
     path = root / "columns.yml"
-    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return _read_yaml(path) if path.is_file() else {}
+
+
+def _read_yaml(path: Path) -> Any:
+    """A YAML file, parsed by libyaml where PyYAML has it (its wheels do; ten times the pure-Python loader)."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _check_references(model: Model, text: str, models: dict[str, Model], sources: set[str]) -> None:
@@ -225,9 +232,9 @@ def _check_references(model: Model, text: str, models: dict[str, Model], sources
         if models[name].layer not in MAY_READ[model.layer]:
             raise ModelError(f"SQL model {model.name}: a {model.layer} model may not read the "
                              f"{models[name].layer} model {name}")
-    for name in (set(models) | sources) - {model.name}:
-        if re.search(rf"(?<![.\w]){re.escape(name)}(?!\w)", text):
-            raise ModelError(f"SQL model {model.name}: reads {name} without ref()/source()")
+    words = set(_WORD.findall(text))  # whole words not after a dot: a column of an alias is not a table
+    for name in sorted(words & (set(models) | sources) - {model.name}):
+        raise ModelError(f"SQL model {model.name}: reads {name} without ref()/source()")
 
 
 def load_macros(sql_dir: Path | None = None) -> list[Macro]:
@@ -306,15 +313,17 @@ def comment_on(con: duckdb.DuckDBPyConnection) -> None:
     any DuckDB client shows it (duckdb_tables(), duckdb_columns())."""
     kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
                              "WHERE table_schema = 'main'").fetchall())
+    statements = []
     for name, entry in documentation().items():
         if name not in kinds:
             continue
         kind = "VIEW" if kinds[name] == "VIEW" else "TABLE"
-        con.execute(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
+        statements.append(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
         for column in entry["columns"]:
             unit = f" [{column['unit']}]" if column["unit"] else ""
             quoted = '"' + column["name"].replace('"', '""') + '"'
-            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS '{_quote(column['description'] + unit)}'")
+            statements.append(f"COMMENT ON COLUMN {name}.{quoted} IS '{_quote(column['description'] + unit)}'")
+    con.execute(";\n".join(["BEGIN TRANSACTION", *statements, "COMMIT"]))  # one commit, not one per comment
 
 
 def _test_name(test: Any) -> str:
