@@ -29,6 +29,8 @@ from .discover import Source
 from .errors import NoProfilerData, ProfpipeError, UsageError
 from .health import HealthEvent, HealthLedger
 from .options import Options
+from .meter import StageMeter
+from .parallel import local_workers, process_pool
 from .resources import data_dir
 from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
 from .safety import raise_if_interrupted, stop_on_signals
@@ -407,7 +409,8 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
     health = HealthLedger()
     for event in discover_events:
         health.add(event)
-    built = build_output(folder.path, out, sources, outcomes, options, health, QuietReporter(), {}, exports=False)
+    built = build_output(folder.path, out, sources, outcomes, options, health, QuietReporter(), StageMeter(),
+                         exports=False)
     files, columns = publish_run(out / "profile.duckdb", warehouse, folder.run, generation)
     shutil.rmtree(out, ignore_errors=True)
     lossy_rows = sum(int(r["rows"] or 0) for r in health.rows() if r["action"] in ("dropped", "clamped", "repaired"))
@@ -419,25 +422,6 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
 def _timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     started = time.perf_counter()
     return function(*args), time.perf_counter() - started
-
-
-def local_workers(largest_source_bytes: int) -> int:
-    """Worker processes for this machine: one per core, fewer when the available memory cannot hold one
-    largest source per worker (a reader needs about 4 times a source's size at most, plus 512 MiB)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    per_worker = 512 * 2**20 + 4 * largest_source_bytes
-    return max(1, min(cores, _available_memory() // per_worker))
-
-
-def _available_memory() -> int:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class _Pool:
@@ -463,10 +447,7 @@ def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[_Poo
     LocalCluster of local_workers processes)."""
     workers = options.workers or local_workers(largest_source_bytes)
     if options.executor == "local":
-        import multiprocessing
-
-        context = multiprocessing.get_context("forkserver")
-        pool = _Pool(lambda: cf.ProcessPoolExecutor(workers, mp_context=context), workers)
+        pool = _Pool(lambda: process_pool(workers), workers)
         try:
             yield pool
         except BaseException:  # interrupted: leave the workers' current units, they end on their own

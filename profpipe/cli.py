@@ -79,6 +79,8 @@ def analyse(
     step_list: Annotated[Optional[str], typer.Option("--step-list", metavar="STEPS", help="Keep only these consecutive steps, as MindSpore's step_list: '3-5' or '3,4,5'. A step outside the data is an error naming the steps there are.")] = None,
     data_simplification: Annotated[bool, typer.Option("--data-simplification/--keep-parquet", help="MindSpore's data_simplification: keep the deliverables only (the normalized tables live in profile.duckdb), or also keep them as Parquet files under OUTPUT/tables/.")] = True,
     pretty: Annotated[bool, typer.Option("--pretty", help="Indent the JSON reports.")] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
+    profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
     manifest.json; tables/ with --keep-parquet).
@@ -96,7 +98,7 @@ def analyse(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
             timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
             step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, rank_map=rank_map, strict=strict,
-            force=force, report=ReportOptions(style=report_style, subgraph=subgraph,
+            force=force, workers=workers, report=ReportOptions(style=report_style, subgraph=subgraph,
                                               optypes_to_deal=_type_list(optypes_to_deal),
                                               optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path))
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
@@ -113,6 +115,10 @@ def analyse(
         for notice in result.notices:
             typer.echo(f"profpipe: note: {notice}", err=True)
         _print_health(result)
+    if profile_stages:
+        from .export.text_table import simple_table
+
+        typer.echo(simple_table(["stage", "seconds", "peak MiB", "worker peak MiB"], result.meter.rows()), err=True)
     raise typer.Exit(result.exit_code)
 
 

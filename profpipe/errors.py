@@ -7,6 +7,7 @@ traceback. Each error class maps to one exit status (see EXIT_* and the README).
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 
@@ -63,6 +64,10 @@ class InputError(ProfpipeError):
         if offset is not None:
             where += f", byte offset {offset}"
         super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self) -> tuple:
+        # travels back from a worker process intact (the default would call __init__ with the message alone)
+        return partial(type(self), line=self.line, offset=self.offset), (self.path, self.problem)
 
 
 class SchemaError(ProfpipeError):

@@ -68,6 +68,9 @@ class Options:
     bp_op: str | None = None
     #: A file giving traces without a rank of their own their rank (discover.load_rank_map).
     rank_map: Path | None = None
+    #: Worker processes that read the sources (None: one per core when the input is large enough to pay
+    #: for starting them, fewer when memory cannot hold one largest source per worker; 1: in this process).
+    workers: int | None = None
     #: Make any data loss fatal (exit 1, the earlier output kept).
     strict: bool = False
     #: Let the output replace a non-empty folder profpipe did not write (never one that holds the input).
@@ -93,6 +96,9 @@ class Options:
             raise UsageError(f"timeline limit must be a positive number of MiB, got {self.timeline_limit_mb}")
         if self.rank_map is not None:
             object.__setattr__(self, "rank_map", Path(self.rank_map))
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise UsageError(f"workers must be a whole number of at least 1, got {self.workers!r}")
 
     def resolved(self) -> Options:
         """These options with the FP/BP overrides taken from MindSpore's environment variables where

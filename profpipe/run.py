@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import platform
 import shutil
+import concurrent.futures as cf
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -33,7 +34,9 @@ from .export.summary import build_summary, write_summary
 from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
+from .meter import StageMeter, peak_rss_bytes, reset_peak_rss
 from .options import Options
+from .parallel import local_workers, process_pool, stop_workers
 from .version import VERSION
 from .output import check_output, fingerprint, staged_output
 from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
@@ -69,7 +72,8 @@ class RunResult:
     skipped: list[dict[str, Any]]
     summary: dict[str, Any]
     row_counts: dict[str, int]
-    timings: dict[str, float] = field(default_factory=dict)
+    #: Seconds and peak memory per stage (manifest.json's timings_s and peak_rss_bytes).
+    meter: StageMeter = field(default_factory=StageMeter)
     #: What the user should know beyond the trace-health ledger (a step_list a rank cannot apply, a timeline cut).
     notices: list[str] = field(default_factory=list)
 
@@ -108,21 +112,60 @@ def analyse(path: str | Path, output: str | Path, options: Options | None = None
 
 def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> RunResult:
     health = HealthLedger()
-    started = time.perf_counter()
-    sources = find_sources(path, options, health)
-    timings = {"discover": time.perf_counter() - started}
+    meter = StageMeter()
+    with meter.stage("discover"):
+        sources = find_sources(path, options, health)
     with staged_output(output) as tmp:
-        started = time.perf_counter()
-        sizes = [s.size_bytes() for s in sources]
-        reporter.stage("ingest", sum(sizes))
-        outcomes = []
-        for index, source in enumerate(sources):
-            outcomes.append(ingest_source(source, tmp / "parts" / f"source-{index}", options.strict))
-            reporter.advance(sizes[index])
-        timings["ingest"] = time.perf_counter() - started
-        result = build_output(path, tmp, sources, outcomes, options, health, reporter, timings)
+        notices: list[str] = []
+        with meter.stage("ingest"):
+            outcomes = ingest_sources(sources, tmp / "parts", options, reporter, meter, notices)
+        result = build_output(path, tmp, sources, outcomes, options, health, reporter, meter, notices=notices)
     result.output = output
     return result
+
+
+#: Below this much input, sources are read one after the other: starting worker processes (each imports
+#: DuckDB and pyarrow) costs more than reading small sources in parallel saves.
+PARALLEL_MIN_BYTES = 64 * 2**20
+
+
+def ingest_sources(sources: list[Source], parts: Path, options: Options, reporter: Reporter, meter: StageMeter,
+                   notices: list[str]) -> list[IngestOutcome]:
+    """Every source read into its part folder under `parts` (the outcomes in source order): by a pool of
+    worker processes when there are several sources and enough input to pay for starting them (or
+    `options.workers` says how many), else here, one after the other. A worker that dies (the system's
+    out-of-memory killer) costs nothing: the sources it left unread are read here, one at a time."""
+    sizes = [source.size_bytes() for source in sources]
+    reporter.stage("ingest", sum(sizes))
+    workers = options.workers if options.workers is not None else (
+        local_workers(max(sizes)) if sum(sizes) >= PARALLEL_MIN_BYTES else 1)
+    workers = min(workers, len(sources))
+    outcomes: dict[int, IngestOutcome] = {}
+    if workers > 1:
+        pool = process_pool(workers)
+        try:
+            futures = {pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict): i
+                       for i in sorted(range(len(sources)), key=lambda i: -sizes[i])}  # the largest first
+            for future in cf.as_completed(futures):
+                index = futures[future]
+                try:
+                    outcomes[index] = future.result()
+                except cf.process.BrokenProcessPool:
+                    continue
+                meter.worker_peak("ingest", outcomes[index].peak_rss_bytes)
+                reporter.advance(sizes[index])
+        except BaseException:
+            stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+        if len(outcomes) < len(sources):
+            notices.append(f"a worker process died while reading (out of memory? see --workers); "
+                           f"{len(sources) - len(outcomes)} sources were read again one at a time")
+    for index, source in enumerate(sources):
+        if index not in outcomes:
+            outcomes[index] = ingest_source(source, parts / f"source-{index}", options.strict)
+            reporter.advance(sizes[index])
+    return [outcomes[index] for index in range(len(sources))]
 
 
 def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
@@ -147,6 +190,8 @@ class IngestOutcome:
     part_dir: Path | None
     events: list[HealthEvent]
     skipped: dict[str, Any] | None = None
+    #: The reading process's peak resident memory while it read this source.
+    peak_rss_bytes: int = 0
 
 
 def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome:
@@ -160,6 +205,7 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
     (superseded). A source without a rank fails with discover's message. Recoverable problems a reader
     meets (a cut-short last record, unnamed tasks) go to the ledger.
     """
+    reset_peak_rss()
     health = HealthLedger()
     location = _location(source)
     warn = health.for_source(str(location), source.rank)
@@ -176,7 +222,7 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
         for table_name, table in ingest.read(source, warn):
             sink.write(table_name, with_source_keys(table_name, table, source.rank, source.capture))
         sink.close()
-        return IngestOutcome(part_dir, health.events)
+        return IngestOutcome(part_dir, health.events, peak_rss_bytes=peak_rss_bytes())
     except Exception as exc:  # noqa: BLE001 - containment: one source's failure, whatever it is, is its own
         raise_if_interrupted()
         sink.close()
@@ -188,17 +234,51 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
              path=getattr(error, "path", None), offset=getattr(error, "offset", None),
              line=getattr(error, "line", None))
         return IngestOutcome(None, health.events,
-                             {"source": str(source.directory), "rank": source.rank, "error": str(error)})
+                             {"source": str(source.directory), "rank": source.rank, "error": str(error)},
+                             peak_rss_bytes())
 
 
 def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], options: Options,
-                 health: HealthLedger, reporter: Reporter, timings: dict[str, float], *,
-                 exports: bool = True) -> RunResult:
+                 health: HealthLedger, reporter: Reporter, meter: StageMeter, *, exports: bool = True,
+                 notices: list[str] | None = None) -> RunResult:
     """From the sources' parts (`outcomes`, one per source, in order) to the output folder `tmp`: captures,
     merged tables, the trace-health ledger, profile.duckdb with every model, and (with `exports`) the
-    reports, the timeline, summary.json and manifest.json."""
-    notices: list[str] = []
-    started = time.perf_counter()
+    reports, the timeline, summary.json and manifest.json. `meter` times each stage; `notices` are the
+    earlier stages' (more are added)."""
+    notices = notices if notices is not None else []
+    with meter.stage("merge"):
+        tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices)
+    con = duckdb_connect(tmp / "profile.duckdb")
+    try:
+        with meter.stage("models"):
+            models_to_run = load_models()
+            reporter.stage("models", len(models_to_run))
+            load_tables(con, tmp)
+            create_macros(con)
+            set_run_options(con, options.trace_point_overrides)
+            run_models(con, models_to_run)
+            comment_on(con)
+            reporter.advance(len(models_to_run))
+        summary: dict[str, Any] = {"health": health.summary()}
+        if exports:
+            with meter.stage("export"):
+                summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices)
+    finally:
+        con.close()
+    if exports:
+        _write_manifest(tmp / "manifest.json", path, sources, skipped,
+                        [event.message for event in health.events] + notices, row_counts, meter,
+                        indent=2 if options.pretty else None)
+    if options.data_simplification:  # the tables live on in profile.duckdb
+        shutil.rmtree(tables)
+    return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
+                     notices=notices, meter=meter)
+
+
+def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], options: Options, health: HealthLedger,
+           notices: list[str]) -> tuple[Path, list[int], list[dict[str, Any]], dict[str, int]]:
+    """The sources' parts merged into `tmp`/tables (with the step filter, the clock findings and the
+    trace-health ledger); returns that folder, the ranks read, the skipped sources and the row counts."""
     for outcome in outcomes:
         for event in outcome.events:
             health.add(event)
@@ -223,41 +303,13 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         health.add(finding)
     pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
     row_counts = table_row_counts(tmp / "tables")
-    timings["merge"] = time.perf_counter() - started
-
-    con = duckdb_connect(tmp / "profile.duckdb")
-    try:
-        started = time.perf_counter()
-        models_to_run = load_models()
-        reporter.stage("models", len(models_to_run))
-        load_tables(con, tmp)
-        create_macros(con)
-        set_run_options(con, options.trace_point_overrides)
-        run_models(con, models_to_run)
-        comment_on(con)
-        reporter.advance(len(models_to_run))
-        timings["models"] = time.perf_counter() - started
-        summary: dict[str, Any] = {"health": health.summary()}
-        if exports:
-            summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, timings, notices)
-    finally:
-        con.close()
-    if exports:
-        _write_manifest(tmp / "manifest.json", path, sources, skipped,
-                        [event.message for event in health.events] + notices, row_counts, timings,
-                        indent=2 if options.pretty else None)
-    if options.data_simplification:  # the tables live on in profile.duckdb
-        shutil.rmtree(tmp / "tables")
-    return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
-                     timings=timings, notices=notices)
+    return tmp / "tables", ranks_read, skipped, row_counts
 
 
 def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], skipped: list[dict[str, Any]],
-            health: HealthLedger, options: Options, reporter: Reporter, timings: dict[str, float],
-            notices: list[str]) -> dict[str, Any]:
+            health: HealthLedger, options: Options, reporter: Reporter, notices: list[str]) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
     summary.json (returned)."""
-    started = time.perf_counter()
     reporter.stage("export", 3)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file]
     write_reports(con, tmp / "reports", reports, options.report.style)
@@ -273,7 +325,6 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
     reporter.advance(1)
-    timings["export"] = time.perf_counter() - started
     if timeline.events_dropped:
         notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
     return summary
@@ -326,7 +377,7 @@ def _location(source: Source) -> Path:
 
 
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
-                    warnings: list[str], row_counts: dict[str, int], timings: dict[str, float],
+                    warnings: list[str], row_counts: dict[str, int], meter: StageMeter,
                     indent: int | None) -> None:
     """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
     versions = {"profpipe": VERSION, "python": platform.python_version()}
@@ -347,6 +398,8 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
         "skipped": skipped,
         "warnings": warnings,
         "row_counts": row_counts,
-        "timings_s": timings,
+        "timings_s": meter.timings,
+        "peak_rss_bytes": meter.peaks,
+        **({"worker_peak_rss_bytes": meter.worker_peaks} if meter.worker_peaks else {}),
     }
     path.write_text(json.dumps(manifest, indent=indent) + "\n", encoding="utf-8")

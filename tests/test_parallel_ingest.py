@@ -1,0 +1,141 @@
+"""Sources of one run read by worker processes (run.ingest_sources, parallel.py) and the stage meter (meter.py).
+
+Oracle: the same run read in this process, one source after the other (workers=1), table for table.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, run
+from profpipe.cli import app
+from profpipe.errors import InputError
+from profpipe.tables import catalog
+
+sys.path.insert(0, str(FIXTURES / "generators"))
+from kineto import rank_trace  # noqa: E402  (the fixture generator)
+
+
+def _kineto_ranks(folder: Path, ranks: int) -> Path:
+    """A run of `ranks` generated PyTorch traces, rank r starting r ms after rank 0."""
+    folder.mkdir()
+    for rank in range(ranks):
+        document = rank_trace("current", rank, 86_400_000_000_000 + rank * 1_000_000)
+        (folder / f"rank-{rank}.pt.trace.json").write_text(json.dumps(document) + "\n")
+    return folder
+
+
+def _table_rows(out: Path) -> dict[str, list[tuple]]:
+    """Every normalized table and mart of an output, rows sorted (the order parts were merged in may differ)."""
+    con = duckdb.connect(str(out / "profile.duckdb"), read_only=True)
+    try:
+        names = [row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()]
+        return {name: sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in names}
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("fixture", ["ascend_ms_cluster", "mindspore_gpu/two_ranks"])
+def test_sources_read_by_workers_give_the_tables_of_reading_them_here(fixture: str, tmp_path: Path) -> None:
+    serial = run(FIXTURES / fixture, tmp_path / "serial", workers=1)
+    parallel = run(FIXTURES / fixture, tmp_path / "parallel", workers=2)
+    assert "ingest" in parallel.meter.worker_peaks and "ingest" not in serial.meter.worker_peaks
+    assert parallel.health == serial.health and parallel.skipped == serial.skipped
+    rows = _table_rows(tmp_path / "parallel")
+    assert set(catalog()) <= set(rows)
+    assert rows == _table_rows(tmp_path / "serial")
+
+
+def test_a_worker_that_dies_costs_no_source(tmp_path: Path) -> None:
+    """The OOM killer takes the pool's workers while they start: every source is read here instead, the
+    tables are those of a serial run, and a notice says what happened."""
+    import psutil
+
+    source = _kineto_ranks(tmp_path / "run", 6)
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(run(source, tmp_path / "killed", workers=2)))
+    worker.start()
+    victims: list = []
+    deadline = time.monotonic() + 60
+    while not victims and time.monotonic() < deadline:
+        servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+        victims = [w for server in servers for w in server.children()]
+        time.sleep(0.005)
+    assert victims, "the pool's workers started"
+    for victim in victims:
+        victim.kill()
+    worker.join(timeout=300)
+    [result] = outcome
+    assert any("worker process died" in notice and "read again one at a time" in notice for notice in result.notices)
+    assert result.ranks == list(range(6)) and not result.skipped
+    run(source, tmp_path / "serial", workers=1)
+    assert _table_rows(tmp_path / "killed") == _table_rows(tmp_path / "serial")
+
+
+def test_a_source_that_fails_in_a_worker_is_reported_as_it_is_here(tmp_path: Path) -> None:
+    source = _kineto_ranks(tmp_path / "run", 3)
+    (source / "rank-1.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, ')
+    parallel = run(source, tmp_path / "parallel", workers=2)
+    serial = run(source, tmp_path / "serial", workers=1)
+    assert parallel.skipped == serial.skipped and len(parallel.skipped) == 1
+    assert "rank-1.pt.trace.json" in parallel.skipped[0]["error"]
+    assert parallel.ranks == serial.ranks == [0, 2]
+    with pytest.raises(InputError) as raised:  # --strict: the worker's error itself, with its file
+        run(source, tmp_path / "strict", workers=2, strict=True)
+    assert raised.value.path.endswith("rank-1.pt.trace.json")
+    assert not (tmp_path / "strict").exists()
+
+
+def test_input_errors_travel_between_processes_whole() -> None:
+    error = pickle.loads(pickle.dumps(InputError("/data/rank-3.json", "cut short", line=7, offset=1234)))
+    assert (type(error), error.path, error.problem, error.line, error.offset, str(error)) == \
+        (InputError, "/data/rank-3.json", "cut short", 7, 1234, "/data/rank-3.json, line 7, byte offset 1234: cut short")
+
+
+def test_each_stage_has_its_time_and_peak_memory(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["analyse", str(FIXTURES / "kineto" / "current"), "-o", str(out), "-q",
+                                      "--profile-stages", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    stages = ["discover", "ingest", "merge", "models", "export"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert list(manifest["timings_s"]) == list(manifest["peak_rss_bytes"]) == stages
+    assert all(manifest["timings_s"][s] > 0 for s in stages)
+    # a stage's peak is at least what any Python process holds (20 MiB) and below what this machine has
+    assert all(20 * 2**20 < manifest["peak_rss_bytes"][s] < 64 * 2**30 for s in stages)
+    assert list(manifest["worker_peak_rss_bytes"]) == ["ingest"]
+    table = result.output.splitlines()
+    assert table[0].split() == ["stage", "seconds", "peak", "MiB", "worker", "peak", "MiB"]
+    assert [line.split()[0] for line in table[2:7]] == stages
+
+
+def test_the_stage_peak_is_the_stage_own(tmp_path: Path) -> None:
+    """The peak of a stage is reset when it starts: a stage that holds 200 MiB more than the others shows it,
+    the one after it does not."""
+    from profpipe.meter import StageMeter
+
+    meter = StageMeter()
+    with meter.stage("big"):
+        block = bytearray(200 * 2**20)
+        block[::4096] = b"x" * len(block[::4096])  # touch every page
+        del block
+    with meter.stage("small"):
+        pass
+    assert meter.peaks["big"] - meter.peaks["small"] > 150 * 2**20
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 1.5])
+def test_workers_must_be_a_whole_number_of_at_least_one(workers, tmp_path: Path) -> None:
+    from profpipe.errors import UsageError
+    from profpipe.options import Options
+
+    with pytest.raises(UsageError, match="workers"):
+        Options(workers=workers)
