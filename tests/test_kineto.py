@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from profpipe.errors import InputError
@@ -462,6 +463,29 @@ def test_array_end_found_past_look_alikes_inside_events_and_after_the_array(tmp_
     result = run(folder, tmp_path / "out", strict=True)
     assert query(result.output, "SELECT count(*) FROM host_op") == [(3,)]
     assert query(result.output, "SELECT metadata_json->>'traceName' FROM run_info") == [("t",)]
+
+
+_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                            max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(st.dictionaries(st.sampled_from(["args", "dims", "x"]), _JSON_VALUES, max_size=3), max_size=4),
+       before=st.sampled_from(["", " ", "\n  ", " " * 300]), comma=st.booleans(), after=st.sampled_from(["", "\n", " \t"]),
+       members=st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=3))
+def test_the_array_end_is_the_first_bracket_followed_by_members_only(events, before, comma, after, members):
+    """Whatever the events and the members after the array hold (arrays of objects, empty arrays, brackets in
+    strings), and however much space and a trailing comma come before the bracket, the bracket that closes the
+    array is found and the members after it are returned whole."""
+    from profpipe.ingest.trace_object import _array_end
+
+    array = "[" + ", ".join(json.dumps(e) for e in events) + ("," if comma and events else "") + before
+    rest = "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in members.items())
+    tail = (array + "]" + after + rest + "}\n").encode()
+    position, trailer = _array_end(tail)
+    assert position == len(array.encode())
+    assert json.loads(b"{" + trailer + b"}") == members
 
 
 def test_a_large_plain_trace_is_read_whole(tmp_path: Path):

@@ -37,7 +37,11 @@ _HEAD_LIMIT = 64 << 20
 _TAIL = 8 << 20
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_ARRAY_CLOSE = re.compile(rb"[}\[]\s*,?\s*\]")  # a trailing comma is tolerated (and reported)
+#: A ']' that may close the event array, by what follows it: members and the object's closing brace, or (in a
+#: file cut inside the members) a comma. Matched by the bracket first: a literal lets the scan skip ahead.
+_CLOSE_THEN_MEMBERS = re.compile(rb'\](?=\s*(?:,\s*"|\}))')
+_CLOSE_THEN_COMMA = re.compile(rb"\](?=\s*,)")
+_WHITESPACE = frozenset(b" \t\n\r\f\v")
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
 #: A start time with a ns fraction (durations stay far below EXACT_DOUBLE_US: only starts are ever quoted).
@@ -332,8 +336,7 @@ def _array_end(tail: bytes) -> tuple[int | None, bytes]:
     an event fails as soon as the text stops looking like the object's last members.
     """
     text = tail.decode("latin-1")  # one character per byte: positions stay byte offsets
-    for candidate in _ARRAY_CLOSE.finditer(tail):
-        position = candidate.end() - 1
+    for position in _closing_brackets(tail, _CLOSE_THEN_MEMBERS):
         if _only_members_follow(text, position + 1):
             rest = tail[position + 1:].strip()
             return position, (rest[1:-1] if rest.startswith(b",") else b"")
@@ -371,8 +374,8 @@ def _array_end_before_cut(tail: bytes) -> tuple[int | None, dict[str, Any]]:
     """Where the event array ends in a file cut inside the members after it, and the complete scalar members
     (baseTimeNanoseconds, traceName, ...) that are left; (None, {}) when the cut is not after the array.
     The array ends at the first `}]` or `[]` after which no event follows (no `"ph"` key) and a member starts."""
-    for candidate in _ARRAY_CLOSE.finditer(tail):
-        rest = tail[candidate.end():]
+    for position in _closing_brackets(tail, _CLOSE_THEN_COMMA):
+        rest = tail[position + 1:]
         first = re.match(rb'\s*,\s*(?:"(\w*)"?|$)', rest)
         if b'"ph"' in rest or not first or (first[1] is not None and not any(
                 key.startswith(first[1]) for key in _MEMBERS_AFTER)):
@@ -383,8 +386,25 @@ def _array_end_before_cut(tail: bytes) -> tuple[int | None, dict[str, Any]]:
                 members[match[1].decode()] = json.loads(match[2])
             except ValueError:
                 continue
-        return candidate.end() - 1, members
+        return position, members
     return None, {}
+
+
+def _closing_brackets(tail: bytes, follow: re.Pattern[bytes]) -> Iterator[int]:
+    """Positions of the `]` in `tail` that `follow` accepts and that close an array after its last object or
+    an empty one (`}]`, `[]`; a trailing comma between is tolerated and reported), in order."""
+    for match in follow.finditer(tail):
+        index = _skip_space_back(tail, match.start() - 1)
+        if index >= 0 and tail[index] == 0x2C:  # ','
+            index = _skip_space_back(tail, index - 1)
+        if index >= 0 and tail[index] in (0x7D, 0x5B):  # '}' or '['
+            yield match.start()
+
+
+def _skip_space_back(text: bytes, index: int) -> int:
+    while index >= 0 and text[index] in _WHITESPACE:
+        index -= 1
+    return index
 
 
 def event_offset(path: Path, number: int, limit: int = 256 << 20) -> int | None:
