@@ -1,33 +1,28 @@
 """Wall time and peak memory of each pipeline stage of a run: manifest.json's `timings_s` and
 `peak_rss_bytes`, printed by `profpipe analyse --profile-stages`.
 
-A stage's peak is this process's peak resident memory while it ran: Linux's high-water mark (VmHWM) is
-reset when the stage starts (/proc/self/clear_refs) and read when it ends. Where that cannot be done, the
-process's peak so far (getrusage) stands in. Sources read by worker processes report their own peaks
-(`worker_peak`), kept apart: the memory a machine needs is the sum over the workers that run at once.
+A stage's peak is this process's peak resident memory while it ran. When the stage sets a new high-water
+mark for the process (Linux's VmHWM, what `wait4` and `time -v` report too, never reset here) that mark is
+the exact peak; otherwise a thread samples the resident size every 5 ms during the stage and the largest
+sample counts. Sources read by worker processes report their processes' peaks (`worker_peak`), kept apart:
+the memory a machine needs is the sum over the workers that run at once.
 """
 from __future__ import annotations
 
 import resource
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-
-def reset_peak_rss() -> bool:
-    """Restart this process's peak-memory count at its current size; False where the system cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
+_PAGE = resource.getpagesize()
+_SAMPLE_S = 0.005
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident memory since the last reset_peak_rss (else since it started)."""
+    """This process's peak resident memory since it started."""
     try:
         with open("/proc/self/status", encoding="ascii") as handle:
             for line in handle:
@@ -37,6 +32,33 @@ def peak_rss_bytes() -> int:
         pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
+
+
+def rss_bytes() -> int:
+    """This process's resident memory now (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Sampler(threading.Thread):
+    """The largest resident size seen while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(name="profpipe-rss-sampler", daemon=True)
+        self.largest = rss_bytes()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(_SAMPLE_S):
+            self.largest = max(self.largest, rss_bytes())
+
+    def finish(self) -> int:
+        self._done.set()
+        self.join()
+        return max(self.largest, rss_bytes())
 
 
 @dataclass
@@ -51,13 +73,17 @@ class StageMeter:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Measure the body as stage `name`."""
-        reset_peak_rss()
+        mark = peak_rss_bytes()
+        sampler = _Sampler()
+        sampler.start()
         started = time.perf_counter()
         try:
             yield
         finally:
             self.timings[name] = time.perf_counter() - started
-            self.peaks[name] = peak_rss_bytes()
+            sampled = sampler.finish()
+            new_mark = peak_rss_bytes()
+            self.peaks[name] = new_mark if new_mark > mark else sampled
 
     def worker_peak(self, name: str, peak_bytes: int) -> None:
         """A worker's peak while it did part of stage `name`."""

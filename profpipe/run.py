@@ -34,7 +34,7 @@ from .export.summary import build_summary, write_summary
 from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
-from .meter import StageMeter, peak_rss_bytes, reset_peak_rss
+from .meter import StageMeter, peak_rss_bytes
 from .options import Options
 from .parallel import local_workers, process_pool, stop_workers
 from .version import VERSION
@@ -190,7 +190,7 @@ class IngestOutcome:
     part_dir: Path | None
     events: list[HealthEvent]
     skipped: dict[str, Any] | None = None
-    #: The reading process's peak resident memory while it read this source.
+    #: The peak resident memory of the process that read this source, since it started.
     peak_rss_bytes: int = 0
 
 
@@ -205,7 +205,6 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
     (superseded). A source without a rank fails with discover's message. Recoverable problems a reader
     meets (a cut-short last record, unnamed tasks) go to the ledger.
     """
-    reset_peak_rss()
     health = HealthLedger()
     location = _location(source)
     warn = health.for_source(str(location), source.rank)
