@@ -1,21 +1,46 @@
-"""profpipe against HolisticTraceAnalysis (HTA) and against DuckDB's plain parse, on the same Kineto traces, in one run.
+"""profpipe against its anchors on the same Kineto traces, side by side in one run: HolisticTraceAnalysis (HTA),
+DuckDB's plain parse and a typed msgspec parse (the "typed parse limit"), with the ratios.
 
-For each input (one of the largest real traces of ../shared/realdata, or a trace generated to a size by
-repeating a real one), three commands run as subprocesses, each measured for wall time and peak RSS
-of its process tree:
+Inputs: the largest real traces of ../shared/realdata (`--real`, each alone); traces generated to a size
+by repeating a real one (`--mb`, one rank each; whole copies of the 21.6 MiB source, so a size is rounded
+up to the next multiple); runs of N rank traces of `--rank-mb` MiB each (`--ranks`, each trace's
+distributedInfo.rank set to its rank, files rank-<r>.pt.trace.json). For each input these
+commands run as subprocesses, each measured for wall time and peak RSS (run_mindspore_cpu.measure: the
+largest of any one process of its tree, not a sum over processes that run at once), `--repeat` times (the
+fastest counts):
 
 * HTA: `TraceAnalysis(trace_dir=...)` then `get_gpu_kernel_breakdown()` with every kernel kept (parse
-  plus kernel breakdown, what the issue compares), in a Python that has HTA (`--hta-python`);
-* DuckDB's plain parse: DuckDB's JSON reader, the fastest parser available here, reading every event of
-  the trace's event array (extracted beforehand, not timed) into a table, the columns profpipe reads;
-* `profpipe analyse` (the whole analysis: tables, models, reports, timeline).
+  plus kernel breakdown, what issue 6 compares), in a Python that has HTA (`--hta-python`); left out with
+  `--skip-hta` (its columns then say "-");
+* DuckDB's plain parse: DuckDB's JSON reader reading every event of the trace's event array (extracted
+  beforehand, not timed) into a table, the columns profpipe reads;
+* the typed parse limit: the trace file read (inflated when .gz) and the whole JSON object decoded by
+  msgspec into typed Structs (each event's ph, name, cat, pid, tid, ts, dur and args as a dict; other
+  fields ignored; Structs with gc=False, a msgspec performance tip, and Python's cyclic garbage collector
+  off, which else walks the new args dicts again and again and doubles the time): the fastest compiled
+  typed parse of the same file, nothing else;
+* `profpipe analyse` (the whole analysis: tables, models, reports, timeline; `--workers` is passed on,
+  else profpipe picks). Its stage times and per-stage peak memory (of the main process, and of the
+  largest ingest worker where workers read the ranks: the machine needs about the main process's plus
+  that of each worker running at once) come from the output's manifest.json, of the last of the
+  `--repeat` runs.
 
-It also checks that profpipe's kernel totals per name equal HTA's, on the kernels HTA keeps: those
-launched (runtime call, by correlation id) before the last ProfilerStep ends (HTA is asked to keep
-the last step), and those without a correlation id (MTIA's DMA transfers). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its "MEMORY
-kernels" are profpipe's memcpy and memset. One JSON line per input.
+Both parses run one process per trace file, one after the other: on a run of several ranks their wall
+times are summed and their peak is the largest one's (profpipe reads the ranks in parallel workers).
+Ratios: profpipe vs HTA (speed, memory), profpipe wall / DuckDB parse, profpipe wall / typed parse and
+profpipe ingest stage / typed parse. With HTA, it also checks that profpipe's kernel totals per name
+equal HTA's, on the kernels HTA keeps: those launched (runtime call, by correlation id) before the last
+ProfilerStep ends (HTA is asked to keep the last step), and those without a correlation id (MTIA's DMA
+transfers). HTA floors ns-resolution times to µs, so those traces may differ by the rounding; its
+"MEMORY kernels" are profpipe's memcpy and memset. Prints one JSON line per input as it is measured,
+then a Markdown table of all inputs.
 
-Usage: python benchmarks/run_kineto.py --hta-python /tmp/hta/bin/python [--mb 2048] [--real]
+msgspec is not a dependency of profpipe: `pip install -e '.[bench]'` gives it.
+
+Usage:
+    python benchmarks/run_kineto.py --hta-python /tmp/hta/bin/python --real --repeat 2
+    python benchmarks/run_kineto.py --skip-hta --mb 50 500 2048
+    python benchmarks/run_kineto.py --skip-hta --ranks 1 2 8 --rank-mb 50
 """
 from __future__ import annotations
 
@@ -59,20 +84,61 @@ con.execute("CREATE TABLE events AS SELECT * FROM read_json(?, format = 'array',
 print(con.execute("SELECT count(*) FROM events").fetchall()[0][0])
 """
 
+_TYPED_PARSE = """
+import gc, gzip, sys
+from typing import Any
+import msgspec
 
-def scale(target: Path, size_mb: float) -> None:
-    """A trace of about `size_mb` MiB: the real source's events repeated, each copy shifted past the last and
-    its ids renumbered."""
+gc.disable()  # else the cyclic collector walks the new args dicts again and again (twice the time)
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    args: dict[str, Any] | None = None
+
+class Trace(msgspec.Struct):
+    traceEvents: list[Event] = []
+
+with open(sys.argv[1], "rb") as handle:
+    data = handle.read()
+if sys.argv[1].endswith(".gz"):
+    data = gzip.decompress(data)
+print(len(msgspec.json.decode(data, type=Trace).traceEvents))
+"""
+
+#: The stages shown in the table's compact columns (all of manifest.json's are in the JSON lines).
+SHOWN_STAGES = ("ingest", "models", "export")
+
+
+def generated(folder: Path, size_mb: float, ranks: int) -> Path:
+    """`folder` holding `ranks` generated traces rank-<r>.pt.trace.json of about `size_mb` MiB each (made once)."""
+    for rank in range(ranks):
+        target = folder / f"rank-{rank}.pt.trace.json"
+        if not target.exists():
+            scale(target, size_mb, rank)
+    return folder
+
+
+def scale(target: Path, size_mb: float, rank: int = 0) -> None:
+    """A trace of about `size_mb` MiB for `rank` (its distributedInfo.rank): the real source's events repeated,
+    each copy shifted past the last and its ids renumbered. Written under another name, then renamed."""
     with gzip.open(REALDATA / SCALE_SOURCE) as handle:
         trace = json.load(handle)
     events = trace.pop("traceEvents")
+    trace["distributedInfo"] = {**trace.get("distributedInfo", {}), "rank": rank}
     stamps = [e["ts"] + e.get("dur", 0) for e in events if "ts" in e]
     span = max(stamps) - min(e["ts"] for e in events if "ts" in e) + 1000
     ids = ("correlation", "External id")
     id_step = 1 + max([e.get("id", 0) for e in events if isinstance(e.get("id"), int)] +
                       [e["args"][k] for e in events for k in ids if isinstance((e.get("args") or {}).get(k), int)])
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w") as out:
+    partial = target.with_name(target.name + ".partial")
+    with open(partial, "w") as out:
         out.write(json.dumps(trace)[:-1] + ', "traceEvents": [\n')
         copy, written = 0, 0
         while written < size_mb * 2**20:
@@ -83,6 +149,7 @@ def scale(target: Path, size_mb: float) -> None:
                 written += len(line)
             copy += 1
         out.write("\n]}\n")
+    partial.rename(target)
 
 
 def _shifted(event: dict, by_us: float, by_id: int) -> dict:
@@ -136,7 +203,36 @@ def compare(totals_path: Path, out: Path) -> dict:
             "total_hta_us": round(sum(hta.values()), 1), "total_profpipe_us": round(sum(ours.values()), 1)}
 
 
+def per_file(script: str, files: list[Path], args: argparse.Namespace) -> dict:
+    """`script` run on each of `files`, a process per file, one after the other: the wall times summed, the
+    largest peak RSS (the first failure ends it)."""
+    total = {"ok": True, "wall_s": 0.0, "peak_rss_mib": 0.0, "processes": len(files)}
+    for path in files:
+        one = fastest([sys.executable, "-c", script, str(path)], args)
+        if not one["ok"]:
+            return one
+        total["wall_s"] = round(total["wall_s"] + one["wall_s"], 2)
+        total["peak_rss_mib"] = max(total["peak_rss_mib"], one["peak_rss_mib"])
+    return total
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator to 2 decimals; None when either is missing."""
+    return round(numerator / denominator, 2) if numerator is not None and denominator else None
+
+
+def wall(result: dict | None) -> float | None:
+    """A measured command's wall seconds; None when it was not run or failed."""
+    return result["wall_s"] if result and result["ok"] else None
+
+
+def peak(result: dict | None) -> float | None:
+    """A measured command's peak RSS (MiB); None when it was not run or failed."""
+    return result["peak_rss_mib"] if result and result["ok"] else None
+
+
 def run_input(folder: Path, args: argparse.Namespace) -> dict:
+    """Every command measured on the traces of `folder`, their ratios and profpipe's stages: one JSON-able row."""
     traces = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz")))
     bytes_in = sum(p.stat().st_size for p in traces)
     for path in traces:
@@ -147,43 +243,90 @@ def run_input(folder: Path, args: argparse.Namespace) -> dict:
         event_array(trace, array)
     totals = WORK / "kineto_hta_totals.json"
     out = WORK / "out_kineto"
-    hta = fastest([args.hta_python, "-c", _HTA, str(folder), str(totals)], args)
-    parse = {"wall_s": 0.0, "peak_rss_mib": 0.0, "ok": True}
-    for array in arrays:  # one process per file, as HTA and profpipe read one file per rank
-        one = fastest([sys.executable, "-c", _PARSE, str(array)], args)
-        parse = {"ok": parse["ok"] and one["ok"], "wall_s": round(parse["wall_s"] + one.get("wall_s", 0), 2),
-                 "peak_rss_mib": max(parse["peak_rss_mib"], one.get("peak_rss_mib", 0))}
-    ours = fastest([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder), "-o", str(out)],
-                   args)
-    row = {"input": str(traces[0].resolve().relative_to(REALDATA.resolve())) if traces[0].is_symlink() else folder.name,
-           "input_mib": round(bytes_in / 2**20, 1), "hta": hta, "duckdb_parse": parse, "profpipe": ours}
-    if ours["ok"] and hta["ok"]:
-        row["speedup_vs_hta"] = round(hta["wall_s"] / ours["wall_s"], 2)
-        row["memory_vs_hta"] = round(ours["peak_rss_mib"] / hta["peak_rss_mib"], 2)
-        row["kernel_totals"] = compare(totals, out)
-    if ours["ok"] and parse["ok"]:
-        row["wall_vs_parse"] = round(ours["wall_s"] / parse["wall_s"], 2)
+    hta = None if args.skip_hta else fastest([args.hta_python, "-c", _HTA, str(folder), str(totals)], args)
+    parse = per_file(_PARSE, arrays, args)
+    typed = per_file(_TYPED_PARSE, traces, args)
+    workers = [] if args.workers is None else ["--workers", str(args.workers)]
+    ours = fastest([sys.executable, "-c", "from profpipe.cli import app; app()", "analyse", str(folder), "-o", str(out),
+                    *workers], args)
+    row: dict = {"input": str(traces[0].resolve().relative_to(REALDATA.resolve())) if traces[0].is_symlink()
+                 else folder.name, "input_mib": round(bytes_in / 2**20, 1), "ranks": len(traces),
+                 "hta": hta or "skipped", "duckdb_parse": parse, "typed_parse": typed, "profpipe": ours}
+    if len(traces) > 1:
+        row["parses"] = "a process per rank trace, one after the other: wall summed, peak RSS the largest"
     if ours["ok"]:
-        row["stage_s"] = {k: round(v, 2) for k, v in json.loads((out / "manifest.json").read_text())["timings_s"].items()}
+        manifest = json.loads((out / "manifest.json").read_text())
+        row["stage_s"] = {k: round(v, 2) for k, v in manifest["timings_s"].items()}
+        row["stage_peak_mib"] = {k: round(v / 2**20) for k, v in manifest["peak_rss_bytes"].items()}
+        if "worker_peak_rss_bytes" in manifest:
+            row["worker_peak_mib"] = {k: round(v / 2**20) for k, v in manifest["worker_peak_rss_bytes"].items()}
+    row["speedup_vs_hta"] = ratio(wall(hta), wall(ours))
+    row["memory_vs_hta"] = ratio(peak(ours), peak(hta))
+    row["wall_vs_parse"] = ratio(wall(ours), wall(parse))
+    row["wall_vs_typed_parse"] = ratio(wall(ours), wall(typed))
+    row["ingest_vs_typed_parse"] = ratio(row.get("stage_s", {}).get("ingest"), wall(typed))
+    if wall(ours) and wall(hta):
+        row["kernel_totals"] = compare(totals, out)
     return row
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a Markdown table ("-": not measured, failed, or HTA skipped)."""
+    def measured(result: dict | str) -> str:
+        return f"{result['wall_s']:.2f} s / {result['peak_rss_mib']:,.0f} MiB" if isinstance(result, dict) and \
+            result["ok"] else "-"
+
+    def times(x: float | None) -> str:
+        return "-" if x is None else f"{x}x"
+
+    def stages(row: dict) -> tuple[str, str]:
+        if "stage_s" not in row:
+            return "-", "-"
+        seconds = "/".join(f"{row['stage_s'].get(s, 0):.2f}" for s in SHOWN_STAGES)
+        peaks = [f"{row['stage_peak_mib'].get(s, 0):,}" for s in SHOWN_STAGES]
+        worker = row.get("worker_peak_mib", {}).get("ingest")
+        if worker is not None:
+            peaks[0] += f" (w {worker:,})"
+        return seconds, "/".join(peaks)
+
+    lines = ["| input | MiB | ranks | HTA wall / peak | DuckDB parse wall / peak | typed parse wall / peak | "
+             "profpipe wall / peak | ingest/models/export s | peak MiB ingest/models/export | vs HTA speed / memory "
+             "| vs DuckDB parse | vs typed parse: whole / ingest |", "|" + "---|" * 12]
+    for row in rows:
+        seconds, peaks = stages(row)
+        lines.append(f"| {row['input']} | {row['input_mib']:,} | {row['ranks']} | {measured(row['hta'])} | "
+                     f"{measured(row['duckdb_parse'])} | {measured(row['typed_parse'])} | {measured(row['profpipe'])} | "
+                     f"{seconds} | {peaks} | {times(row['speedup_vs_hta'])} / {times(row['memory_vs_hta'])} | "
+                     f"{times(row['wall_vs_parse'])} | {times(row['wall_vs_typed_parse'])} / "
+                     f"{times(row['ingest_vs_typed_parse'])} |")
+    return "\n".join(lines + [
+        "", "Stage figures: profpipe's manifest.json (main process; (w N): the largest ingest worker's peak, workers "
+        "run at once). Parses of several rank traces: a process per trace, one after the other, wall summed, peak "
+        "the largest."])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hta-python", required=True, help="a Python with torch and HolisticTraceAnalysis")
-    parser.add_argument("--mb", type=float, nargs="*", default=[], help="generated trace sizes (MiB)")
+    parser.add_argument("--hta-python", help="a Python with torch and HolisticTraceAnalysis (unless --skip-hta)")
+    parser.add_argument("--skip-hta", action="store_true", help="leave HTA out (its columns say '-')")
+    parser.add_argument("--mb", type=float, nargs="*", default=[], help="generated trace sizes (MiB), one rank each")
+    parser.add_argument("--ranks", type=int, nargs="*", default=[], help="runs of this many generated rank traces")
+    parser.add_argument("--rank-mb", type=float, default=50, help="size of each rank trace of --ranks (MiB)")
     parser.add_argument("--real", action="store_true", help="also the largest real traces of ../shared/realdata")
+    parser.add_argument("--workers", type=int, help="passed to profpipe analyse --workers (default: profpipe's choice)")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--repeat", type=int, default=1, help="runs per command; the fastest counts")
     args = parser.parse_args()
+    if not args.skip_hta and not args.hta_python:
+        parser.error("--hta-python is required unless --skip-hta")
     inputs = [real_folder(REALDATA / r) for r in REAL] if args.real else []
-    for size_mb in args.mb:
-        folder = WORK / f"kineto_{int(size_mb)}mb"
-        if not (folder / "rank-0.pt.trace.json").exists():
-            scale(folder / "rank-0.pt.trace.json", size_mb)
-        inputs.append(folder)
+    inputs += [generated(WORK / f"kineto_{int(size_mb)}mb", size_mb, 1) for size_mb in args.mb]
+    inputs += [generated(WORK / f"kineto_{n}x{int(args.rank_mb)}mb", args.rank_mb, n) for n in args.ranks]
+    rows = []
     for folder in inputs:
-        print(json.dumps(run_input(folder, args)), flush=True)
+        rows.append(run_input(folder, args))
+        print(json.dumps(rows[-1]), flush=True)
+    print(table(rows))
 
 
 if __name__ == "__main__":

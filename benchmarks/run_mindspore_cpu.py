@@ -39,31 +39,57 @@ def _available_mib() -> float:
     return float("inf")
 
 
+#: Runs argv[2:] as its child, then writes the child's wall seconds and peak RSS (KiB, of it and the children it
+#: waited for) to file descriptor argv[1] and exits with its status. It stands between this process and the
+#: command because Linux gives a process, when it execs, the peak RSS of the memory it was made from (a vfork
+#: shares this process's): a command started from here would report at least this process's own peak (what
+#: it read or generated before). This small process's peak is the floor instead, and its start-up is not timed.
+_LAUNCHER = """
+import os, resource, sys, time
+os.set_inheritable(int(sys.argv[1]), False)  # the command's own children never hold the report open
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+status = os.waitpid(pid, 0)[1]
+wall = time.perf_counter() - started
+os.write(int(sys.argv[1]), f"{wall} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}".encode())
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def measure(command: list[str], timeout_s: float) -> dict:
-    """Wall seconds and peak RSS (MiB) of `command` and the children it waited for.
+    """Wall seconds and peak RSS (MiB) of `command` and the children it waited for (see _LAUNCHER).
 
     The command is stopped when it runs past `timeout_s` or when the machine is about to run
     out of memory (less than MIN_AVAILABLE_MIB left), and the result says so.
     """
     log = tempfile.TemporaryFile()
+    report, report_end = os.pipe()
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    process = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(report_end), *command], stdout=subprocess.DEVNULL,
+                               stderr=log, start_new_session=True, pass_fds=(report_end,))
+    os.close(report_end)
     deadline = started + timeout_s
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline or _available_mib() < MIN_AVAILABLE_MIB:
-            reason = (f"timed out after {timeout_s:.0f} s" if time.perf_counter() > deadline else
-                      f"stopped after {time.perf_counter() - started:.0f} s: machine out of memory")
-            os.killpg(process.pid, 9)
-            os.wait4(process.pid, 0)
-            return {"ok": False, "error": reason}
-        time.sleep(0.05)
-    wall = time.perf_counter() - started
+    with os.fdopen(report, "rb") as report_file:
+        while True:
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline or _available_mib() < MIN_AVAILABLE_MIB:
+                reason = (f"timed out after {timeout_s:.0f} s" if time.perf_counter() > deadline else
+                          f"stopped after {time.perf_counter() - started:.0f} s: machine out of memory")
+                os.killpg(process.pid, 9)
+                os.wait4(process.pid, 0)
+                return {"ok": False, "error": reason}
+            time.sleep(0.05)
+        reported = report_file.read().split()  # nothing when the launcher itself was killed
     code = os.waitstatus_to_exitcode(status)
-    result = {"ok": code == 0, "wall_s": round(wall, 2), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
-    if code != 0:
+    result: dict = {"ok": code == 0 and len(reported) == 2}
+    if len(reported) == 2:
+        result.update(wall_s=round(float(reported[0]), 2), peak_rss_mib=round(int(reported[1]) / 1024, 1))
+    if not result["ok"]:
         log.seek(0)
         result["error"] = f"exit {code}: {log.read().decode(errors='replace')[-300:]}"
     return result
