@@ -9,7 +9,10 @@ import json
 import platform
 import shutil
 import concurrent.futures as cf
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -256,11 +259,10 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             create_macros(con)
             set_run_options(con, options.trace_point_overrides)
             run_models(con, models_to_run)
-            comment_on(con)
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
-        if exports:
-            with meter.stage("export"):
+        if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
+            with meter.stage("export"), _beside(lambda: comment_on(con.cursor())):
                 summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices)
     finally:
         con.close()
@@ -272,6 +274,28 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
                      notices=notices, meter=meter)
+
+
+@contextmanager
+def _beside(work: Callable[[], None]) -> Iterator[None]:
+    """Run `work` in a thread while the body runs (DuckDB releases the GIL: both use the cores); its error, if
+    any, is raised when both are done."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="profpipe-beside")
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], options: Options, health: HealthLedger,

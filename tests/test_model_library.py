@@ -13,7 +13,7 @@ import yaml
 from conftest import FIXTURES, REPO, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
-from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, load_models, run_models
+from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, documentation, load_models, run_models
 from profpipe.tables import catalog
 
 #: One folder per format family: the model tests run on each one's output.
@@ -191,6 +191,23 @@ def test_documented_columns_are_the_columns_of_every_fixture_output(outputs):
             for model in load_models():
                 actual = [(c, t) for c, t, *_ in con.execute(f"DESCRIBE {model.name}").fetchall()]
                 assert actual == [(c.name, c.type) for c in model.columns], (name, model.name)
+
+
+def test_every_table_model_and_column_carries_its_documentation_in_the_saved_profile(outputs):
+    """profile.duckdb holds the documentation (written while the exports run): any DuckDB client shows each
+    table's and column's meaning, the unit in brackets."""
+    docs = documentation()
+    with duckdb.connect(str(outputs["kineto"] / "profile.duckdb"), read_only=True) as con:
+        tables = dict(con.execute("SELECT table_name, comment FROM duckdb_tables() WHERE NOT temporary UNION ALL "
+                                  "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
+        columns = {(t, c): comment for t, c, comment in con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal").fetchall()}
+    assert set(docs) <= set(tables)
+    for name, entry in docs.items():
+        assert tables[name] == entry["description"], name
+        for column in entry["columns"]:
+            unit = f" [{column['unit']}]" if column["unit"] else ""
+            assert columns[name, column["name"]] == column["description"] + unit, (name, column["name"])
 
 
 @pytest.mark.parametrize("fixture", FIXTURE_RUNS)
