@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -116,11 +117,16 @@ SHOWN_STAGES = ("ingest", "models", "export")
 
 
 def generated(folder: Path, size_mb: float, ranks: int) -> Path:
-    """`folder` holding `ranks` generated traces rank-<r>.pt.trace.json of about `size_mb` MiB each (made once)."""
+    """`folder` holding `ranks` generated traces rank-<r>.pt.trace.json of about `size_mb` MiB each: hard links to
+    the traces of WORK/kineto_pool_<size>mb, each made once for every run that needs that rank."""
+    pool = WORK / f"kineto_pool_{int(size_mb)}mb"
+    folder.mkdir(parents=True, exist_ok=True)
     for rank in range(ranks):
-        target = folder / f"rank-{rank}.pt.trace.json"
-        if not target.exists():
-            scale(target, size_mb, rank)
+        name = f"rank-{rank}.pt.trace.json"
+        if not (pool / name).exists():
+            scale(pool / name, size_mb, rank)
+        if not (folder / name).exists():
+            os.link(pool / name, folder / name)
     return folder
 
 

@@ -405,7 +405,10 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
     """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
     versions = {"profpipe": VERSION, "python": platform.python_version()}
     for package in ("duckdb", "pyarrow", "polars"):
-        versions[package] = metadata.version(package)
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:  # polars is imported only by the readers that need it
+            versions[package] = None
     manifest = {
         "input": str(input_path.resolve()),
         "created_unix_s": time.time(),

@@ -44,6 +44,25 @@ def test_layout_and_manifest(tmp_path):
     assert not list(tmp_path.glob(".out.*")), "temporary folders left behind"
 
 
+def test_a_pytorch_trace_is_analysed_where_polars_is_not_installed(tmp_path, monkeypatch):
+    """polars is imported only by the readers that need it: a machine without it (a GPU node's image) still
+    analyses PyTorch traces, and the manifest says polars is not there."""
+    from importlib import metadata
+
+    real_version = metadata.version
+
+    def version(package: str) -> str:
+        if package == "polars":
+            raise metadata.PackageNotFoundError(package)
+        return real_version(package)
+
+    monkeypatch.setattr(metadata, "version", version)
+    out = tmp_path / "out"
+    run(FIXTURES / "kineto" / "current", out)
+    versions = json.loads((out / "manifest.json").read_text())["versions"]
+    assert versions["polars"] is None and versions["duckdb"] == duckdb.__version__
+
+
 def test_input_folder_is_untouched(tmp_path):
     copy = tmp_path / "in"
     shutil.copytree(GPU, copy)
