@@ -579,3 +579,20 @@ def test_missing_first_slice_is_an_error(tmp_path: Path) -> None:
     fixture, name, *_ = BINARY["c_hwts_0"]
     outcome, path = damaged(fixture, name, None, tmp_path)
     assert_error_names(outcome, path)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(-2, 2)), max_size=60))
+def test_first_of_each_keeps_the_earliest_record_of_every_exact_key(rows):
+    """binary_records.first_of_each (duplicate records): against the plain definition, on keys that repeat often
+    (small value ranges), negative values included."""
+    import numpy as np
+
+    from profpipe.ingest.binary_records import first_of_each
+
+    columns = [np.array([row[i] for row in rows], dtype=np.int64) for i in range(3)]
+    seen: set[tuple[int, ...]] = set()
+    expected = []
+    for row in rows:
+        expected.append(row not in seen)
+        seen.add(row)
+    assert first_of_each(columns).tolist() == expected

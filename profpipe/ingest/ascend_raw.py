@@ -34,7 +34,7 @@ from ..errors import InputError
 from . import ascend_aicpu, ascend_framework
 from ..health import Warn
 from ..clocks import ascend_raw_clock
-from .binary_records import is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
+from .binary_records import first_of_each, is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
 from .lines import MAX_JSON_BYTES, read_capped
 from .run_info import run_info
 
@@ -397,13 +397,10 @@ def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int,
                            f"end {int(finish[first])}")
     starts = starts[in_range & ~negative]
     if starts.size > 1:
-        key = np.stack([op[starts].astype(np.uint64), syscnt[starts], syscnt[starts + 1]], axis=1)
-        _, first_index = np.unique(key, axis=0, return_index=True)
-        if first_index.size < starts.size:
-            keep = np.zeros(starts.size, dtype=bool)
-            keep[first_index] = True
+        keep = first_of_each([syscnt[starts], syscnt[starts + 1], op[starts]])
+        if not keep.all():
             copy = int(np.flatnonzero(~keep)[0])
-            bad["duplicate_record"].add(int(starts.size - first_index.size), int(records["offset"][starts[copy]]),
+            bad["duplicate_record"].add(int(np.count_nonzero(~keep)), int(records["offset"][starts[copy]]),
                                         f"task {int(records['task_id'][starts[copy]])}, "
                                         f"start {int(syscnt[starts[copy]])}")
             starts = starts[keep]
@@ -550,13 +547,8 @@ def _clean_points(paths: list[Path], kind: np.ndarray, tag: np.ndarray, records:
              check=check, action="dropped", rows=int(index.size), path=path, offset=offset, example=example,
              tables="step_point")
 
-    if kind.size > 1:
-        key = np.stack([tag.astype(np.uint64), records["task_id"].astype(np.uint64),
-                        records["stream_id"].astype(np.uint64), syscnt.astype(np.uint64)], axis=1)
-        _, first = np.unique(key, axis=0, return_index=True)
-        copies = np.ones(kind.size, dtype=bool)
-        copies[first] = False
-        drop(copies, "duplicate_record", "repeat an earlier record exactly (the copies)")
+    drop(~first_of_each([syscnt, tag, records["task_id"], records["stream_id"]]), "duplicate_record",
+         "repeat an earlier record exactly (the copies)")
     drop(syscnt > max_ticks(tick_hz), "out_of_range", "have a counter value beyond what int64 ns can hold")
     keep &= kind != 0
     ends = np.flatnonzero(keep & (kind == _END))

@@ -137,3 +137,26 @@ def is_blank(records: np.ndarray) -> np.ndarray:
     if candidates.size:
         blank[candidates] = _WHITESPACE[rows[candidates]].all(axis=1)
     return blank
+
+
+def first_of_each(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Mask of the records that are the first (lowest index) of their exact key, the values of `columns` (equal
+    length, integers); a record that repeats an earlier one in every column is False. The first column should be
+    a counter or time, where equal values are rare: records are sorted by it alone, and only those that share a
+    value are compared whole (np.unique over every column sorts them all as one wide key: ten times slower)."""
+    size = len(columns[0])
+    first = np.ones(size, dtype=bool)
+    if size < 2:
+        return first
+    order = np.argsort(columns[0], kind="stable")
+    ordered = columns[0][order]
+    same = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not same.size:
+        return first
+    candidates = np.unique(np.concatenate([order[same], order[same + 1]]))  # ascending record index
+    key = np.stack([np.asarray(column)[candidates].astype(np.uint64) for column in columns], axis=1)
+    _, first_index = np.unique(key, axis=0, return_index=True)  # of the earliest candidate with each key
+    repeated = np.ones(candidates.size, dtype=bool)
+    repeated[first_index] = False
+    first[candidates[repeated]] = False
+    return first
