@@ -84,11 +84,12 @@ class _RankReports:
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
-    def _report_sql(self, name: str, columns: str, per_capture: bool = False) -> str:
-        """SELECT `columns` of the rank's rows of report `name` (of the current capture for a step-keyed one),
-        in the report's csv_order."""
+    def _report_sql(self, name: str, columns: str, per_capture: bool = False, also: str | None = None) -> str:
+        """SELECT `columns` of the rank's rows of report `name` (of the current capture for a step-keyed one; and
+        where `also` holds), in the report's csv_order."""
         order = next(m.csv_order for m in load_models() if m.name == name)
-        where = f"rank = {int(self.rank)}" + (f" AND capture = {int(self.capture)}" if per_capture else "")
+        where = f"rank = {int(self.rank)}" + (f" AND capture = {int(self.capture)}" if per_capture else "") + \
+            (f" AND {also}" if also else "")
         return f"SELECT {columns} FROM {name} WHERE {where}" + (f" ORDER BY {order}" if order else "")
 
     def _report(self, name: str, columns: str, per_capture: bool = False) -> list[tuple]:
@@ -147,31 +148,34 @@ class _RankReports:
 
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
-        rows = self._report("step_trace_raw", "step_num, first_step, training, phases, spans", per_capture=True)
-        if not rows:
+        first = self._report("step_trace_raw", "training, spans", per_capture=True)[:1]
+        if not first:
             return
         legacy = self.options.style == "legacy"
+        [(training, spans)] = first
         header = ["step_num", "start_point", "end_point", "total", "fp_point"]
-        training = rows[0][2]
         header += ["bp_point", "iteration_interval", "fp_and_bp", "tail"] if training else ["iteration_interval", "fp"]
-        for span in rows[0][4] or []:
+        for span in spans or []:
             name = (f"stream_{span['stream_id']}_parallel_{span['pair']}" if legacy
                     else f"stream_{span['stream_id']}_{span['pair']}_{span['op_label']}")
             group = [f"{name}_start_point", f"{name}_end_point", name]  # MindInsight 0.3 order
             header += group if legacy else group[2:] + group[:2]  # later: duration, start, end
-        lines = []
-        for step, _, _, phases, spans in rows:
-            values = list(phases)
-            for span in spans or []:
-                start, end = span["start"], span["end"]
-                values += [start, end, end - start] if legacy else [end - start, start, end]
-            lines.append([step, *values])
-        averaged = [line[1:] for line, row in zip(lines, rows) if not (legacy and row[1])]
-        average = ([_round_half_even(sum(column), len(averaged)) for column in zip(*averaged)] if averaged
-                   else [0] * (len(header) - 1))
+        # each step's values, its spans' start, end and duration in the style's order; legacy averages leave the
+        # first step out
+        values = ("phases || flatten(list_transform(coalesce(spans, []), lambda s: " +
+                  ("[s.start, s.\"end\", s.\"end\" - s.start]" if legacy else "[s.\"end\" - s.start, s.start, s.\"end\"]") +
+                  "))")
+        line = (f"concat(step_num, ',', array_to_string(list_transform({values}, lambda x: coalesce(x::VARCHAR, '')), ','), "
+                "chr(13), chr(10))")  # as Python's csv module writes the ints (None: empty)
         with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv", per_capture=True), "wb") as handle:
             handle.write(_csv_line(header))
-            handle.writelines(_csv_line(line) for line in lines)
+            write_text_column(self.con, self._report_sql("step_trace_raw", line, per_capture=True), handle)
+            averaged = self._report_sql("step_trace_raw", f"{values} AS v", per_capture=True,
+                                        also="NOT first_step" if legacy else None)
+            sums = self.con.execute(
+                f"SELECT i, sum(x)::VARCHAR, count(*) FROM (SELECT unnest(v) AS x, generate_subscripts(v, 1) AS i "
+                f"FROM ({averaged})) GROUP BY i ORDER BY i").fetchall()
+            average = [_round_half_even(int(total), count) for _, total, count in sums] or [0] * (len(header) - 1)
             handle.write(_csv_line(["-", *average]))
 
     def _point_info(self) -> None:
