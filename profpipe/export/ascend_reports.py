@@ -148,7 +148,8 @@ class _RankReports:
 
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
-        first = self._report("step_trace_raw", "training, spans", per_capture=True)[:1]
+        first = self.con.execute(self._report_sql("step_trace_raw", "training, spans", per_capture=True)
+                                 + " LIMIT 1").fetchall()
         if not first:
             return
         legacy = self.options.style == "legacy"
