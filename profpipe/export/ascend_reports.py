@@ -198,24 +198,27 @@ class _RankReports:
             event = "legacy_event" if legacy else "event"
             events = write_text_column(self.con, self._report_sql("ascend_timeline_display", f"',' || {event}"),
                                        handle, drop_leading=1)
-            columns = self.con.sql(self._report_sql("ascend_timeline_display",
-                                                    "lane, pid, tid, op_name, name, dur")).fetchnumpy()
-            lanes, tids = columns["lane"], columns["tid"].tolist()
             if not legacy:
-                threads = set(zip(columns["pid"].tolist(), tids))
+                threads = set(self.con.execute("SELECT DISTINCT pid, tid FROM ascend_timeline_display WHERE rank = ?",
+                                               [self.rank]).fetchall())
                 metadata = ",".join(json.dumps(m) for m in self._timeline_metadata(threads))
                 handle.write(((("," if events and metadata else "") + metadata).encode()))
             handle.write(b"]")
-        tasks, aicpu = lanes == 0, lanes == 2
+        columns = self.con.sql(self._report_sql("ascend_timeline_display", "lane, dur")).fetchnumpy()
+        tasks, aicpu = columns["lane"] == 0, columns["lane"] == 2
         # MindSpore adds the durations one by one in timeline order; cumsum adds in that order too
         durations = columns["dur"][tasks]
         total = float(np.cumsum(durations)[-1]) if durations.size else 0.0
         aicpu_count = int(aicpu.sum())
-        streams = {tid for tid, task in zip(tids, tasks) if task and tid is not None}
+        # distinct names as Python's set counts them (a missing name is one more); streams without the missing one
+        streams, op_names = self.con.execute(
+            "SELECT count(DISTINCT tid) FILTER (WHERE lane = 0), "
+            "count(DISTINCT coalesce(op_name, chr(0))) FILTER (WHERE lane = 0) "
+            "+ count(DISTINCT coalesce(name, chr(0))) FILTER (WHERE lane = 2) "
+            "FROM ascend_timeline_display WHERE rank = ?", [self.rank]).fetchall()[0]
         summary = {"total_time": total + float(columns["dur"][aicpu].sum()) / 1000,
-                   "num_of_streams": len(streams) + (1 if aicpu_count else 0),
-                   "num_of_ops": len(set(columns["op_name"][tasks].tolist()))
-                   + len(set(columns["name"][aicpu].tolist())),
+                   "num_of_streams": streams + (1 if aicpu_count else 0),
+                   "num_of_ops": op_names,
                    "op_exe_times": int(tasks.sum()) + aicpu_count}
         self._text(f"{prefix}_summary_{self.device}.json", json.dumps(summary))
 
