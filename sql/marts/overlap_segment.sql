@@ -42,11 +42,10 @@ WITH steps AS (
         CASE WHEN collective AND NOT computing THEN 'collective_alone' END,
         CASE WHEN receiving AND NOT collective AND NOT computing THEN 'receive_alone' END,
         CASE WHEN NOT computing AND NOT communicating THEN 'free' END], lambda c: c IS NOT NULL)) AS t(category)
-), runs AS (
-    SELECT *, sum(CASE WHEN start_ns = previous_end THEN 0 ELSE 1 END)
-                  OVER (PARTITION BY rank, capture, step, category ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
-    FROM (SELECT *, lag(end_ns) OVER (PARTITION BY rank, capture, step, category ORDER BY start_ns) AS previous_end
-          FROM labelled)
+), runs AS (  -- pieces of a category that touch share their start minus the durations before them: one key per run
+    SELECT *, start_ns - (sum(end_ns - start_ns) OVER (PARTITION BY rank, capture, step, category ORDER BY start_ns
+                                                       ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns)) AS run
+    FROM labelled
 )
 SELECT rank, capture, step, category, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) - min(start_ns) AS dur_ns
 FROM runs
