@@ -40,11 +40,14 @@ def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, fi
 
 
 def _blank(path: Path) -> bool:
-    """Whether the file holds nothing but whitespace (read until its first other byte)."""
+    """Whether the file holds nothing but whitespace (read until its first other byte: a few bytes for a JSON
+    file, which starts with its bracket, in blocks growing to 1 MiB for one that does not)."""
+    size = 4096
     with open(path, "rb") as handle:
-        while block := handle.read(1024 * 1024):
+        while block := handle.read(size):
             if block.strip():
                 return False
+            size = min(size * 16, 1 << 20)
     return True
 
 
