@@ -265,3 +265,21 @@ def test_model_selection_keeps_the_ranks_that_ran_it(tmp_path: Path) -> None:
     assert result.ranks == [1]
     assert "no exports of models [0] (this rank has models [2])" in result.skipped[0]["error"]
     assert [(r["rank"], r["model_id"], r["models"]) for r in result.summary["ranks"]] == [(1, 0, [0])]
+
+
+@pytest.mark.parametrize("copies", [0, 1, 3])
+def test_a_repeated_timeline_event_is_counted_once(copies: int, tmp_path: Path) -> None:
+    """An event that repeats an earlier one of its file exactly is left out and counted (duplicate_record), the
+    tables keep what the file without the copies gives; with no copy, nothing is reported."""
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE, folder)
+    timeline = next(folder.rglob("msprof_0_1_1.json"))
+    events = json.loads(timeline.read_text())
+    task = next(e for e in events if e.get("ph") == "X")
+    timeline.write_text(json.dumps(events + [task] * copies))
+    result = run(folder, tmp_path / "out")
+    baseline = run(FIXTURE, tmp_path / "baseline")
+    found = query(result.output, "SELECT action, rows FROM trace_health WHERE check_name = 'duplicate_record'")
+    assert found == ([("dropped", copies)] if copies else [])
+    for table in ("device_exec", "step_point", "comm_task"):
+        assert query(result.output, f"SELECT count(*) FROM {table}") == query(baseline.output, f"SELECT count(*) FROM {table}")
