@@ -80,6 +80,7 @@ def analyse(
     data_simplification: Annotated[bool, typer.Option("--data-simplification/--keep-parquet", help="MindSpore's data_simplification: keep the deliverables only (the normalized tables live in profile.duckdb), or also keep them as Parquet files under OUTPUT/tables/.")] = True,
     pretty: Annotated[bool, typer.Option("--pretty", help="Indent the JSON reports.")] = False,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
+    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
     profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
@@ -98,7 +99,7 @@ def analyse(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
             timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
             step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, rank_map=rank_map, strict=strict,
-            force=force, workers=workers, report=ReportOptions(style=report_style, subgraph=subgraph,
+            force=force, workers=workers, memory_limit_mb=memory_limit, report=ReportOptions(style=report_style, subgraph=subgraph,
                                               optypes_to_deal=_type_list(optypes_to_deal),
                                               optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path))
         with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),

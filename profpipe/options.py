@@ -71,6 +71,9 @@ class Options:
     #: Worker processes that read the sources (None: one per core when the input is large enough to pay
     #: for starting them, fewer when memory cannot hold one largest source per worker; 1: in this process).
     workers: int | None = None
+    #: MiB of memory each DuckDB database of the run may hold before it spills to disk (the output's, each reader's;
+    #: None: DuckDB's default, 80 % of the machine's memory, and 640 MiB for a reader).
+    memory_limit_mb: int | None = None
     #: Make any data loss fatal (exit 1, the earlier output kept).
     strict: bool = False
     #: Let the output replace a non-empty folder profpipe did not write (never one that holds the input).
@@ -99,6 +102,10 @@ class Options:
         if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
                                          or self.workers < 1):
             raise UsageError(f"workers must be a whole number of at least 1, got {self.workers!r}")
+        if self.memory_limit_mb is not None and (isinstance(self.memory_limit_mb, bool)
+                                                 or not isinstance(self.memory_limit_mb, int)
+                                                 or self.memory_limit_mb < 64):
+            raise UsageError(f"memory limit must be a whole number of MiB, at least 64, got {self.memory_limit_mb!r}")
 
     def resolved(self) -> Options:
         """These options with the FP/BP overrides taken from MindSpore's environment variables where

@@ -9,7 +9,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 
-from .database import limit_threads
+from .database import configure
 
 #: A reader needs at most about this many times its source's size in memory, plus a fixed part.
 _BYTES_PER_SOURCE_BYTE = 4
@@ -40,12 +40,13 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def process_pool(workers: int) -> cf.ProcessPoolExecutor:
-    """A pool of `workers` processes started by forkserver, whose DuckDB connections share the cores."""
+def process_pool(workers: int, memory_mb: int | None = None) -> cf.ProcessPoolExecutor:
+    """A pool of `workers` processes started by forkserver, whose DuckDB connections share the cores (and take at
+    most `memory_mb` MiB each, where given)."""
     import multiprocessing
 
     return cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                                  initializer=limit_threads, initargs=(max(1, cores() // workers),))
+                                  initializer=configure, initargs=(max(1, cores() // workers), memory_mb))
 
 
 def stop_workers(executor: cf.ProcessPoolExecutor) -> None:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from . import ingest
 from .captures import number_captures, source_span
 from .clocks import clock_findings
-from .database import connect as duckdb_connect
+from .database import configured, connect as duckdb_connect
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
 from .export.ascend_reports import write_ascend_reports
@@ -108,7 +108,7 @@ def analyse(path: str | Path, output: str | Path, options: Options | None = None
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
     check_output(output, path, options.force)
-    with stop_on_signals(), out_of_space_named(output.resolve().parent):
+    with stop_on_signals(), out_of_space_named(output.resolve().parent), configured(memory_mb=options.memory_limit_mb):
         sweep_scratch_folders()
         return _analyse(path, output, options, reporter)
 
@@ -145,7 +145,7 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
     workers = min(workers, len(sources))
     outcomes: dict[int, IngestOutcome] = {}
     if workers > 1:
-        pool = process_pool(workers)
+        pool = process_pool(workers, options.memory_limit_mb)
         try:
             futures = {pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict): i
                        for i in sorted(range(len(sources)), key=lambda i: -sizes[i])}  # the largest first

@@ -139,3 +139,44 @@ def test_workers_must_be_a_whole_number_of_at_least_one(workers, tmp_path: Path)
 
     with pytest.raises(UsageError, match="workers"):
         Options(workers=workers)
+
+
+def test_a_memory_limit_bounds_every_database_of_the_run_and_changes_no_number(tmp_path: Path) -> None:
+    """--memory-limit: the output database and the readers' scratch databases take at most that many MiB (each
+    reader's at most its own 640), the tables are those of an unbounded run, and the setting ends with the run."""
+    from profpipe import database
+    from profpipe.ingest import scratch
+
+    seen: list[str] = []
+    original = database.duckdb.connect
+
+    def recording(path: str, read_only: bool = False, config: dict | None = None):
+        seen.append((config or {}).get("memory_limit"))
+        return original(path, read_only=read_only, config=config or {})
+
+    database.duckdb.connect = recording
+    try:
+        bounded = run(FIXTURES / "kineto" / "current", tmp_path / "bounded", memory_limit_mb=200, workers=1)
+    finally:
+        database.duckdb.connect = original
+    assert seen and set(seen) == {"200MB"}
+    def limit(con) -> str:
+        return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+    for configured_mb, expected_mb in ((1024, 640), (300, 300)):  # a reader's: its own 640 MiB or the lower limit
+        with database.configured(memory_mb=configured_mb):
+            reader = scratch.scratch_database(tmp_path)
+        assert limit(reader) == limit(original(":memory:", config={"memory_limit": f"{expected_mb}MB"}))
+    assert database._memory_mb is None
+    run(FIXTURES / "kineto" / "current", tmp_path / "free", workers=1)
+    assert _table_rows(tmp_path / "bounded") == _table_rows(tmp_path / "free")
+    assert not bounded.skipped
+
+
+@pytest.mark.parametrize("memory_limit_mb", [0, 63, True, 512.5])
+def test_a_memory_limit_is_a_whole_number_of_at_least_64_mib(memory_limit_mb) -> None:
+    from profpipe.errors import UsageError
+    from profpipe.options import Options
+
+    with pytest.raises(UsageError, match="memory limit"):
+        Options(memory_limit_mb=memory_limit_mb)

@@ -1,7 +1,7 @@
 """Stage 2, ingest helper for one-file trace sources (Kineto, Nsight Systems): the checks before a trace is
 opened, the scratch DuckDB database it is parsed into, and the tables out of it.
 
-In memory up to MEMORY_LIMIT, spilled to a scratch folder beyond it: a trace larger than memory is
+In memory up to MEMORY_LIMIT_MB, spilled to a scratch folder beyond it: a trace larger than memory is
 read with bounded memory, and one that fits pays no disk writes (a database file would write and
 checkpoint every table).
 """
@@ -19,13 +19,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..database import connect as duckdb_connect
+from ..database import connect as duckdb_connect, memory_limit_mb
 from ..errors import InputError
 from ..output import process_gone
 from .units import US_TO_NS_MACRO
 
-#: DuckDB's memory for one trace; beyond it the data spill to the scratch folder.
-MEMORY_LIMIT = "640MB"
+#: DuckDB's memory for one trace (MiB; less under `analyse --memory-limit`); beyond it the data spill to the
+#: scratch folder.
+MEMORY_LIMIT_MB = 640
 _BATCH_ROWS = 1 << 20
 
 
@@ -84,8 +85,8 @@ def memory_database() -> duckdb.DuckDBPyConnection:
 def scratch_database(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database that spills to `folder` (which the caller removes). Its tables are compressed
     in memory (DuckDB's COMPRESS option: dictionaries and FSST for the names a trace repeats millions of times),
-    so more of a large trace fits in MEMORY_LIMIT before it spills (a 2 GiB Kineto trace: ingest 30 -> 27 s)."""
-    con = duckdb_connect(temp_directory=str(folder), memory_limit=MEMORY_LIMIT)
+    so more of a large trace fits in MEMORY_LIMIT_MB before it spills (a 2 GiB Kineto trace: ingest 30 -> 27 s)."""
+    con = duckdb_connect(temp_directory=str(folder), memory_limit=f"{memory_limit_mb(MEMORY_LIMIT_MB)}MB")
     con.execute("ATTACH ':memory:' AS scratch (COMPRESS)")
     con.execute("USE scratch")
     return _with_macros(con)
