@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
@@ -26,6 +24,7 @@ from .options import Options, ReportOptions
 from .version import VERSION
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
     import duckdb
     import pyarrow as pa
 
@@ -37,6 +36,17 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 _err = Console(stderr=True)
 _out = Console()
+
+
+@contextmanager
+def _progress_bars(quiet: bool) -> Iterator[_BarReporter]:
+    """A Reporter that draws one bar per stage on stderr (nothing when quiet or not a terminal). rich.progress is
+    imported here, by the commands that draw bars: `profpipe --help` starts without it."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+                  console=_err, transient=True, disable=quiet or not _err.is_terminal) as progress:
+        yield _BarReporter(progress)
 
 
 class _BarReporter:
@@ -102,12 +112,10 @@ def analyse(
             force=force, workers=workers, memory_limit_mb=memory_limit, report=ReportOptions(style=report_style, subgraph=subgraph,
                                               optypes_to_deal=_type_list(optypes_to_deal),
                                               optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path))
-        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
-                      TimeElapsedColumn(), console=_err, transient=True,
-                      disable=quiet or not _err.is_terminal) as bars:
+        with _progress_bars(quiet) as bars:
             from .run import analyse as run_analysis
 
-            result = run_analysis(path, output, options, reporter=_BarReporter(bars))
+            result = run_analysis(path, output, options, reporter=bars)
     if json_out:
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     elif not quiet:
@@ -162,10 +170,8 @@ def batch(
                                verify=verify, keep_missing=keep_missing, retry_failed=retry_failed,
                                executor=executor, scheduler=scheduler, workers=workers,
                                analysis=Options(strict=strict, step_range_name=step_range_name))
-        with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(),
-                      TimeElapsedColumn(), console=_err, transient=True,
-                      disable=quiet or not _err.is_terminal) as bars:
-            result = run_batch(options, reporter=_BarReporter(bars))
+        with _progress_bars(quiet) as bars:
+            result = run_batch(options, reporter=bars)
     if json_out:
         sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
                                      "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
@@ -274,6 +280,8 @@ def describe(
 
     The same text is in profile.duckdb (COMMENT ON, see duckdb_columns()) and in sql/**/*.yml.
     """
+    from rich.table import Table
+
     if format not in ("table", "json"):
         raise _usage("--format must be table or json")
     from .models import documentation
@@ -331,6 +339,8 @@ def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpip
 def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")]) -> None:
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
     the columns). A warehouse holds the normalized tables and the marts of every run."""
+    from rich.table import Table
+
     try:
         con = _open(output)
     except ProfpipeError as exc:
@@ -497,6 +507,8 @@ def _ms(value: float | None) -> str:
 
 
 def _print_summary(result: RunResult) -> None:
+    from rich.table import Table
+
     _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
     for rank in result.summary["ranks"]:
         if rank["top_op_types"]:
