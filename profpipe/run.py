@@ -5,10 +5,10 @@ call `analyse`; progress goes to a `Reporter` (the CLI draws bars, the API stays
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import platform
 import shutil
-import concurrent.futures as cf
 import threading
 import time
 from collections.abc import Callable, Iterator
