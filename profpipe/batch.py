@@ -29,6 +29,7 @@ from .discover import Source
 from .errors import NoProfilerData, ProfpipeError, UsageError
 from .health import HealthEvent, HealthLedger
 from .options import Options
+from .database import configured
 from .meter import StageMeter
 from .parallel import local_workers, process_pool
 from .resources import data_dir
@@ -287,7 +288,7 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
         pending: dict[cf.Future, _Task] = {}
 
         def submit(task: _Task) -> None:
-            pending[pool.submit(_timed, *task.call)] = task
+            pending[pool.submit(_timed, options.analysis.memory_limit_mb, *task.call)] = task
 
         # Ingest units wait here and go out two per worker at a time, so that a run's model unit, sent as
         # soon as its sources are read, overtakes them: runs are committed while the batch goes on, and
@@ -419,9 +420,11 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
                     "sources_failed": len(built.skipped)}}
 
 
-def _timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+def _timed(memory_mb: int | None, function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    """A unit of work in a worker, under the batch's memory limit (analyse's --memory-limit), and its seconds."""
     started = time.perf_counter()
-    return function(*args), time.perf_counter() - started
+    with configured(memory_mb=memory_mb):
+        return function(*args), time.perf_counter() - started
 
 
 class _Pool:

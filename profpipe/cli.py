@@ -144,6 +144,7 @@ def batch(
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="--executor dask: the scheduler of an existing cluster (tcp://host:8786). The warehouse must be on a file system every worker shares.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A run that loses any data fails (its last good tables stay).")] = False,
+    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="As for analyse: MiB each DuckDB database of a unit of work may hold before it spills to disk (each worker has its own).")] = None,
     step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces and Nsight Systems exports.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print what the batch did as JSON.")] = False,
@@ -169,7 +170,8 @@ def batch(
         options = BatchOptions(roots=tuple(roots), warehouse=warehouse, run_depth=run_depth, runs_glob=runs,
                                verify=verify, keep_missing=keep_missing, retry_failed=retry_failed,
                                executor=executor, scheduler=scheduler, workers=workers,
-                               analysis=Options(strict=strict, step_range_name=step_range_name))
+                               analysis=Options(strict=strict, step_range_name=step_range_name,
+                                                memory_limit_mb=memory_limit))
         with _progress_bars(quiet) as bars:
             result = run_batch(options, reporter=bars)
     if json_out:

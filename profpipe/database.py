@@ -31,9 +31,10 @@ def configure(threads: int | None = None, memory_mb: int | None = None) -> None:
 
 @contextmanager
 def configured(threads: int | None = None, memory_mb: int | None = None) -> Iterator[None]:
-    """`configure` for the body only; the earlier settings come back after it."""
+    """`configure` for the body only, for the settings given (None keeps the current one); the earlier settings come
+    back after it."""
     before = (_threads, _memory_mb)
-    configure(threads, memory_mb)
+    configure(_threads if threads is None else threads, _memory_mb if memory_mb is None else memory_mb)
     try:
         yield
     finally:

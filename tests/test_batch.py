@@ -344,3 +344,21 @@ def test_a_damaged_manifest_is_a_clear_error_and_nothing_is_touched(tmp_path: Pa
         with pytest.raises(UsageError, match=f"{wh / MANIFEST}: the warehouse manifest cannot be read"):
             attempt()
     assert sorted(p for p in wh.rglob("*") if p.is_file()) == files_before
+
+
+def test_a_memory_limit_holds_in_every_unit_and_changes_no_table(warehouse, tmp_path: Path) -> None:
+    """--memory-limit: each unit of work (ingest, models) runs with its DuckDB databases bounded, in the worker
+    that runs it; the warehouse is the one an unbounded batch builds."""
+    from profpipe import database
+
+    def setting() -> str:
+        return database.connect().execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+    bounded, _ = batch_module._timed(300, setting)
+    assert bounded == duckdb.connect(config={"memory_limit": "300MB"}).execute(
+        "SELECT current_setting('memory_limit')").fetchone()[0]
+    assert batch_module._timed(None, setting)[0] == setting() != bounded  # no limit: DuckDB's default
+    root, wh, _ = warehouse
+    result = _batch(root, tmp_path / "bounded", analysis=Options(memory_limit_mb=256))
+    assert sorted(result.analysed) == ["cpu", "gpu", "kineto"] and not result.failed
+    _assert_same_warehouse(wh, tmp_path / "bounded")
