@@ -19,7 +19,7 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
                     data_simplification: bool = True, output_path: str | Path | None = None, *,
                     subgraph: str = "all", optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
                     is_show_op_path: bool = False, report_style: str = "latest", rank_map: str | Path | None = None,
-                    strict: bool = False, force: bool = False) -> RunResult:
+                    strict: bool = False, force: bool = False, workers: int | None = 1) -> RunResult:
     """Analyse the saved profiler folder (or one trace file) `path`, as MindSpore's
     `Profiler.offline_analyse(path, pretty, step_list, data_simplification)` does.
 
@@ -38,11 +38,14 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
       rank_map: a file giving traces without a rank theirs (lines "<path or glob> <rank>" or a JSON
         object, paths relative to `path`; see `profpipe analyse --rank-map`).
       strict: make any data loss an error.  force: see output_path.
+      workers: processes that read the sources (default 1: this one). More, or None (one per core once the input
+        passes 64 MiB), start worker processes, which import the calling script's main module: call from
+        under `if __name__ == "__main__":` (the multiprocessing rule), as the profpipe command does.
     The result's `health` and `exit_code` say whether anything was dropped or repaired.
     """
     options = Options(
         step_list=step_list, data_simplification=data_simplification, pretty=pretty, rank_map=rank_map,
-        strict=strict, force=force,
+        strict=strict, force=force, workers=workers,
         report=ReportOptions(style=report_style, subgraph=subgraph,
                              optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
                              optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),

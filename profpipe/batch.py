@@ -25,12 +25,13 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any
 
+from .database import configured
 from .discover import Source
 from .errors import NoProfilerData, ProfpipeError, UsageError
 from .health import HealthEvent, HealthLedger
-from .options import Options
-from .database import configured
+from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter
+from .options import Options
 from .parallel import local_workers, process_pool
 from .resources import data_dir
 from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
@@ -442,6 +443,7 @@ class _Pool:
     def renew(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.executor = self._make()
+        sweep_scratch_folders()  # of the workers the broken pool killed (those not yet gone: by the next run)
 
 
 @contextmanager

@@ -233,8 +233,8 @@ def _check_references(model: Model, text: str, models: dict[str, Model], sources
             raise ModelError(f"SQL model {model.name}: a {model.layer} model may not read the "
                              f"{models[name].layer} model {name}")
     words = set(_WORD.findall(text))  # whole words not after a dot: a column of an alias is not a table
-    for name in sorted(words & (set(models) | sources) - {model.name}):
-        raise ModelError(f"SQL model {model.name}: reads {name} without ref()/source()")
+    if unnamed := sorted(words & (set(models) | sources) - {model.name}):
+        raise ModelError(f"SQL model {model.name}: reads {unnamed[0]} without ref()/source()")
 
 
 def load_macros(sql_dir: Path | None = None) -> list[Macro]:
@@ -323,7 +323,11 @@ def comment_on(con: duckdb.DuckDBPyConnection) -> None:
             unit = f" [{column['unit']}]" if column["unit"] else ""
             quoted = '"' + column["name"].replace('"', '""') + '"'
             statements.append(f"COMMENT ON COLUMN {name}.{quoted} IS '{_quote(column['description'] + unit)}'")
-    con.execute(";\n".join(["BEGIN TRANSACTION", *statements, "COMMIT"]))  # one commit, not one per comment
+    try:
+        con.execute(";\n".join(["BEGIN TRANSACTION", *statements, "COMMIT"]))  # one commit, not one per comment
+    except duckdb.Error:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _test_name(test: Any) -> str:

@@ -42,7 +42,7 @@ from .options import Options
 from .parallel import local_workers, process_pool, stop_workers
 from .version import VERSION
 from .output import check_output, fingerprint, staged_output
-from .safety import is_out_of_space, out_of_space_named, raise_if_interrupted, stop_on_signals
+from .safety import full_disk_error, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import keep_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
@@ -137,7 +137,8 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
     """Every source read into its part folder under `parts` (the outcomes in source order): by a pool of
     worker processes when there are several sources and enough input to pay for starting them (or
     `options.workers` says how many), else here, one after the other. A worker that dies (the system's
-    out-of-memory killer) costs nothing: the sources it left unread are read here, one at a time."""
+    out-of-memory killer) costs nothing: every source the pool did not finish is read here, one at a time. Workers
+    that were killed (an interrupt, a broken pool) leave scratch folders under $TMPDIR: they are swept at once."""
     sizes = [source.size_bytes() for source in sources]
     reporter.stage("ingest", sum(sizes))
     workers = options.workers if options.workers is not None else (
@@ -159,11 +160,14 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
                 reporter.advance(sizes[index])
         except BaseException:
             stop_workers(pool)
+            sweep_scratch_folders()
             raise
         pool.shutdown(wait=True)
         if len(outcomes) < len(sources):
-            notices.append(f"a worker process died while reading (out of memory? see --workers); "
-                           f"{len(sources) - len(outcomes)} sources were read again one at a time")
+            sweep_scratch_folders()  # the pool killed its other workers too
+            notices.append(f"a worker process died while reading (out of memory? see --workers); the "
+                           f"{len(sources) - len(outcomes)} sources the pool did not finish were read again here, "
+                           "one at a time")
     for index, source in enumerate(sources):
         if index not in outcomes:
             outcomes[index] = ingest_source(source, parts / f"source-{index}", options.strict)
@@ -262,7 +266,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
-            with meter.stage("export"), _beside(lambda: comment_on(con.cursor())):
+            cursor = con.cursor()
+            with meter.stage("export"), _beside(lambda: _document(cursor, notices)):
                 summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices)
     finally:
         con.close()
@@ -274,6 +279,16 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
                      notices=notices, meter=meter)
+
+
+def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:
+    """Write the tables' and columns' documentation into profile.duckdb (models.comment_on). A failure costs the
+    comments only: the run goes on and a notice says so."""
+    try:
+        comment_on(con)
+    except duckdb.Error as exc:
+        notices.append(f"profile.duckdb has no column documentation ({str(exc).splitlines()[0]}); its tables are "
+                       "complete (see profpipe describe)")
 
 
 @contextmanager
@@ -379,8 +394,9 @@ def with_source_keys(table_name: str, table: pa.Table, rank: int, capture: int) 
 def source_error(exc: Exception, location: Path) -> ProfpipeError:
     """The plain message of a failure while reading the source at `location`: a reader's InputError as
     it is; an unexpected exception named by type, with the source, so that a user can report it."""
-    if is_out_of_space(exc):
-        raise exc
+    full = full_disk_error(exc)
+    if full is not None:  # the disk-full error itself: a reader's wrapper loses it on the way back from a worker
+        raise full
     if isinstance(exc, ProfpipeError):
         return exc
     if isinstance(exc, OSError):

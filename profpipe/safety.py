@@ -73,14 +73,10 @@ def raise_if_interrupted() -> None:
         raise Interrupted(name, _SIGNALS[int(getattr(signal, name))][1]) from None
 
 
-def is_out_of_space(exc: BaseException) -> bool:
-    """True for a failed write on a full file system: an OSError, or DuckDB's or Arrow's IO error saying so,
-    also when a reader wrapped it in an error of its own (its __context__)."""
-    return _full_disk_error(exc) is not None
-
-
-def _full_disk_error(exc: BaseException | None) -> BaseException | None:
-    """The exception in `exc`'s chain that says the disk is full, if any."""
+def full_disk_error(exc: BaseException | None) -> BaseException | None:
+    """The exception in `exc`'s chain that says a write failed on a full file system (an OSError, or DuckDB's or
+    Arrow's IO error saying so), also when a reader wrapped it in an error of its own (its __context__); else
+    None."""
     seen = 0
     while exc is not None and seen < 8:
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -99,7 +95,7 @@ def out_of_space_named(output_folder: Path) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        full = _full_disk_error(exc)
+        full = full_disk_error(exc)
         if full is None:
             raise
         filename = getattr(full, "filename", None)

@@ -74,7 +74,12 @@ def test_a_worker_that_dies_costs_no_source(tmp_path: Path) -> None:
         victim.kill()
     worker.join(timeout=300)
     [result] = outcome
-    assert any("worker process died" in notice and "read again one at a time" in notice for notice in result.notices)
+    assert any("worker process died" in notice and "read again here, one at a time" in notice
+               for notice in result.notices)
+    import tempfile
+
+    left = [p.name for v in victims for p in Path(tempfile.gettempdir()).glob(f"profpipe-*-{v.pid}-*")]
+    assert not left, f"scratch folders of killed workers: {left}"
     assert result.ranks == list(range(6)) and not result.skipped
     run(source, tmp_path / "serial", workers=1)
     assert _table_rows(tmp_path / "killed") == _table_rows(tmp_path / "serial")
@@ -177,7 +182,7 @@ def test_a_memory_limit_bounds_every_database_of_the_run_and_changes_no_number(t
         with database.configured(memory_mb=configured_mb):
             reader = scratch.scratch_database(tmp_path)
         assert limit(reader) == limit(original(":memory:", config={"memory_limit": f"{expected_mb}MB"}))
-    assert database._memory_mb is None
+    assert database.memory_limit_mb(10**9) == 10**9  # the run's limit ended with it
     run(FIXTURES / "kineto" / "current", tmp_path / "free", workers=1)
     assert _table_rows(tmp_path / "bounded") == _table_rows(tmp_path / "free")
     assert not bounded.skipped
@@ -190,3 +195,44 @@ def test_a_memory_limit_is_a_whole_number_of_at_least_64_mib(memory_limit_mb) ->
 
     with pytest.raises(UsageError, match="memory limit"):
         Options(memory_limit_mb=memory_limit_mb)
+
+
+def test_workers_stopped_leave_no_scratch_folder(tmp_path: Path) -> None:
+    """An interrupted run kills its workers; the scratch folders they held in $TMPDIR (a trace's event-array copy,
+    as large as the trace) are swept at once, those of live processes are not."""
+    import os
+    import tempfile
+
+    from profpipe.ingest.scratch import sweep_scratch_folders
+    from profpipe.parallel import process_pool, stop_workers
+
+    pool = process_pool(2)
+    pids = {future.result() for future in [pool.submit(os.getpid) for _ in range(4)]}
+    held = [Path(tempfile.mkdtemp(prefix=f"profpipe-kineto-{pid}-")) for pid in pids]
+    mine = Path(tempfile.mkdtemp(prefix=f"profpipe-kineto-{os.getpid()}-"))
+    try:
+        stop_workers(pool)
+        sweep_scratch_folders()
+        assert not [folder for folder in held if folder.exists()]
+        assert mine.exists()
+    finally:
+        mine.rmdir()
+
+
+def test_a_full_disk_in_a_worker_is_said_as_a_full_disk() -> None:
+    """A reader wraps the disk-full error in an error of its own; the pickled wrapper would lose it on the way
+    back from a worker, so the disk-full error itself is raised (and named as such: safety.out_of_space_named)."""
+    import errno
+
+    from profpipe.run import source_error
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/tmp/scratch/events.json")
+    try:
+        try:
+            raise full
+        except OSError:
+            raise InputError("/data/rank-0.json", "not a trace (IO Error)") from None
+    except InputError as wrapped:
+        with pytest.raises(OSError) as raised:
+            source_error(wrapped, Path("/data"))
+    assert pickle.loads(pickle.dumps(raised.value)).errno == errno.ENOSPC

@@ -43,6 +43,7 @@ WITH steps AS (
         CASE WHEN receiving AND NOT collective AND NOT computing THEN 'receive_alone' END,
         CASE WHEN NOT computing AND NOT communicating THEN 'free' END], lambda c: c IS NOT NULL)) AS t(category)
 ), runs AS (  -- pieces of a category that touch share their start minus the durations before them: one key per run
+              -- (the sweep's pieces never overlap, so the key only grows, by the gap, where a run ends)
     SELECT *, start_ns - (sum(end_ns - start_ns) OVER (PARTITION BY rank, capture, step, category ORDER BY start_ns
                                                        ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns)) AS run
     FROM labelled
