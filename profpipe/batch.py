@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
+from urllib.parse import urlsplit
 
 from .database import configured
 from .discover import Source
@@ -32,7 +33,7 @@ from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter
 from .options import Options
-from .parallel import local_workers, process_pool
+from .parallel import cores, local_workers, process_pool
 from .resources import data_dir
 from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
 from .safety import raise_if_interrupted, stop_on_signals
@@ -289,7 +290,7 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
         pending: dict[cf.Future, _Task] = {}
 
         def submit(task: _Task) -> None:
-            pending[pool.submit(_timed, options.analysis.memory_limit_mb, *task.call)] = task
+            pending[pool.submit(_timed, options.analysis.memory_limit_mb, pool.host_threads, *task.call)] = task
 
         # Ingest units wait here and go out two per worker at a time, so that a run's model unit, sent as
         # soon as its sources are read, overtakes them: runs are committed while the batch goes on, and
@@ -421,21 +422,52 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
                     "sources_failed": len(built.skipped)}}
 
 
-def _timed(memory_mb: int | None, function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-    """A unit of work in a worker, under the batch's memory limit (analyse's --memory-limit), and its seconds."""
+def _timed(memory_mb: int | None, host_threads: dict[str, int] | None, function: Callable[..., Any],
+           *args: Any) -> tuple[Any, float]:
+    """A unit of work in a worker, under the batch's memory limit (analyse's --memory-limit) and, on a Dask
+    worker, with its host's share of DuckDB threads; and its seconds."""
     started = time.perf_counter()
-    with configured(memory_mb=memory_mb):
+    with configured(threads=_dask_duckdb_threads(host_threads), memory_mb=memory_mb):
         return function(*args), time.perf_counter() - started
+
+
+def _dask_duckdb_threads(host_threads: dict[str, int] | None) -> int | None:
+    """DuckDB threads for a unit on a Dask worker: the host's cores shared among the task threads of all the Dask
+    workers on that host (`host_threads`, counted by the driver), so that they do not each start one DuckDB
+    thread per core. None (keep the process's setting) for a local pool, whose workers got their share when
+    they started, or when this is not a Dask worker."""
+    if not host_threads:
+        return None
+    from distributed import get_worker
+
+    try:
+        address = get_worker().address
+    except ValueError:
+        return None
+    share = host_threads.get(urlsplit(address).hostname or "")
+    return max(1, cores() // share) if share else None
+
+
+def _threads_by_host(scheduler_info: dict[str, Any]) -> dict[str, int]:
+    """Task threads per host over a Dask cluster's workers (scheduler_info()["workers"] is keyed by address)."""
+    threads: dict[str, int] = {}
+    for address, worker in scheduler_info.get("workers", {}).items():
+        host = urlsplit(address).hostname or ""
+        threads[host] = threads.get(host, 0) + int(worker.get("nthreads", 1))
+    return threads
 
 
 class _Pool:
     """The executor the work goes to (a concurrent.futures.Executor) and its worker count; a local
     process pool can be renewed after a worker died (a Dask cluster replaces its workers itself)."""
 
-    def __init__(self, make: Callable[[], cf.Executor], workers: int) -> None:
+    def __init__(self, make: Callable[[], cf.Executor], workers: int,
+                 host_threads: dict[str, int] | None = None) -> None:
         self._make = make
         self.executor = make()
         self.workers = workers
+        #: Dask only: task threads per host, for each unit's share of DuckDB threads (_dask_duckdb_threads).
+        self.host_threads = host_threads
 
     def submit(self, function: Callable[..., Any], *args: Any) -> cf.Future:
         return self.executor.submit(function, *args)
@@ -473,9 +505,10 @@ def _executor(options: BatchOptions, largest_source_bytes: int) -> Iterator[_Poo
             client = Client(options.scheduler, timeout=30)
         except OSError as exc:
             raise UsageError(f"cannot reach the Dask scheduler {options.scheduler}: {exc}") from None
-        workers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+    host_threads = _threads_by_host(client.scheduler_info())
+    workers = sum(host_threads.values()) if options.scheduler is not None else workers
     try:
-        yield _Pool(lambda: client.get_executor(pure=False), workers)
+        yield _Pool(lambda: client.get_executor(pure=False), workers, host_threads)
     finally:
         client.close()
         if cluster is not None:

@@ -143,14 +143,9 @@ class Source:
                                              for p in paths]
 
     def size_bytes(self) -> int:
-        """Bytes of the source's input files (those that can be stat'ed)."""
-        total = 0
-        for _, path in self.all_files():
-            try:
-                total += path.stat().st_size
-            except OSError:
-                pass
-        return total
+        """Bytes the source's input files hold once decompressed (those that can be stat'ed): what a reader
+        works through, and what sizes worker pools and orders their work."""
+        return sum(_decompressed_size(path) for _, path in self.all_files())
 
     @property
     def device_type(self) -> str:
@@ -672,3 +667,19 @@ def _check_stands_alone(path: Path) -> None:
     if folder is not None:
         raise UsageError(f"{path}: {kind} does not stand alone (its reader needs the files beside it); "
                          f"pass the folder that holds the dump instead: profpipe analyse {folder}")
+
+
+def _decompressed_size(path: Path) -> int:
+    """A file's size, or for a .gz file the size its gzip trailer records (ISIZE: the uncompressed size modulo
+    4 GiB, raised by 4 GiB steps to at least the compressed size, so a lower bound); 0 when it cannot be read."""
+    try:
+        status = path.stat()
+        size = status.st_size
+        if not path.name.endswith(".gz") or not stat.S_ISREG(status.st_mode) or size < 18:  # header 10, trailer 8
+            return size
+        with path.open("rb") as handle:
+            handle.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return 0
+    return recorded + -(-max(0, size - recorded) // 2**32) * 2**32

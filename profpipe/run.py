@@ -137,7 +137,8 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
     """Every source read into its part folder under `parts` (the outcomes in source order): by a pool of
     worker processes when there are several sources and enough input to pay for starting them (or
     `options.workers` says how many), else here, one after the other. A worker that dies (the system's
-    out-of-memory killer) costs nothing: every source the pool did not finish is read here, one at a time. Workers
+    out-of-memory killer) costs nothing: every source the pool did not finish is read here, one at a time. With
+    `options.strict`, the error raised is that of the first failing source in order, as when reading here. Workers
     that were killed (an interrupt, a broken pool) leave scratch folders under $TMPDIR: they are swept at once."""
     sizes = [source.size_bytes() for source in sources]
     reporter.stage("ingest", sum(sizes))
@@ -150,14 +151,30 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
         try:
             futures = {pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict): i
                        for i in sorted(range(len(sources)), key=lambda i: -sizes[i])}  # the largest first
-            for future in cf.as_completed(futures):
-                index = futures[future]
-                try:
-                    outcomes[index] = future.result()
-                except cf.process.BrokenProcessPool:
-                    continue
-                meter.worker_peak("ingest", outcomes[index].peak_rss_bytes)
-                reporter.advance(sizes[index])
+            failed: dict[int, BaseException] = {}  # --strict: the error of the first source in order is raised
+            pending = set(futures)
+            while pending:
+                done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    index = futures[future]
+                    if future.cancelled():
+                        continue
+                    try:
+                        outcomes[index] = future.result()
+                    except cf.process.BrokenProcessPool:
+                        continue
+                    except Exception as error:  # noqa: BLE001 - raised below once no earlier source can fail
+                        failed[index] = error
+                        continue
+                    meter.worker_peak("ingest", outcomes[index].peak_rss_bytes)
+                    reporter.advance(sizes[index])
+                if failed:
+                    first = min(failed)
+                    for future in pending:
+                        if futures[future] > first:
+                            future.cancel()
+                    if all(futures[future] > first for future in pending):
+                        raise failed[first]
         except BaseException:
             stop_workers(pool)
             sweep_scratch_folders()

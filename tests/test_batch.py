@@ -312,6 +312,26 @@ def test_the_dask_executor_on_a_local_cluster_gives_the_same_tables(warehouse, t
     _assert_same_warehouse(wh, tmp_path / "dask")
 
 
+def test_dask_units_share_their_hosts_cores_among_duckdb_threads() -> None:
+    """Each unit on a Dask worker opens DuckDB with the host's cores divided by the task threads of every Dask
+    worker on that host (a local pool's initializer does the same); outside a Dask worker nothing changes."""
+    from distributed import Client, LocalCluster
+
+    from profpipe.database import _setting
+    from profpipe.parallel import cores
+
+    hosts = {"workers": {"tcp://10.0.0.5:4001": {"nthreads": 2}, "tcp://10.0.0.5:4002": {"nthreads": 2},
+                         "tcp://10.0.0.6:4001": {"nthreads": 1}}}
+    assert batch_module._threads_by_host(hosts) == {"10.0.0.5": 4, "10.0.0.6": 1}
+    assert batch_module._dask_duckdb_threads({"127.0.0.1": 2}) is None  # not on a Dask worker
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        host_threads = batch_module._threads_by_host(client.scheduler_info())
+        assert sum(host_threads.values()) == 2
+        seen, _ = client.submit(batch_module._timed, None, host_threads, _setting, "threads", pure=False).result()
+    assert seen == max(1, cores() // 2)
+
+
 def test_cli_batch_query_and_diff_on_warehouse_runs(warehouse, tmp_path: Path) -> None:
     root, wh, _ = warehouse
     runner = CliRunner()
@@ -354,10 +374,10 @@ def test_a_memory_limit_holds_in_every_unit_and_changes_no_table(warehouse, tmp_
     def setting() -> str:
         return database.connect().execute("SELECT current_setting('memory_limit')").fetchone()[0]
 
-    bounded, _ = batch_module._timed(300, setting)
+    bounded, _ = batch_module._timed(300, None, setting)
     assert bounded == duckdb.connect(config={"memory_limit": "300MB"}).execute(
         "SELECT current_setting('memory_limit')").fetchone()[0]
-    assert batch_module._timed(None, setting)[0] == setting() != bounded  # no limit: DuckDB's default
+    assert batch_module._timed(None, None, setting)[0] == setting() != bounded  # no limit: DuckDB's default
     root, wh, _ = warehouse
     result = _batch(root, tmp_path / "bounded", analysis=Options(memory_limit_mb=256))
     assert sorted(result.analysed) == ["cpu", "gpu", "kineto"] and not result.failed

@@ -99,6 +99,20 @@ def test_a_source_that_fails_in_a_worker_is_reported_as_it_is_here(tmp_path: Pat
     assert not (tmp_path / "strict").exists()
 
 
+def test_strict_raises_the_error_of_the_first_failing_source_in_order(tmp_path: Path) -> None:
+    """Rank 1 fails late (a long trace with a broken event near its end), rank 2 at once: --strict reports
+    rank 1, as a reading here would, whichever worker finishes first."""
+    source = _kineto_ranks(tmp_path / "run", 3)
+    events = ",".join(f'{{"ph": "X", "cat": "cpu_op", "name": "op{i}", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}'
+                      for i in range(300_000))
+    (source / "rank-1.pt.trace.json").write_text('{"traceEvents": [' + events + ', {"ph": "X", "ts": 1 2}, {}]}')
+    (source / "rank-2.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, ')
+    with pytest.raises(InputError) as raised:
+        run(source, tmp_path / "strict", workers=2, strict=True)
+    assert raised.value.path.endswith("rank-1.pt.trace.json")
+    assert not (tmp_path / "strict").exists()
+
+
 def test_input_errors_travel_between_processes_whole() -> None:
     error = pickle.loads(pickle.dumps(InputError("/data/rank-3.json", "cut short", line=7, offset=1234)))
     assert (type(error), error.path, error.problem, error.line, error.offset, str(error)) == \
@@ -236,3 +250,25 @@ def test_a_full_disk_in_a_worker_is_said_as_a_full_disk() -> None:
         with pytest.raises(OSError) as raised:
             source_error(wrapped, Path("/data"))
     assert pickle.loads(pickle.dumps(raised.value)).errno == errno.ENOSPC
+
+
+def test_a_gzip_source_is_sized_by_what_it_holds_decompressed(tmp_path: Path) -> None:
+    """Worker pools are sized and ordered by the bytes a reader works through: a .gz trace counts its gzip
+    trailer's uncompressed size (ISIZE, modulo 4 GiB, so raised in 4 GiB steps to at least the file's size)."""
+    import gzip
+
+    from profpipe.discover import _decompressed_size, discover
+    from profpipe.health import HealthLedger
+
+    document = json.dumps(rank_trace("current", 0, 86_400_000_000_000)).encode()
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "rank-0.pt.trace.json.gz").write_bytes(gzip.compress(document))
+    [source] = discover(folder, None, None, None, HealthLedger().for_source(str(folder), -1), None)
+    assert source.size_bytes() == len(document) > (folder / "rank-0.pt.trace.json.gz").stat().st_size
+    wrapped = tmp_path / "wrapped.gz"  # 100 bytes whose trailer records 10: at least 4 GiB + 10 decompressed
+    wrapped.write_bytes(bytes(96) + (10).to_bytes(4, "little"))
+    assert _decompressed_size(wrapped) == 2**32 + 10
+    plain = folder / "notes.json"
+    plain.write_bytes(b"{}")
+    assert _decompressed_size(plain) == 2 and _decompressed_size(tmp_path / "absent.gz") == 0
