@@ -513,7 +513,18 @@ def _print_summary(result: RunResult) -> None:
 
     _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
     for rank in result.summary["ranks"]:
-        if rank["top_op_types"]:
+        if rank.get("top_ops"):
+            ops = Table(title=f"rank {rank['rank']}: top ops by self time (annotations such as ProfilerStep#N left out)",
+                        title_justify="left")
+            for column in ("op", "calls", "self ms", "total ms", "device ms", "self share %"):
+                ops.add_column(column, justify="left" if column == "op" else "right")
+            for row in rank["top_ops"]:
+                name = row["op_name"] if len(row["op_name"]) <= 60 else row["op_name"][:57] + "..."
+                ops.add_row(Text(name), str(row["calls"]), f"{row['self_ms']:.3f}", f"{row['total_ms']:.3f}",
+                            f"{row['device_self_ms']:.3f}",
+                            "" if row["self_share"] is None else f"{100 * row['self_share']:.1f}")
+            _out.print(ops)
+        elif rank["top_op_types"]:
             types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
             for column in ("side", "op type", "count", "total ms", "share %"):
                 types.add_column(column, justify="right" if column in ("count", "total ms", "share %") else "left")

@@ -164,26 +164,55 @@ FROM events WHERE cat IN {HOST_API_CATS}
 ORDER BY start_ns
 """
 
-_DEVICE_EXEC_SQL = f"""
-WITH kinds AS (
-    SELECT * FROM (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind)
-), device AS (
-    SELECT row_number() OVER () AS row_id, e.*,
-           CASE WHEN e.cat = 'mtia_ccp_events' AND e.name = 'dma_request' THEN 'memcpy' ELSE k.kind END AS kind
-    FROM events e JOIN kinds k USING (cat)
-), by_external_id AS (  -- the host op with its External id that started last before it (ids are unique in a
-                        -- sane trace; a stitched one repeats them): at most one per activity
-    SELECT d.row_id, o.op_index, o.op_name
-    FROM device d ASOF JOIN host_ops o ON o.external_id = d.external_id AND d.start_ns >= o.start_ns
-), by_launch AS (  -- else the op its runtime call (same correlation id, last before it) was made in
+#: Device activities, and the host op each one's External id names (the one with that id that started last
+#: before it: ids are unique in a sane trace, a stitched one repeats them), kept only where that op holds the
+#: activity's runtime call on its thread or no call is known: some Kineto versions write the correlation id
+#: as the External id of launches and activities, which then names no op or, by chance, one that did not
+#: launch it (HTA's trace_filter traces).
+_DEVICE_SQL = f"""
+CREATE TABLE device AS
+SELECT row_number() OVER () AS row_id, e.*,
+       CASE WHEN e.cat = 'mtia_ccp_events' AND e.name = 'dma_request' THEN 'memcpy' ELSE k.kind END AS kind
+FROM events e JOIN (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind) USING (cat);
+CREATE TABLE calls AS
+SELECT correlation, tid AS thread, start_ns, dur_ns FROM events WHERE cat IN {HOST_API_CATS} AND correlation IS NOT NULL;
+CREATE TABLE by_external_id AS
+SELECT d.row_id, o.op_index, o.op_name
+FROM device d ASOF JOIN host_ops o ON o.external_id = d.external_id AND d.start_ns >= o.start_ns
+WHERE d.correlation IS NULL
+   OR NOT EXISTS (SELECT 1 FROM calls c WHERE c.correlation = d.correlation)
+   OR EXISTS (SELECT 1 FROM calls c WHERE c.correlation = d.correlation AND c.thread = o.thread
+                                      AND c.start_ns BETWEEN o.start_ns AND o.start_ns + o.dur_ns)
+"""
+
+#: Each device activity with the op that launched it: the one its External id names (by_external_id), else
+#: the innermost op open on its runtime call's thread when the call (same correlation id, the last before
+#: it) was made; `unlinked` says why an activity has neither.
+_LAUNCHED_SQL = """
+CREATE TABLE launched AS
+WITH by_launch AS (
     SELECT d.row_id, c.op_index, h.op_name
     FROM (FROM device ANTI JOIN by_external_id USING (row_id)) d
     ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
     JOIN host_ops h ON h.op_index = c.op_index
-), launched AS (
-    SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name
-    FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
 )
+SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name,
+       CASE WHEN coalesce(x.op_index, l.op_index) IS NOT NULL THEN NULL
+            WHEN d.correlation IS NULL THEN 'no_correlation'
+            WHEN NOT EXISTS (SELECT 1 FROM calls c WHERE c.correlation = d.correlation) THEN 'no_call'
+            ELSE 'outside_ops' END AS unlinked
+FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
+"""
+
+#: Why a device activity has no launching op (launched.unlinked), as trace_health says it.
+_UNLINKED = {
+    "no_correlation": "have no correlation id and no External id of a host op",
+    "no_call": "have no runtime call with their correlation id in the trace (launched before the profiler "
+               "started, or the call was cut)",
+    "outside_ops": "were launched by a runtime call made outside every host op",
+}
+
+_DEVICE_EXEC_SQL = """
 SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
        kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
        coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block
@@ -260,11 +289,23 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 _report_truncation(con, path, array, warn)
             clock = _check_clock(con, path, array, warn)
             con.execute(_HOST_OPS_SQL)
+            con.execute(_DEVICE_SQL)
             nest(con, _NESTING_SQL)
+            con.execute(_LAUNCHED_SQL)
+            _report_unlinked(con, path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
             yield from query_tables(con, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
+
+
+def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """One trace_health row per reason a device activity has no launching op (it is kept, without an op)."""
+    for reason, rows, kinds, example in con.execute(
+            "SELECT unlinked, count(*), string_agg(DISTINCT kind, ', ' ORDER BY kind), min(name) FROM launched "
+            "WHERE unlinked IS NOT NULL GROUP BY unlinked ORDER BY unlinked").fetchall():
+        warn(f"{path}: {rows} device activities ({kinds}) {_UNLINKED[reason]}: kept without a launching op",
+             check="unlinked", action="kept", rows=rows, path=path, example=example, tables="device_exec")
 
 
 #: Times and durations beyond ±2^62 ns (146 years) are refused: a start plus a duration always fits in int64.
@@ -389,14 +430,13 @@ def _check_clock(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, 
 
 
 #: Host ops and runtime calls of every thread in nesting order (ops before calls at the same start), for
-#: nesting.nest. The calls are only needed where device activities lack an External id (Paddle).
-_NESTING_SQL = f"""
+#: nesting.nest. The calls are only needed where device activities have no op by their External id.
+_NESTING_SQL = """
 SELECT is_call, id, thread, start_ns, end_ns FROM (
     SELECT false AS is_call, op_index AS id, thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie FROM host_ops
     UNION ALL
-    SELECT true, correlation, tid, start_ns, start_ns + dur_ns, NULL FROM events
-    WHERE cat IN {HOST_API_CATS} AND correlation IS NOT NULL
-      AND EXISTS (SELECT 1 FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND external_id IS NULL))
+    SELECT true, correlation, thread, start_ns, start_ns + dur_ns, NULL FROM calls
+    WHERE EXISTS (SELECT 1 FROM device ANTI JOIN by_external_id USING (row_id) WHERE correlation IS NOT NULL))
 ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 """
 
