@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import jsonschema
 
+from ..models import query
 from ..resources import data_dir
 
 TOP_N = 10
@@ -60,32 +61,15 @@ def _steps(summary: dict[str, Any]) -> dict[str, Any]:
                                           for key in ("total", "iteration_interval", "fp_and_bp", "tail")}}
 
 
-#: Host-op categories that are annotations, spans around ops rather than ops: record_function ranges and
-#: ProfilerStep#N (user_annotation), and those the readers label with the step phase they mark (DataLoader and
-#: Optimizer.step ranges, Paddle's Forward spans). Autograd engine events (category backward) are ops.
-ANNOTATION_CATEGORIES = ("user_annotation", "dataloader", "optimizer", "forward")
-
-#: Host ops ranked by their own time, annotations left out; shares are of the ops' summed self time.
-_TOP_OPS_SQL = f"""
-SELECT op_name, category, calls, host_self_ns / 1e6 AS self_ms, host_total_ns / 1e6 AS total_ms,
-       device_self_ns / 1e6 AS device_self_ms,
-       host_self_ns / nullif(sum(host_self_ns) OVER (), 0) AS self_share
-FROM host_op_stats
-WHERE rank = ? AND coalesce(category, '') NOT IN {ANNOTATION_CATEGORIES}
-QUALIFY row_number() OVER (ORDER BY {{order}} DESC, op_name) <= {TOP_N}
-ORDER BY {{order}} DESC, op_name
-"""
-
-
 def _top_ops(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any]:
     """Where the rank's host ops are nested (Kineto, Paddle, Nsight Systems: host_op.parent_index), the top ops by
     self time and by the device time they launched themselves; nothing for sources without nesting."""
     nested = con.execute("SELECT count(*) FROM host_op WHERE rank = ? AND parent_index IS NOT NULL", [rank]).fetchone()[0]
     if not nested:
         return {}
-    by_device = [row for row in _rows(con, _TOP_OPS_SQL.format(order="device_self_ns"), rank)
-                 if row["device_self_ms"] > 0]
-    return {"top_ops": _rows(con, _TOP_OPS_SQL.format(order="host_self_ns"), rank), "top_ops_by_device": by_device}
+    top = [_named_rows(con, query("top_ops"), {"rank": rank, "order": order, "limit": TOP_N})
+           for order in ("host_self_ns", "device_self_ns")]
+    return {"top_ops": top[0], "top_ops_by_device": [row for row in top[1] if row["device_self_ms"] > 0]}
 
 
 def _input_pipeline(con: duckdb.DuckDBPyConnection, summary: dict[str, Any]) -> dict[str, Any] | None:
@@ -106,6 +90,10 @@ def _ms(ns: float | None) -> float | None:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, list(params))
+    return _named_rows(con, sql, list(params))
+
+
+def _named_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]

@@ -234,13 +234,17 @@ WHERE ph = 'i'
 ORDER BY start_ns, seq
 """
 
-#: Steps from ProfilerStep#N (or the ranges the user names: step_ranges). FP point: after the step's
+#: Steps from the host's ProfilerStep#N (or the ranges the user names: step_ranges). FP point: after the step's
 #: DataLoader spans, the first Forward span (Paddle), else the first op autograd recorded (it has a
-#: Sequence number), else the first cpu_op;#: BP point: where the step's last backward event ends (Paddle's Backward spans, Kineto's autograd
-#: engine events); no BP point without one (inference, or 2021 traces that lack those events).
+#: Sequence number), else the first cpu_op. BP point: where the step's last backward event ends (Paddle's
+#: Backward spans, Kineto's autograd engine events); no BP point without one (inference, or 2021 traces that lack
+#: those events). Both lie in the step: only events that start in it carry them.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
-WITH steps AS ({steps_sql("events", step_range)}
+WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
+                     -- stream's clock of work, later than the host's, and would give each step two windows
+    SELECT name, start_ns, dur_ns FROM events WHERE cat IN {HOST_OP_CATS}
+), steps AS ({steps_sql("host_spans", step_range)}
 ), inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
                 -- do not overlap; a range join would pair every step with every event)
     SELECT s.step, e.name, e.cat, e.phase, e.has_sequence, e.start_ns, e.start_ns + e.dur_ns AS end_ns

@@ -40,7 +40,7 @@ WITH points AS (
            AND o.position = (SELECT count(*) FROM ops e
                              WHERE e.rank = f.rank AND e.capture = f.capture AND e.end_ns < f.bp_ns)) AS bp_op
     FROM first_step f
-)
+), chosen AS (
 SELECT
     p.rank,
     p.capture,
@@ -63,3 +63,16 @@ SELECT
 FROM points p
 CROSS JOIN options
 LEFT JOIN derived d USING (rank, capture)
+), inside AS (  -- an FP or BP point lies in its step, the BP point after the FP point: one that does not is no point
+    SELECT *,
+           coalesce(NOT (fp_ns < start_ns OR fp_ns > end_ns), true) AS fp_inside,
+           coalesce(NOT (bp_ns < coalesce(fp_ns, start_ns) OR bp_ns > end_ns), true) AS bp_inside
+    FROM chosen
+)
+SELECT * EXCLUDE (fp_inside, bp_inside) REPLACE (
+    CASE WHEN fp_inside THEN fp_ns END AS fp_ns,
+    CASE WHEN bp_inside THEN bp_ns END AS bp_ns,
+    CASE WHEN fp_inside THEN fp_op END AS fp_op,
+    CASE WHEN bp_inside THEN bp_op END AS bp_op,
+    CASE WHEN fp_inside THEN point_source END AS point_source)
+FROM inside
