@@ -253,17 +253,17 @@ def test_gpu_memory_op_stats_label_every_readers_names_in_nsys_style():
         # total memory time: 60 + 5 * 4 + 20 = 100; kernels are not memory operations
         {"operation": "[CUDA memcpy HtoD]", "count": 3, "total_ns": 60, "median_ns": 20.0, "time_share": 0.6,
          # sizes of the two sized copies: 100 and 300, sample stddev sqrt(2 * 100^2 / 1)
-         "count_with_bytes": 2, "total_bytes": 400, "avg_bytes": 200.0, "median_bytes": 200.0, "min_bytes": 100,
+         "sized_count": 2, "total_bytes": 400, "avg_bytes": 200.0, "median_bytes": 200.0, "min_bytes": 100,
          "max_bytes": 300, "stddev_bytes": math.sqrt(20000)},
         {"operation": "[CUDA memcpy PtoP]", "count": 1, "total_bytes": 8, "stddev_bytes": 0.0},
         {"operation": "[CUDA memcpy Unified DtoH]", "count": 1},
         {"operation": "[CUDA memcpy kind 14]", "count": 1},
-        {"operation": "[CUDA memset]", "count": 3, "total_ns": 20, "time_share": 0.2, "count_with_bytes": 2,
+        {"operation": "[CUDA memset]", "count": 3, "total_ns": 20, "time_share": 0.2, "sized_count": 2,
          "total_bytes": 8},
         {"operation": "dma_request", "count": 1, "time_share": 0.05},
     ])
     unsized = model_rows({"device_exec": [op("memcpy", "MemcpyD2H", 10)]}, "gpu_memory_op_stats")
-    same(unsized, [{"operation": "[CUDA memcpy DtoH]", "count": 1, "count_with_bytes": 0, "total_bytes": None,
+    same(unsized, [{"operation": "[CUDA memcpy DtoH]", "count": 1, "sized_count": 0, "total_bytes": None,
                     "avg_bytes": None, "stddev_bytes": None, "time_share": 1.0}])
 
 

@@ -148,7 +148,7 @@ def _check_memory_ops(rows: dict[str, dict], groups: dict[str, list[tuple[int, i
     for operation, executions in groups.items():
         row = rows[operation]
         times, sizes = _stats([d for d, _ in executions]), _stats([b for _, b in executions])
-        assert (row["count"], row["count_with_bytes"]) == (times["count"], sizes["count"]), row
+        assert (row["count"], row["sized_count"]) == (times["count"], sizes["count"]), row
         _check_time_stats(row, times, grand_total)
         assert (row["total_bytes"], row["min_bytes"], row["max_bytes"]) == (sizes["total"], sizes["min"], sizes["max"])
         for column, key in (("avg_bytes", "avg"), ("median_bytes", "median"), ("stddev_bytes", "stddev")):

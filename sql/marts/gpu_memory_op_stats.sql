@@ -25,7 +25,7 @@ WITH ops AS (
            min(bytes) AS min_bytes,
            max(bytes) AS max_bytes,
            CASE WHEN count(bytes) > 0 THEN coalesce(stddev_samp(bytes), 0) END AS stddev_bytes,
-           count(bytes) AS count_with_bytes
+           count(bytes) AS sized_count
     FROM ops
     GROUP BY rank, operation
 )
@@ -40,7 +40,7 @@ SELECT
     s.min_ns,
     s.max_ns,
     s.stddev_ns,
-    count_with_bytes,
+    sized_count,
     total_bytes,
     avg_bytes,
     median_bytes,
