@@ -217,6 +217,56 @@ def test_kernel_shape_stats_split_by_grid_and_block():
     ])
 
 
+def test_cuda_api_stats_cut_only_a_four_digit_version_suffix_and_keep_cuda_calls():
+    def call(name, dur, category="cuda_runtime", rank=0):
+        return {"rank": rank, "name": name, "category": category, "start_ns": 0, "dur_ns": dur}
+    host_api = [call("cudaLaunchKernel_v7000", 10), call("cudaLaunchKernel", 30), call("cudaLaunchKernel", 50),
+                call("cuGetProcAddress_v2", 5, "cuda_driver"), call("cudaGetDriverEntryPoint_v11030", 5),
+                call("mtiaLaunch", 1000, "mtia_runtime"), call("cudaLaunchKernel_v7000", 7, rank=1)]
+    same(model_rows({"host_api": host_api}, "cuda_api_stats"), [
+        # nsys's rule: "_v" + 4 digits cut; "_v2" and "_v11030" kept; the MTIA call left out.
+        # rank 0 total 10 + 30 + 50 + 5 + 5 = 100
+        {"rank": 0, "name": "cuGetProcAddress_v2", "category": "cuda_driver", "calls": 1, "total_ns": 5,
+         "stddev_ns": 0.0, "time_share": 5 / 100},
+        {"rank": 0, "name": "cudaGetDriverEntryPoint_v11030", "calls": 1, "time_share": 5 / 100},
+        # 10, 30, 50: avg 30, median 30, sample stddev sqrt((400 + 0 + 400) / 2) = 20
+        {"rank": 0, "name": "cudaLaunchKernel", "category": "cuda_runtime", "calls": 3, "total_ns": 90,
+         "avg_ns": 30.0, "median_ns": 30.0, "min_ns": 10, "max_ns": 50, "stddev_ns": 20.0, "time_share": 90 / 100},
+        {"rank": 1, "name": "cudaLaunchKernel", "calls": 1, "total_ns": 7, "time_share": 1.0},
+    ])
+
+
+def test_gpu_memory_op_stats_label_every_readers_names_in_nsys_style():
+    def op(kind, name, dur, size=None):
+        return {"kind": kind, "name": name, "start_ns": 0, "dur_ns": dur, "bytes": size}
+    device_exec = [op("memcpy", "[CUDA memcpy Host-to-Device]", 10, 100),     # nsys reader
+                   op("memcpy", "Memcpy HtoD (Pageable -> Device)", 30, 300),  # Kineto
+                   op("memcpy", "MemcpyH2D", 20),                              # MindSpore: no size
+                   op("memcpy", "Memcpy PtoP (Device -> Device)", 5, 8),
+                   op("memcpy", "[CUDA memcpy Unified Device-to-Host]", 5, 8),
+                   op("memcpy", "[CUDA memcpy kind 14]", 5, 8),
+                   op("memcpy", "dma_request", 5, 8),                          # MTIA: kept as it is
+                   op("memset", "Memset (Device)", 10, 4), op("memset", "[CUDA memset]", 5, 4),
+                   op("memset", "MemorySet", 5),
+                   kernel("k", 0, 1000)]
+    same(model_rows({"device_exec": device_exec}, "gpu_memory_op_stats"), [
+        # total memory time: 60 + 5 * 4 + 20 = 100; kernels are not memory operations
+        {"operation": "[CUDA memcpy HtoD]", "count": 3, "total_ns": 60, "median_ns": 20.0, "time_share": 0.6,
+         # sizes of the two sized copies: 100 and 300, sample stddev sqrt(2 * 100^2 / 1)
+         "sized_count": 2, "total_bytes": 400, "avg_bytes": 200.0, "median_bytes": 200.0, "min_bytes": 100,
+         "max_bytes": 300, "stddev_bytes": math.sqrt(20000)},
+        {"operation": "[CUDA memcpy PtoP]", "count": 1, "total_bytes": 8, "stddev_bytes": 0.0},
+        {"operation": "[CUDA memcpy Unified DtoH]", "count": 1},
+        {"operation": "[CUDA memcpy kind 14]", "count": 1},
+        {"operation": "[CUDA memset]", "count": 3, "total_ns": 20, "time_share": 0.2, "sized_count": 2,
+         "total_bytes": 8},
+        {"operation": "dma_request", "count": 1, "time_share": 0.05},
+    ])
+    unsized = model_rows({"device_exec": [op("memcpy", "MemcpyD2H", 10)]}, "gpu_memory_op_stats")
+    same(unsized, [{"operation": "[CUDA memcpy DtoH]", "count": 1, "sized_count": 0, "total_bytes": None,
+                    "avg_bytes": None, "stddev_bytes": None, "time_share": 1.0}])
+
+
 # ---------------------------------------------------------------------------------------------- ops
 
 def _ops(side, *runs):
