@@ -8,7 +8,7 @@ are copied in batches into a scratch DuckDB database (scratch.py):
 * CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / SYNCHRONIZATION -> device_exec (kernel names: the
   demangled signature; memcpy "[CUDA memcpy Host-to-Device]" and the like by copy kind, memset
   "[CUDA memset]", as Nsight Systems names them; grid, block, bytes);
-* CUPTI_ACTIVITY_KIND_RUNTIME / DRIVER -> host_api (names without their "_v7000" version suffix;
+* CUPTI_ACTIVITY_KIND_RUNTIME / DRIVER -> host_api (names without the CUDA version CUPTI appends, "_v" + 4 or 5 digits: _v7000, _v11030; a function's own "_v2" stays;
   thread id unpacked from globalTid);
 * NVTX_EVENTS push/pop and start/end ranges -> host_op (category nvtx, or the step phase a range's
   name says: dataloader, forward, backward, optimizer; text inline or registered;
@@ -95,7 +95,7 @@ _CALLS_SQL = """
 CREATE TABLE calls AS
 SELECT row_number() OVER (ORDER BY start_ns) - 1 AS call_index, *
 FROM (SELECT (globalTid >> 24) & 16777215 AS pid, globalTid, globalTid & 16777215 AS tid,
-             regexp_replace(coalesce(s.value, concat('nameId ', c.nameId)), '_v\\d+$', '') AS name, category,
+             regexp_replace(coalesce(s.value, concat('nameId ', c.nameId)), '_v\\d{4,5}$', '') AS name, category,
              correlationId AS correlation, start AS start_ns, "end" - start AS dur_ns
       FROM (SELECT *, 'cuda_runtime' AS category FROM runtime
             UNION ALL SELECT *, 'cuda_driver' FROM driver) c
