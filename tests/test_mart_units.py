@@ -826,6 +826,71 @@ def test_every_mart_but_the_ones_left_has_a_unit_test():
     assert untested == []
 
 
+# ---------------------------------------------------------------------------------------------- GPU breakdowns
+
+def _launched(corr: int, start: int, dur: int, call_start: int, call_dur: int = 1000, kind: str = "kernel",
+              name: str = "gemm", stream: int = 7) -> tuple[dict, dict]:
+    """A device activity and the cudaLaunchKernel (or memcpy/memset) call that launched it."""
+    api = {"kernel": "cudaLaunchKernel", "memcpy": "cudaMemcpyAsync", "memset": "cudaMemsetAsync"}[kind]
+    return ({"kind": kind, "name": name, "stream_id": stream, "correlation": corr, "start_ns": start, "dur_ns": dur},
+            {"tid": 1, "name": api, "category": "cuda_runtime", "correlation": corr, "start_ns": call_start,
+             "dur_ns": call_dur})
+
+
+def _gpu_tables(*launched: tuple[dict, dict], **more) -> dict:
+    return {"run_info": [{"device_type": "gpu", "layout": "kineto"}], "device_exec": [d for d, _ in launched],
+            "host_api": [a for _, a in launched], **more}
+
+
+def test_gpu_time_breakdown_by_hta_and_by_profpipe():
+    """Two kernels overlapping, a copy after them, and a 0.4 µs memset that HTA's µs rounding (start up, end down)
+    makes -1 µs long, alone: HTA counts it so (busy less 1 µs), profpipe counts its 400 ns. profpipe's window is the
+    step; HTA's the activities' span."""
+    tables = _gpu_tables(_launched(1, 10_000, 30_000, 0), _launched(2, 30_000, 30_000, 1_000),
+                         _launched(3, 50_000, 20_000, 2_000, kind="memcpy", name="Memcpy HtoD (Pageable -> Device)"),
+                         _launched(4, 80_500, 400, 3_000, kind="memset", name="Memset (Device)"),
+                         step_point=points(1, start=0, fp=5_000, end=100_000))
+    same(model_rows(tables, "gpu_time_breakdown"), [
+        {"definition": "hta", "window_ns": 70_000, "busy_ns": 59_000, "idle_ns": 11_000, "compute_ns": 50_000,
+         "non_compute_ns": 9_000, "memory_ns": 20_000, "idle_share": 11 / 70},
+        {"definition": "profpipe", "window_ns": 100_000, "busy_ns": 60_400, "idle_ns": 39_600, "compute_ns": 50_000,
+         "non_compute_ns": 10_400, "memory_ns": 20_400, "compute_share": 0.5}])
+
+
+def test_gpu_idle_breakdown_by_hta_and_by_profpipe():
+    """A gap the host caused (the next launch call started after the stream went idle), an overlap HTA counts as a
+    -2 µs kernel_wait gap and profpipe as no gap, and a long gap with the launch made in time (other)."""
+    tables = _gpu_tables(_launched(1, 0, 10_000, -5_000), _launched(2, 15_000, 5_000, 12_000),
+                         _launched(3, 18_000, 7_000, 13_000), _launched(4, 100_000, 10_000, 20_000))
+    got = {(r["definition"], r["category"]): (r["gaps"], r["idle_ns"]) for r in model_rows(tables, "gpu_idle_breakdown")}
+    assert got == {("hta", "host_wait"): (1, 5_000), ("hta", "kernel_wait"): (1, -2_000), ("hta", "other"): (1, 75_000),
+                   ("profpipe", "host_wait"): (1, 5_000), ("profpipe", "kernel_wait"): (0, 0),
+                   ("profpipe", "other"): (1, 75_000)}
+
+
+def test_kernel_launch_delays_and_outliers():
+    """Delays from the call's start and end; a 60 µs call is a runtime outlier, a kernel starting 139 µs after its
+    call ended a launch-delay outlier, a 2 µs kernel behind a 5 µs call a short kernel."""
+    tables = _gpu_tables(_launched(1, 200_000, 5_000, 1_000, call_dur=60_000), _launched(2, 300_000, 2_000, 290_000,
+                                                                                          call_dur=5_000))
+    same(model_rows(tables, "kernel_launch"), [
+        {"correlation": 1, "api_name": "cudaLaunchKernel", "delay_from_call_start_ns": 199_000,
+         "delay_from_call_end_ns": 139_000, "runtime_outlier": True, "launch_delay_outlier": True, "short_kernel": False},
+        {"correlation": 2, "delay_from_call_start_ns": 10_000, "delay_from_call_end_ns": 5_000, "runtime_outlier": False,
+         "launch_delay_outlier": False, "short_kernel": True, "in_hta_launch_stats": True}])
+
+
+def test_gpu_queue_length_and_the_launch_stats_of_a_stream():
+    """Two launches queued before the first starts: 1, 2, 1, 0; the mean over time (10 ns at each length) 4/3."""
+    tables = _gpu_tables(_launched(1, 20, 5, 0, call_dur=3), _launched(2, 30, 5, 10, call_dur=3))
+    same(model_rows(tables, "gpu_queue_length"), [
+        {"ts_ns": 0, "queue_length": 1, "held_ns": 10}, {"ts_ns": 10, "queue_length": 2, "held_ns": 10},
+        {"ts_ns": 20, "queue_length": 1, "held_ns": 10}, {"ts_ns": 30, "queue_length": 0, "held_ns": None}])
+    same(model_rows(tables, "kernel_launch_stats"), [
+        {"stream_id": 7, "launches": 2, "max_queue_length": 2, "mean_queue_length": 4 / 3,
+         "avg_delay_from_call_start_ns": 20, "avg_delay_from_call_end_ns": 17, "short_kernels": 0}])
+
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():

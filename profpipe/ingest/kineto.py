@@ -52,7 +52,7 @@ from .nesting import nest
 from ..clocks import kineto_clock
 from .run_info import run_info
 from .scratch import check_trace_file, query_tables, scratch_database, scratch_folder
-from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
+from .step_ranges import STEP_POINTS_SQL, is_step_sql, sql_text, step_pattern, steps_sql
 from .trace_object import EXACT_DOUBLE_US, TraceArray, event_array, event_offset
 
 
@@ -238,7 +238,8 @@ ORDER BY start_ns, seq
 #: DataLoader spans, the first Forward span (Paddle), else the first op autograd recorded (it has a
 #: Sequence number), else the first cpu_op. BP point: where the step's last backward event ends (Paddle's
 #: Backward spans, Kineto's autograd engine events); no BP point without one (inference, or 2021 traces that lack
-#: those events). Both lie in the step: only events that start in it carry them.
+#: those events). Both lie in the step: only events that start in it carry them. The step's copies on the GPU
+#: streams (gpu_user_annotation ProfilerStep#N) are kept as device_step_start points: HTA's step cut-off counts them.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
 WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
@@ -265,8 +266,16 @@ WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerSt
 ), backward AS (
     SELECT step, arg_max(name, end_ns) AS op_name, max(end_ns) AS ts_ns
     FROM inside WHERE cat IN {HOST_OP_CATS} AND phase = 'backward' GROUP BY step
+), host_points AS ({STEP_POINTS_SQL}
+), device_steps AS (  -- the step's copies on the GPU streams (gpu_user_annotation), by the number in their name
+    SELECT try_cast(nullif(regexp_extract(name, {sql_text(step_pattern(step_range))}, 1), '') AS BIGINT) AS step,
+           start_ns AS ts_ns
+    FROM events WHERE cat = 'gpu_user_annotation' AND {is_step_sql('name', step_range)}
 )
-{STEP_POINTS_SQL}"""
+SELECT * FROM host_points
+UNION ALL
+SELECT step, 'device_step_start', NULL, 4, NULL, NULL, ts_ns FROM device_steps WHERE step IS NOT NULL
+ORDER BY step, seq, ts_ns"""
 
 
 #: Top-level members kept in run_info.metadata_json (libkineto's INFO/WARNING logs are left out).

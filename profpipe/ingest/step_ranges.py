@@ -31,7 +31,7 @@ def step_pattern(step_range: str | None) -> str:
 
 def steps_sql(spans: str, step_range: str | None) -> str:
     """SQL of the steps (step, start_ns, end_ns) among the spans of table `spans` (name, start_ns, dur_ns)."""
-    pattern = _sql_literal(step_pattern(step_range))
+    pattern = sql_text(step_pattern(step_range))
     return f"""
         SELECT coalesce(number, row_number() OVER (ORDER BY start_ns)) AS step, start_ns, end_ns
         FROM (SELECT DISTINCT try_cast(nullif(regexp_extract(name, {pattern}, 1), '') AS BIGINT) AS number,
@@ -42,8 +42,9 @@ def steps_sql(spans: str, step_range: str | None) -> str:
 
 def is_step_sql(name_column: str, step_range: str | None) -> str:
     """SQL condition: the span named `name_column` is a step range."""
-    return f"regexp_matches({name_column}, {_sql_literal(step_pattern(step_range))})"
+    return f"regexp_matches({name_column}, {sql_text(step_pattern(step_range))})"
 
 
-def _sql_literal(text: str) -> str:
+def sql_text(text: str) -> str:
+    """`text` as an SQL string literal."""
     return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,77 @@
+-- Two definitions side by side (column definition):
+-- * hta: HolisticTraceAnalysis' get_temporal_breakdown. Window: the first start to the last end of the GPU
+--   activities HTA keeps (int_hta_gpu_event: its µs rounding and step cut-off; syncs included); compute: the union
+--   of the activities of HTA's type computation (macro hta_kernel_type); idle: the window less the union of all.
+-- * profpipe: the window of the rank's steps (first step start to last step end; the span of its device work
+--   without steps), every kernel, memcpy and memset cut to it, at ns precision; compute: kernels that are not
+--   communication (NCCL, HCCL); memory copies and sets are their own kind, not compute.
+-- Both: non_compute = busy time when no compute runs (communication, memory or other work alone); compute +
+-- non_compute + idle = the window. Unions merge what overlaps, across streams.
+WITH steps AS (
+    SELECT rank, capture, min(start_ns) AS start_ns, max(end_ns) AS end_ns
+    FROM {{ ref('step_phases') }} GROUP BY rank, capture
+), ours AS (
+    SELECT rank, capture, start_ns, start_ns + dur_ns AS end_ns,
+           CASE WHEN kind IN ('memcpy', 'memset') THEN 'memory'
+                WHEN regexp_matches(name, '(?i)nccl|hccl') THEN 'communication' ELSE 'compute' END AS category
+    FROM {{ ref('stg_device_exec') }} WHERE kind IN ('kernel', 'memcpy', 'memset')
+), windows AS (
+    SELECT 'profpipe' AS definition, o.rank, o.capture,
+           coalesce(any_value(s.start_ns), min(o.start_ns)) AS start_ns, coalesce(any_value(s.end_ns), max(o.end_ns)) AS end_ns
+    FROM ours o LEFT JOIN steps s USING (rank, capture) GROUP BY o.rank, o.capture
+    UNION ALL
+    SELECT 'hta', rank, capture, min(start_ns), max(end_ns) FROM {{ ref('int_hta_gpu_event') }} GROUP BY rank, capture
+), intervals AS (
+    SELECT {'rank': o.rank, 'capture': o.capture, 'definition': 'profpipe'} AS grp, o.category,
+           greatest(o.start_ns, w.start_ns) AS start_ns, least(o.end_ns, w.end_ns) AS end_ns
+    FROM ours o JOIN windows w ON w.definition = 'profpipe' AND w.rank = o.rank AND w.capture = o.capture
+    UNION ALL
+    SELECT {'rank': rank, 'capture': capture, 'definition': 'hta'},
+           CASE hta_type WHEN 'computation' THEN 'compute' ELSE hta_type END, start_ns, end_ns
+    FROM {{ ref('int_hta_gpu_event') }}
+), hta_runs AS (  -- HTA's own merge for busy and compute: in start order, a run ends where an activity starts after
+                  -- the latest end so far; each run counts its last end less its first start (an activity HTA's µs
+                  -- rounding made -1 µs long counts so when it stands alone), so the hta figures match HTA exactly
+    SELECT rank, capture, is_compute, start_ns, end_ns,
+           coalesce(start_ns > max(end_ns) OVER (PARTITION BY rank, capture, is_compute ORDER BY start_ns, end_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens
+    FROM (SELECT rank, capture, false AS is_compute, start_ns, end_ns FROM {{ ref('int_hta_gpu_event') }}
+          UNION ALL
+          SELECT rank, capture, true, start_ns, end_ns FROM {{ ref('int_hta_gpu_event') }} WHERE hta_type = 'computation')
+), hta_totals AS (
+    SELECT rank, capture, sum(run_ns) FILTER (WHERE NOT is_compute) AS busy_ns,
+           sum(run_ns) FILTER (WHERE is_compute) AS compute_ns
+    FROM (SELECT rank, capture, is_compute, max(end_ns) - min(start_ns) AS run_ns
+          FROM (SELECT *, sum(opens::INT) OVER (PARTITION BY rank, capture, is_compute ORDER BY start_ns, end_ns
+                                                ROWS UNBOUNDED PRECEDING) AS run FROM hta_runs)
+          GROUP BY rank, capture, is_compute, run)
+    GROUP BY rank, capture
+), totals AS (
+    SELECT grp.rank AS rank, grp.capture AS capture, grp.definition AS definition,
+           sum(end_ns - start_ns) FILTER (WHERE len(categories) > 0) AS busy_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'compute')) AS compute_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'communication')) AS communication_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'memory')) AS memory_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'other')) AS other_ns
+    FROM interval_sweep(intervals)
+    GROUP BY ALL
+)
+SELECT w.rank, w.capture, w.definition,
+       w.start_ns AS window_start_ns, w.end_ns AS window_end_ns, w.end_ns - w.start_ns AS window_ns,
+       coalesce(t.busy_ns, 0)::BIGINT AS busy_ns,
+       (w.end_ns - w.start_ns - coalesce(t.busy_ns, 0))::BIGINT AS idle_ns,
+       coalesce(t.compute_ns, 0)::BIGINT AS compute_ns,
+       (coalesce(t.busy_ns, 0) - coalesce(t.compute_ns, 0))::BIGINT AS non_compute_ns,
+       coalesce(t.communication_ns, 0)::BIGINT AS communication_ns,
+       coalesce(t.memory_ns, 0)::BIGINT AS memory_ns,
+       coalesce(t.other_ns, 0)::BIGINT AS other_ns,
+       (w.end_ns - w.start_ns - coalesce(t.busy_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS idle_share,
+       coalesce(t.compute_ns, 0) / nullif(w.end_ns - w.start_ns, 0) AS compute_share,
+       (coalesce(t.busy_ns, 0) - coalesce(t.compute_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS non_compute_share
+FROM windows w LEFT JOIN (
+    SELECT rank, capture, definition, busy_ns, compute_ns, communication_ns, memory_ns, other_ns
+    FROM totals WHERE definition = 'profpipe'
+    UNION ALL  -- hta: HTA's merged busy and compute time; the kinds' own unions from the sweep
+    SELECT t.rank, t.capture, 'hta', h.busy_ns, h.compute_ns, t.communication_ns, t.memory_ns, t.other_ns
+    FROM totals t JOIN hta_totals h USING (rank, capture) WHERE t.definition = 'hta'
+) t USING (rank, capture, definition)
