@@ -241,7 +241,7 @@ ELEMENT_BYTES = {
 NELEMS_LIMIT = 1 << 58
 
 #: One row per collective instance: each NCCL kernel (name starting `nccl`, HTA's communication rule) with the
-#: args it carries, else those of the record_param_comms op that launched it (the op its launch belongs to, or
+#: args it carries (each missing one taken from the op's), else those of the record_param_comms op that launched it (the op its launch belongs to, or
 #: that op's parent or grandparent: an `nccl:<coll>` annotation may sit between them); and each
 #: record_param_comms op with args whose kernel is not in the trace (timed by the host op: no kernel ran, as for
 #: `wait` and single-rank groups, or it was not captured). `fault_*` say which values are of the wrong type
@@ -263,16 +263,17 @@ WITH args_ops AS (
     SELECT 'kernel' AS timed_by, k.name AS kernel_name, k.stream AS stream_id, k.start_ns, k.dur_ns,
            o.start_ns AS host_start_ns, o.dur_ns AS host_dur_ns,
            CASE WHEN k.coll[1] IS NOT NULL THEN 'kernel' WHEN o.op_index IS NOT NULL THEN 'cpu_op' END AS args_from,
-           CASE WHEN k.coll[1] IS NOT NULL THEN k.coll ELSE o.coll END AS a
+           -- the kernel's copy of the args, completed by the op's (Kineto copies no Seq onto the kernel)
+           CASE WHEN k.coll[1] IS NOT NULL THEN [coalesce(k.coll[i], o.coll[i]) FOR i IN range(1, 10)] ELSE o.coll END AS a
     FROM linked k LEFT JOIN args_ops o ON o.op_index = k.args_op
     UNION ALL
     SELECT 'cpu_op', NULL, NULL, o.start_ns, o.dur_ns, o.start_ns, o.dur_ns, 'cpu_op', o.coll
     FROM args_ops o WHERE o.op_index NOT IN (SELECT args_op FROM linked WHERE args_op IS NOT NULL)
 ), typed AS (  -- each arg with its JSON type; integers as text (a number beyond int64 fails the cast below)
-    SELECT * EXCLUDE (a),
-           a[1] AS j_name, a[2] AS j_dtype, a[3] AS j_in, a[4] AS j_out, a[5] AS j_size, a[6] AS j_group_name,
-           a[7] AS j_group_id, a[8] AS j_ranks, a[9] AS j_seq
-    FROM rows
+    SELECT * EXCLUDE (a, b),
+           b[1] AS j_name, b[2] AS j_dtype, b[3] AS j_in, b[4] AS j_out, b[5] AS j_size, b[6] AS j_group_name,
+           b[7] AS j_group_id, b[8] AS j_ranks, b[9] AS j_seq
+    FROM (SELECT *, [CASE WHEN json_type(v) <> 'NULL' THEN v END FOR v IN a] AS b FROM rows)  -- a JSON null is no value
 ), checked AS (
     SELECT *,
            json_type(j_name) = 'VARCHAR' AS name_ok, json_type(j_dtype) = 'VARCHAR' AS dtype_ok,
