@@ -1,4 +1,5 @@
-"""Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point.
+"""Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point,
+memory_event, collective_event.
 
 One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
 trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
@@ -16,6 +17,11 @@ suffixes and "123(C++)" thread ids are cleaned):
   runtime call was made in (Paddle, which has no External id);
 * `[memory]` instants (profile_memory=True) -> memory_event (device, address, bytes allocated or
   freed, the allocator's totals where the trace has them);
+* NCCL kernels (names starting `nccl`) and `record_param_comms` cpu_ops -> collective_event: one row per kernel with
+  the collective args PyTorch records (`Collective name`, `dtype`, `In msg nelems`, `Out msg nelems`, `Group size`,
+  `Process Group Name` / older `Process Group ID`, `Process Group Ranks`, `Seq`), from the kernel's copy completed
+  by the op that launched it (or its parent or grandparent: an `nccl:<coll>` annotation may sit between), and one
+  row per record_param_comms whose kernel is not in the trace (timed by the op); the element size from the dtype;
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -33,7 +39,9 @@ duration, with NaN / infinite ones, beyond ±2^62 ns or with a negative duration
 by check; ids and sizes that are not integers are read as none (repaired); exact duplicate events count
 once (duplicate_record); a cut trace says where it was cut, how many events were read and which tables
 lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
-are left out. A trace that cannot be parsed at all is an InputError naming the file and the offset.
+are left out; collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
+and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
+size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
