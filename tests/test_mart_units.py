@@ -976,3 +976,58 @@ def test_op_shape_stats_sums_the_instances_of_a_type_launched_with_the_same_shap
         {"side": "Host", "op_type": "MatMul", "input_shape": "input_1:[1],input_2:[3] | input_1:[2],input_2:[3]",
          "instances": 2, "occurrences": 3, "total_ns": 45},
     ])
+
+
+# ---------------------------------------------------------------------------------------------- GPU collectives
+
+def _collective(rank: int, name: str, start: int, dur: int, **args) -> dict:
+    return {"rank": rank, "event_index": args.pop("event_index", 0), "name": name, "timed_by": "kernel",
+            "args_from": "kernel", "kernel_name": "ncclDevKernel_" + name, "stream_id": 20, "start_ns": start,
+            "dur_ns": dur, "group_name": "0", **args}
+
+
+def test_collective_exec_sizes_and_bandwidths_by_nccl_tests():
+    event = [
+        # AllReduce of 1000 Float on 4 ranks in 2 us: S = 4000 B, algbw = 4000 / 2e-6 = 2e9 B/s, busbw x 2*3/4 = 3e9
+        _collective(0, "allreduce", 100, 2000, dtype="Float", element_bytes=4, in_nelems=1000, out_nelems=1000,
+                    group_size=4, group_seq=1),
+        # AllGather: S = Out msg nelems (4000) x 2 B = 8000 B in 4 us: 2e9, busbw x 3/4 = 1.5e9
+        _collective(0, "_allgather_base", 5000, 4000, dtype="BFloat16", element_bytes=2, in_nelems=1000,
+                    out_nelems=4000, group_size=4, group_seq=2, event_index=1),
+        # a wait op without a kernel: timed by the cpu op, no bandwidth
+        {**_collective(0, "wait", 9000, 50, dtype="Byte", element_bytes=1, in_nelems=0, out_nelems=0, group_size=1,
+                       event_index=2), "timed_by": "cpu_op", "kernel_name": None, "stream_id": None},
+    ]
+    same(model_rows({"collective_event": event}, "collective_exec"), [
+        {"collective_type": "AllReduce", "occurrence": 1, "message_bytes": 4000, "bus_factor": 1.5,
+         "algorithm_bandwidth_bytes_per_second": 2e9, "bus_bandwidth_bytes_per_second": 3e9},
+        {"collective_type": "AllGather", "occurrence": 2, "message_bytes": 8000, "bus_factor": 0.75,
+         "algorithm_bandwidth_bytes_per_second": 2e9, "bus_bandwidth_bytes_per_second": 1.5e9},
+        {"collective_type": "Other", "occurrence": 0, "message_bytes": None, "algorithm_bandwidth_bytes_per_second": None}])
+    # two AllReduces of one size: the bandwidth of the mean time (2 us and 6 us: 4 us -> 4000 / 4e-6 = 1e9, busbw 1.5e9)
+    event[1] = _collective(0, "allreduce", 5000, 6000, dtype="Float", element_bytes=4, in_nelems=1000, out_nelems=1000,
+                           group_size=4, group_seq=2, event_index=1)
+    same(model_rows({"collective_event": event}, "collective_size_stats"), [
+        {"collective_type": "AllReduce", "message_bytes": 4000, "instances": 2, "total_ns": 8000, "avg_ns": 4000.0,
+         "algorithm_bandwidth_bytes_per_second": 1e9, "bus_bandwidth_bytes_per_second": 1.5e9}])
+
+
+def test_comm_comp_overlap_is_htas_share_of_communication_hidden_by_computation():
+    device_exec = [kernel("gemm", 0, 100), kernel("gemm", 50, 100, stream_id=3),   # computation 0-150
+                   kernel("ncclDevKernel_AllReduce", 120, 80, stream_id=20),       # communication 120-200
+                   kernel("ncclKernel_SendRecv", 300, 20, stream_id=21),           # 300-320
+                   {**kernel("Memcpy DtoD (Device -> Device)", 310, 50), "kind": "memcpy"}]  # memory: neither
+    # |U_comm| = 80 + 20 = 100, overlap 120-150 = 30, share 0.3
+    same(model_rows({"device_exec": device_exec}, "comm_comp_overlap"), [
+        {"computation_kernels": 2, "communication_kernels": 2, "computation_ns": 150, "communication_ns": 100,
+         "overlap_ns": 30, "exposed_communication_ns": 70, "overlap_share": 0.3}])
+
+
+def test_collective_straggler_last_arrival_and_waits():
+    # two ranks, one allreduce (Seq 5): rank 1 starts at 400, rank 0 at 100 and waits 300
+    event = [_collective(0, "allreduce", 100, 700, group_seq=5), _collective(1, "allreduce", 400, 400, group_seq=5)]
+    same(model_rows({"collective_event": event}, "collective_straggler"), [
+        {"rank": 0, "occurrence": 5, "ranks": 2, "last_rank": 1, "is_last_arrival": False, "wait_ns": 300,
+         "slow_test": "too_few_ranks", "is_slow": False},
+        {"rank": 1, "occurrence": 5, "ranks": 2, "last_rank": 1, "is_last_arrival": True, "wait_ns": 0,
+         "slow_test": "too_few_ranks", "is_slow": False}])

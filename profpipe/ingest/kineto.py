@@ -1,4 +1,5 @@
-"""Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point.
+"""Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point,
+memory_event, collective_event.
 
 One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
 trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
@@ -16,6 +17,11 @@ suffixes and "123(C++)" thread ids are cleaned):
   runtime call was made in (Paddle, which has no External id);
 * `[memory]` instants (profile_memory=True) -> memory_event (device, address, bytes allocated or
   freed, the allocator's totals where the trace has them);
+* NCCL kernels (names starting `nccl`) and `record_param_comms` cpu_ops -> collective_event: one row per kernel with
+  the collective args PyTorch records (`Collective name`, `dtype`, `In msg nelems`, `Out msg nelems`, `Group size`,
+  `Process Group Name` / older `Process Group ID`, `Process Group Ranks`, `Seq`), from the kernel's copy completed
+  by the op that launched it (or its parent or grandparent: an `nccl:<coll>` annotation may sit between), and one
+  row per record_param_comms whose kernel is not in the trace (timed by the op); the element size from the dtype;
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -33,7 +39,9 @@ duration, with NaN / infinite ones, beyond ±2^62 ns or with a negative duration
 by check; ids and sizes that are not integers are read as none (repaired); exact duplicate events count
 once (duplicate_record); a cut trace says where it was cut, how many events were read and which tables
 lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
-are left out. A trace that cannot be parsed at all is an InputError naming the file and the offset.
+are left out; collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
+and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
+size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
@@ -92,7 +100,7 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
-SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, inexact_time, raw_ts, raw_dur,
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, coll, inexact_time, raw_ts, raw_dur,
        try_cast(coalesce(a[1], a[2]) AS BIGINT) AS external_id, try_cast(coalesce(a[3], a[7]) AS BIGINT) AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
@@ -133,6 +141,12 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
                                         '$.grid', '$.block', '$.bytes', '$.size']) AS a,
+             -- the collective args PyTorch writes on record_param_comms and copies onto NCCL kernels, as JSON
+             -- values (their types are checked where the collective table is built: _COLLECTIVE_SQL)
+             CASE WHEN ph = 'X' AND (name = 'record_param_comms' OR starts_with(name, 'nccl'))
+                  THEN json_extract(args, ['$."Collective name"', '$.dtype', '$."In msg nelems"', '$."Out msg nelems"',
+                                           '$."Group size"', '$."Process Group Name"', '$."Process Group ID"',
+                                           '$."Process Group Ranks"', '$.Seq']) END AS coll,
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
@@ -148,12 +162,12 @@ CREATE TABLE host_ops AS
 SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULLS FIRST, name) - 1) AS op_index,
        'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
        coalesce(phase, CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE cat END) AS category,
-       external_id, tid AS thread
+       external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll
 FROM events WHERE cat IN {HOST_OP_CATS}
 """
 
 _HOST_OP_SQL = """
-SELECT o.* EXCLUDE (thread), p.parent_index
+SELECT o.* EXCLUDE (thread, coll), p.parent_index
 FROM host_ops o JOIN parents p USING (op_index)
 ORDER BY o.start_ns
 """
@@ -219,6 +233,110 @@ SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(
 FROM launched
 ORDER BY start_ns
 """
+
+#: Bytes per element of the dtypes PyTorch writes in the collective args (c10::ScalarType names, and torch's
+#: own names for the few traces that write those); any other dtype has no element size.
+ELEMENT_BYTES = {
+    "Bool": 1, "Byte": 1, "Char": 1, "QInt8": 1, "QUInt8": 1, "Bits8": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
+    "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1, "Float8_e8m0fnu": 1, "UInt8": 1, "Int8": 1,
+    "Short": 2, "Half": 2, "BFloat16": 2, "UInt16": 2, "Bits16": 2,
+    "Int": 4, "Float": 4, "QInt32": 4, "UInt32": 4, "ComplexHalf": 4,
+    "Long": 8, "Double": 8, "UInt64": 8, "ComplexFloat": 8, "ComplexDouble": 16,
+    "bool": 1, "uint8": 1, "int8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "float32": 4,
+    "int64": 8, "float64": 8, "complex64": 8, "complex128": 16,
+}
+#: The most elements a collective's message may hold (2^58: with 16-byte elements its bytes stay below 2^62).
+NELEMS_LIMIT = 1 << 58
+
+#: One row per collective instance: each NCCL kernel (name starting `nccl`, HTA's communication rule) with the
+#: args it carries (each missing one taken from the op's), else those of the record_param_comms op that launched it (the op its launch belongs to, or
+#: that op's parent or grandparent: an `nccl:<coll>` annotation may sit between them); and each
+#: record_param_comms op with args whose kernel is not in the trace (timed by the host op: no kernel ran, as for
+#: `wait` and single-rank groups, or it was not captured). `fault_*` say which values are of the wrong type
+#: (malformed) or out of range and were read as none; `incomplete` that a key Kineto writes with the name is missing.
+_COLLECTIVE_SQL = f"""
+CREATE TABLE collective AS
+WITH args_ops AS (
+    SELECT op_index, start_ns, dur_ns, coll FROM host_ops WHERE coll IS NOT NULL AND coll[1] IS NOT NULL
+), kernels AS (
+    SELECT row_id, name, stream, start_ns, dur_ns, op_index, coll FROM launched
+    WHERE kind = 'kernel' AND starts_with(name, 'nccl')
+), linked AS (
+    SELECT k.*, coalesce(o0.op_index, o1.op_index, o2.op_index) AS args_op
+    FROM kernels k
+    LEFT JOIN args_ops o0 ON o0.op_index = k.op_index
+    LEFT JOIN parents p1 ON p1.op_index = k.op_index LEFT JOIN args_ops o1 ON o1.op_index = p1.parent_index
+    LEFT JOIN parents p2 ON p2.op_index = p1.parent_index LEFT JOIN args_ops o2 ON o2.op_index = p2.parent_index
+), rows AS (
+    SELECT 'kernel' AS timed_by, k.name AS kernel_name, k.stream AS stream_id, k.start_ns, k.dur_ns,
+           o.start_ns AS host_start_ns, o.dur_ns AS host_dur_ns,
+           CASE WHEN k.coll[1] IS NOT NULL THEN 'kernel' WHEN o.op_index IS NOT NULL THEN 'cpu_op' END AS args_from,
+           -- the kernel's copy of the args, completed by the op's (Kineto copies no Seq onto the kernel)
+           CASE WHEN k.coll[1] IS NOT NULL THEN [coalesce(k.coll[i], o.coll[i]) FOR i IN range(1, 10)] ELSE o.coll END AS a
+    FROM linked k LEFT JOIN args_ops o ON o.op_index = k.args_op
+    UNION ALL
+    SELECT 'cpu_op', NULL, NULL, o.start_ns, o.dur_ns, o.start_ns, o.dur_ns, 'cpu_op', o.coll
+    FROM args_ops o WHERE o.op_index NOT IN (SELECT args_op FROM linked WHERE args_op IS NOT NULL)
+), typed AS (  -- each arg with its JSON type; integers as text (a number beyond int64 fails the cast below)
+    SELECT * EXCLUDE (a, b),
+           b[1] AS j_name, b[2] AS j_dtype, b[3] AS j_in, b[4] AS j_out, b[5] AS j_size, b[6] AS j_group_name,
+           b[7] AS j_group_id, b[8] AS j_ranks, b[9] AS j_seq
+    FROM (SELECT *, [CASE WHEN json_type(v) <> 'NULL' THEN v END FOR v IN a] AS b FROM rows)  -- a JSON null is no value
+), checked AS (
+    SELECT *,
+           json_type(j_name) = 'VARCHAR' AS name_ok, json_type(j_dtype) = 'VARCHAR' AS dtype_ok,
+           json_type(j_group_name) IN ('VARCHAR', 'BIGINT', 'UBIGINT') AS group_name_ok,
+           json_type(j_group_id) IN ('VARCHAR', 'BIGINT', 'UBIGINT') AS group_id_ok,
+           json_type(j_ranks) IN ('VARCHAR', 'ARRAY') AS ranks_ok,
+           CASE WHEN json_type(j_in) IN ('BIGINT', 'UBIGINT') THEN try_cast(json_extract_string(j_in, '$') AS BIGINT) END AS in_v,
+           CASE WHEN json_type(j_out) IN ('BIGINT', 'UBIGINT') THEN try_cast(json_extract_string(j_out, '$') AS BIGINT) END AS out_v,
+           CASE WHEN json_type(j_size) IN ('BIGINT', 'UBIGINT') THEN try_cast(json_extract_string(j_size, '$') AS BIGINT) END AS size_v,
+           CASE WHEN json_type(j_seq) IN ('BIGINT', 'UBIGINT') THEN try_cast(json_extract_string(j_seq, '$') AS BIGINT) END AS seq_v
+    FROM typed
+)
+SELECT timed_by, kernel_name, stream_id, start_ns, dur_ns, host_start_ns, host_dur_ns, args_from,
+       CASE WHEN name_ok THEN json_extract_string(j_name, '$') END AS name,
+       CASE WHEN dtype_ok THEN json_extract_string(j_dtype, '$') END AS dtype,
+       e.bytes AS element_bytes,
+       CASE WHEN in_v BETWEEN 0 AND {NELEMS_LIMIT} THEN in_v END AS in_nelems,
+       CASE WHEN out_v BETWEEN 0 AND {NELEMS_LIMIT} THEN out_v END AS out_nelems,
+       CASE WHEN size_v BETWEEN 1 AND 2147483647 THEN size_v END AS group_size,
+       CASE WHEN group_name_ok THEN json_extract_string(j_group_name, '$')
+            WHEN group_id_ok THEN json_extract_string(j_group_id, '$') END AS group_name,
+       CASE WHEN ranks_ok THEN replace(trim(CASE WHEN json_type(j_ranks) = 'VARCHAR' THEN json_extract_string(j_ranks, '$')
+                                                 ELSE j_ranks::VARCHAR END, '[] '), ' ', '') END AS group_ranks,
+       CASE WHEN seq_v >= 0 THEN seq_v END AS group_seq,
+       -- what was read as none, by kind (counted in trace_health)
+       args_from IS NOT NULL AND (
+           (j_name IS NOT NULL AND NOT name_ok) OR (j_dtype IS NOT NULL AND NOT dtype_ok)
+           OR (j_in IS NOT NULL AND json_type(j_in) NOT IN ('BIGINT', 'UBIGINT'))
+           OR (j_out IS NOT NULL AND json_type(j_out) NOT IN ('BIGINT', 'UBIGINT'))
+           OR (j_size IS NOT NULL AND json_type(j_size) NOT IN ('BIGINT', 'UBIGINT'))
+           OR (j_seq IS NOT NULL AND json_type(j_seq) NOT IN ('BIGINT', 'UBIGINT'))
+           OR (j_group_name IS NOT NULL AND NOT group_name_ok) OR (j_group_id IS NOT NULL AND NOT group_id_ok)
+           OR (j_ranks IS NOT NULL AND NOT ranks_ok)) AS fault_type,
+       args_from IS NOT NULL AND (
+           (in_v IS NULL AND json_type(j_in) IN ('BIGINT', 'UBIGINT')) OR in_v NOT BETWEEN 0 AND {NELEMS_LIMIT}
+           OR (out_v IS NULL AND json_type(j_out) IN ('BIGINT', 'UBIGINT')) OR out_v NOT BETWEEN 0 AND {NELEMS_LIMIT}
+           OR (size_v IS NULL AND json_type(j_size) IN ('BIGINT', 'UBIGINT')) OR size_v NOT BETWEEN 1 AND 2147483647
+           OR (seq_v IS NULL AND json_type(j_seq) IN ('BIGINT', 'UBIGINT')) OR seq_v < 0) AS fault_range,
+       args_from IS NOT NULL AND (j_dtype IS NULL OR j_in IS NULL OR j_out IS NULL OR j_size IS NULL) AS incomplete,
+       args_from IS NOT NULL AND dtype_ok AND e.bytes IS NULL AS unknown_dtype,
+       left(concat_ws(', ', 'Collective name: ' || j_name, 'dtype: ' || j_dtype, 'In msg nelems: ' || j_in,
+                      'Out msg nelems: ' || j_out, 'Group size: ' || j_size, 'Seq: ' || j_seq), 200) AS example
+FROM checked
+LEFT JOIN (VALUES {", ".join(f"('{k}', {v})" for k, v in ELEMENT_BYTES.items())}) AS e(dtype, bytes)
+    ON dtype_ok AND e.dtype = json_extract_string(j_dtype, '$')
+"""
+
+_COLLECTIVE_TABLE_SQL = """
+SELECT row_number() OVER (ORDER BY start_ns, stream_id NULLS LAST, timed_by DESC, kernel_name) - 1 AS event_index,
+       name, dtype, element_bytes, in_nelems, out_nelems, group_size, group_name, group_ranks, group_seq,
+       timed_by, args_from, kernel_name, stream_id, start_ns, dur_ns, host_start_ns, host_dur_ns
+FROM collective
+ORDER BY start_ns, event_index
+"""
+
 
 #: c10::DeviceType numbers of the "[memory]" instants' "Device Type".
 _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuse1"}
@@ -306,10 +424,13 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             nest(con, _NESTING_SQL)
             con.execute(_LAUNCHED_SQL)
             _report_unlinked(con, path, warn)
+            con.execute(_COLLECTIVE_SQL)
+            _report_collective_args(con, path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
             yield from query_tables(con, [
                 ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
-                ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL)])
+                ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL),
+                ("collective_event", _COLLECTIVE_TABLE_SQL)])
 
 
 def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -319,6 +440,33 @@ def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> 
             "WHERE unlinked IS NOT NULL GROUP BY unlinked ORDER BY unlinked").fetchall():
         warn(f"{path}: {rows} device activities ({kinds}) {_UNLINKED[reason]}: kept without a launching op",
              check="unlinked", action="kept", rows=rows, path=path, example=example, tables="device_exec")
+
+
+def _report_collective_args(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """trace_health rows for collective args (collective table): values of the wrong type or out of range are read as
+    none (repaired); a collective without a key Kineto writes with its name, or of a dtype of unknown size, is kept
+    as it is (its message size stays unknown)."""
+    counts = con.execute(
+        "SELECT count(*) FILTER (WHERE fault_type), any_value(example) FILTER (WHERE fault_type), "
+        "count(*) FILTER (WHERE fault_range), any_value(example) FILTER (WHERE fault_range), "
+        "count(*) FILTER (WHERE incomplete), any_value(example) FILTER (WHERE incomplete), "
+        "count(*) FILTER (WHERE unknown_dtype), any_value(dtype) FILTER (WHERE unknown_dtype) FROM collective").fetchall()[0]
+    wrong, wrong_example, out, out_example, incomplete, incomplete_example, unknown, unknown_example = counts
+    if wrong:
+        warn(f"{path}: {wrong} collectives have an arg of the wrong type (Collective name, dtype, In/Out msg nelems, "
+             "Group size, Process Group Name/ID/Ranks, Seq); it is read as none", check="malformed_record",
+             action="repaired", rows=wrong, path=path, example=wrong_example, tables="collective_event")
+    if out:
+        warn(f"{path}: {out} collectives have a negative or too large element count (beyond 2^58), a group size below 1 "
+             "or a negative Seq; it is read as none", check="out_of_range", action="repaired", rows=out, path=path,
+             example=out_example, tables="collective_event")
+    if incomplete:
+        warn(f"{path}: {incomplete} collectives lack one of dtype, In msg nelems, Out msg nelems, Group size: kept, "
+             "without a message size", check="malformed_record", action="kept", rows=incomplete, path=path,
+             example=incomplete_example, tables="collective_event")
+    if unknown:
+        warn(f"{path}: {unknown} collectives have a dtype of unknown element size: kept, without a message size",
+             check="other", action="kept", rows=unknown, path=path, example=unknown_example, tables="collective_event")
 
 
 #: Times and durations beyond ±2^62 ns (146 years) are refused: a start plus a duration always fits in int64.

@@ -1,0 +1,22 @@
+SELECT
+    rank,
+    capture,
+    event_index,
+    name,
+    dtype,
+    element_bytes,
+    in_nelems,
+    out_nelems,
+    group_size,
+    group_name,
+    group_ranks,
+    group_seq,
+    timed_by,
+    args_from,
+    kernel_name,
+    stream_id,
+    start_ns,
+    dur_ns,
+    host_start_ns,
+    host_dur_ns
+FROM {{ source('collective_event') }}
