@@ -158,9 +158,9 @@ def _analysed(key: str, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("key", sorted(HTA["traces"]))
 def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Path) -> None:
-    """The hta rows give HTA's own numbers (its µs rounding in its double arithmetic, its step cut-off, its kernel
-    types and its interval merge), exactly, on the H100 fixture and four real traces (ROCm, epoch-ns, multi-stream,
-    sampled)."""
+    """The hta rows of gpu_time_breakdown, gpu_idle_breakdown and comm_comp_overlap give HTA's own numbers (its µs rounding in its double arithmetic, its step cut-off, its kernel
+    types and its interval merge), exactly, on the H100 fixture and six real traces (ROCm, epoch-ns, multi-stream,
+    sampled ranks 0 and 1, NCCL)."""
     expected = HTA["traces"][key]
     out = _analysed(key, tmp_path)
     temporal = expected["temporal"]
@@ -168,6 +168,12 @@ def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Pat
                       "WHERE definition = 'hta'") == \
         [tuple(int(temporal[k] * 1000) for k in ("idle_time(us)", "compute_time(us)", "non_compute_time(us)",
                                                  "kernel_time(us)"))]
+    overlap = query(out, "SELECT overlap_share FROM comm_comp_overlap WHERE definition = 'hta'")
+    hta_overlap = expected["comm_comp_overlap_pctg"]
+    if hta_overlap != hta_overlap:  # NaN: no communication kernel
+        assert overlap in ([], [(None,)])
+    else:
+        assert round(overlap[0][0] * 100, 2) == hta_overlap
     rows = {(s, c): (gaps, idle, share, avg, std, low, p25, p50, p75, high) for s, c, gaps, idle, share, avg, std, low, p25,
             p50, p75, high in query(out, "SELECT stream_id, category, gaps, idle_ns, idle_share, avg_ns, stddev_ns, min_ns, "
                                          "p25_ns, median_ns, p75_ns, max_ns FROM gpu_idle_breakdown WHERE definition = 'hta'")}
