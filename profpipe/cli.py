@@ -79,6 +79,7 @@ def analyse(
     json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
     fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
     bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
+    peak_tflops: Annotated[Optional[float], typer.Option("--peak-tflops", metavar="TFLOPS", help="GPU traces: the device's peak in TFLOP/s that op_flops compares each op's achieved FLOP/s with. Default: the peak of the trace's device (deviceProperties name) for the op's input type, where profpipe knows it (A100, H100, H200, V100).")] = None,
     rank_map: Annotated[Optional[Path], typer.Option("--rank-map", metavar="FILE", help="Ranks of traces that name none (no distributedInfo, no rank-<n>/worker<n> in the name): lines '<path or glob> <rank>' (or a JSON object {\"path or glob\": rank}), paths relative to PATH; the first pattern that matches a source's file or folder wins. The file and the name come first.")] = None,
     step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N.")] = None,
     report_style: Annotated[str, typer.Option("--report-style", help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
@@ -108,7 +109,8 @@ def analyse(
         options = Options(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
             timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
-            step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, rank_map=rank_map, strict=strict,
+            step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, peak_tflops=peak_tflops, rank_map=rank_map,
+            strict=strict,
             force=force, workers=workers, memory_limit_mb=memory_limit, report=ReportOptions(style=report_style, subgraph=subgraph,
                                               optypes_to_deal=_type_list(optypes_to_deal),
                                               optypes_not_deal=_type_list(optypes_not_deal), show_op_path=op_path))

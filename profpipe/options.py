@@ -66,6 +66,9 @@ class Options:
     #: or MindSpore's environment variables FP_POINT / PROFILING_FP_START and BP_POINT / PROFILING_BP_END).
     fp_op: str | None = None
     bp_op: str | None = None
+    #: The device's peak in TFLOP/s that op_flops compares achieved FLOP/s with (None: from the trace's
+    #: deviceProperties name and the op's input type, where macro gpu_peak_tflops knows the device).
+    peak_tflops: float | None = None
     #: A file giving traces without a rank of their own their rank (discover.load_rank_map).
     rank_map: Path | None = None
     #: Worker processes that read the sources (None: one per core when the input is large enough to pay
@@ -97,6 +100,9 @@ class Options:
         if self.timeline_limit_mb is not None and not (math.isfinite(self.timeline_limit_mb)
                                                        and self.timeline_limit_mb > 0):
             raise UsageError(f"timeline limit must be a positive number of MiB, got {self.timeline_limit_mb}")
+        if self.peak_tflops is not None and (isinstance(self.peak_tflops, bool) or not isinstance(self.peak_tflops, (int, float))
+                                             or not math.isfinite(self.peak_tflops) or self.peak_tflops <= 0):
+            raise UsageError(f"peak TFLOP/s must be a positive number, got {self.peak_tflops!r}")
         if self.rank_map is not None:
             object.__setattr__(self, "rank_map", Path(self.rank_map))
         if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
@@ -116,6 +122,7 @@ class Options:
                        bp_op=self.bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END"))
 
     @property
-    def trace_point_overrides(self) -> dict[str, str]:
-        """The run_option rows the step models read: fp_op / bp_op where set."""
-        return {name: value for name, value in (("fp_op", self.fp_op), ("bp_op", self.bp_op)) if value}
+    def model_options(self) -> dict[str, str]:
+        """The run_option rows the models read: fp_op / bp_op (the step models), peak_tflops (op_flops) where set."""
+        return {name: str(value) for name, value in (("fp_op", self.fp_op), ("bp_op", self.bp_op),
+                                                     ("peak_tflops", self.peak_tflops)) if value}

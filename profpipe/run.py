@@ -278,7 +278,7 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             reporter.stage("models", len(models_to_run))
             load_tables(con, tmp)
             create_macros(con)
-            set_run_options(con, options.trace_point_overrides)
+            set_run_options(con, options.model_options)
             run_models(con, models_to_run)
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}

@@ -297,3 +297,67 @@ def test_kernel_launches_their_delays_and_the_launch_queue(tmp_path: Path) -> No
             length += per_time[at]
             longest[stream] = max(longest[stream], length)
     assert dict(query(out, "SELECT stream_id, max_queue_length FROM kernel_launch_stats")) == longest
+
+
+def _pytorch_flops(event: dict) -> int | None:
+    """PyTorch's with_flops formulas (torch/csrc/profiler/util.cpp computeFlops), written here from its rules."""
+    dims, concrete = event["args"].get("Input Dims"), event["args"].get("Concrete Inputs")
+    name = event["name"]
+    if name == "aten::mm":
+        (m, k), (_, n) = dims[0], dims[1]
+        return 2 * m * k * n
+    if name == "aten::addmm":
+        (m, k), (_, n) = dims[1], dims[2]
+        return 2 * m * k * n
+    if name == "aten::conv2d":
+        (batch, c_in, height, width), (c_out, _, kh, kw) = dims[0], dims[1]
+        stride, padding, dilation = (json.loads(concrete[i]) for i in (3, 4, 5))
+        groups = int(concrete[6])
+        out_h = (height + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        out_w = (width + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        return 2 * batch * out_h * out_w * kh * kw * c_in * c_out // groups
+    if name in ("aten::mul", "aten::add"):
+        count = 1
+        for size in dims[0]:
+            count *= size
+        return count
+    return None
+
+
+def test_op_flops_by_pytorchs_formulas_and_the_devices_peak(tmp_path: Path) -> None:
+    """op_flops on the H100 fixture (recorded with with_flops and record_shapes): each op's FLOPs by PyTorch's
+    formulas from its Input Dims and Concrete Inputs, computed here; achieved FLOP/s over the device time the op
+    launched (itself and through nested ops); the peak of an H100 SXM for float inputs (67 TFLOP/s), or the one
+    given with --peak-tflops."""
+    events = _events(CUDA_TRACE)
+    expected: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for event in events:
+        if event.get("cat") == "cpu_op" and _pytorch_flops(event) is not None:
+            expected[event["name"]][0] += 1
+            expected[event["name"]][1] += _pytorch_flops(event)
+    out = run(CUDA_TRACE.parent, tmp_path / "out").output
+    got = {name: [calls, flops] for name, calls, flops in query(out, "SELECT op_name, calls, flops FROM op_flops")}
+    assert got == dict(expected) and set(got) == {"aten::mm", "aten::addmm", "aten::conv2d", "aten::mul", "aten::add"}
+    rows = query(out, "SELECT op_name, flops, device_ns, achieved_flops_per_second, peak_flops_per_second, peak_source, "
+                      "peak_share FROM op_flops")
+    for name, flops, device_ns, achieved, peak, source, share in rows:
+        assert achieved == pytest.approx(flops / (device_ns / 1e9), rel=1e-12)
+        assert (peak, source) == (67e12, "device") and share == pytest.approx(achieved / 67e12, rel=1e-12)
+    given = run(CUDA_TRACE.parent, tmp_path / "given", peak_tflops=100.0).output
+    assert set(query(given, "SELECT peak_flops_per_second, peak_source FROM op_flops")) == {(100e12, "option")}
+
+
+def test_a_peak_that_is_not_a_positive_number_is_a_usage_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from profpipe.cli import app
+    from profpipe.errors import UsageError
+    from profpipe.options import Options
+
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "67"):
+        with pytest.raises(UsageError, match="peak TFLOP/s"):
+            Options(peak_tflops=bad)
+    result = CliRunner().invoke(app, ["analyse", str(CUDA_TRACE.parent), "-o", str(tmp_path / "out"), "--peak-tflops",
+                                      "50", "--json"])
+    assert result.exit_code in (0, 3), result.output
+    assert set(query(tmp_path / "out", "SELECT peak_flops_per_second FROM op_flops")) == {(50e12,)}

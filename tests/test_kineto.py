@@ -687,3 +687,30 @@ def test_reports_are_the_same_bytes_on_every_run(tmp_path: Path):
     names = sorted(p.name for p in first.iterdir())
     assert names == sorted(p.name for p in second.iterdir()) and "kernel_stats.csv" in names
     assert [n for n in names if (first / n).read_bytes() != (second / n).read_bytes()] == []
+
+
+_SHAPE = st.one_of(st.integers(-3, 2**40), st.floats(allow_nan=True), st.text(max_size=3), st.none(),
+                   st.lists(st.integers(0, 2**40), max_size=3))
+
+
+@settings(max_examples=25, deadline=None)
+@given(first=st.lists(_SHAPE, max_size=3), second=st.lists(_SHAPE, max_size=3))
+def test_flops_of_damaged_input_dims_are_none_or_pytorchs(tmp_path_factory, first: list, second: list):
+    """An aten::mm whose Input Dims are damaged (wrong types, negative, huge, missing): its FLOPs are 2MKN where the
+    dims are integers that give them and fit, none otherwise; the op itself and every other table are read as
+    without the damage."""
+    tmp_path = tmp_path_factory.mktemp("flops")
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    op = next(e for e in trace["traceEvents"] if e.get("cat") == "cpu_op")
+    op["name"] = "aten::mm"
+    op["args"]["Input Dims"] = [first, second]
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    [(flops,)] = query(result.output, f"SELECT flops FROM host_op WHERE op_name = 'aten::mm' AND rank = 0")
+    ints = all(isinstance(v, list) and all(isinstance(x, int) for x in v) or isinstance(v, int) and not isinstance(v, bool)
+               for v in first + second) and all(isinstance(v, int) for v in first[:2] + second[1:2])
+    if ints and len(first) >= 2 and len(second) >= 2 and abs(2 * first[0] * first[1] * second[1]) < 2**63:
+        assert flops == 2 * first[0] * first[1] * second[1]
+    else:
+        assert flops is None
+    assert query(result.output, "SELECT count(*) FROM host_op") == [(sum(1 for e in trace["traceEvents"]
+                                                                         if e.get("cat") in ("cpu_op", "user_annotation")),)]

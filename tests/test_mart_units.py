@@ -891,6 +891,26 @@ def test_gpu_queue_length_and_the_launch_stats_of_a_stream():
          "avg_delay_from_call_start_ns": 20, "avg_delay_from_call_end_ns": 17, "short_kernels": 0}])
 
 
+def test_op_flops_achieved_over_the_device_time_launched_and_the_peak():
+    """2e12 FLOPs of aten::mm over the 1 s of kernels it launched (one through a nested op): 2 TFLOP/s, a share of an
+    A100's 19.5 TFLOP/s for float inputs; bfloat16 inputs on the same device compare with 312."""
+    meta = json.dumps({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]})
+    tables = {"run_info": [{"device_type": "gpu", "layout": "kineto", "metadata_json": meta}],
+              "host_op": [{"side": "Host", "op_name": "aten::mm", "start_ns": 0, "dur_ns": 100, "op_index": 0,
+                           "parent_index": -1, "flops": 2 * 10**12, "flops_dtype": "float"},
+                          {"side": "Host", "op_name": "aten::matmul_inner", "start_ns": 10, "dur_ns": 50, "op_index": 1,
+                           "parent_index": 0},
+                          {"side": "Host", "op_name": "aten::bmm", "start_ns": 200, "dur_ns": 100, "op_index": 2,
+                           "parent_index": -1, "flops": 312 * 10**9, "flops_dtype": "c10::BFloat16"}],
+              "device_exec": [kernel("gemm", 1_000, 600_000_000, op_index=0), kernel("gemm", 700_000_000, 400_000_000, op_index=1),
+                              kernel("bgemm", 2_000_000_000, 10_000_000, op_index=2)]}
+    same(model_rows(tables, "op_flops"), [
+        {"op_name": "aten::bmm", "device_ns": 10_000_000, "achieved_flops_per_second": 31.2e12,
+         "peak_flops_per_second": 312e12, "peak_share": 0.1},
+        {"op_name": "aten::mm", "flops": 2 * 10**12, "device_ns": 10**9, "achieved_flops_per_second": 2e12,
+         "peak_flops_per_second": 19.5e12, "peak_source": "device", "peak_share": 2 / 19.5}])
+
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():

@@ -72,6 +72,8 @@ HOST_OP_CATS = ("cpu_op", "user_annotation")
 HOST_API_CATS = ("cuda_runtime", "cuda_driver", "xpu_runtime", "mtia_runtime", "privateuse1_runtime")
 DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync",
                 "mtia_ccp_events": "kernel"}
+#: The ops PyTorch's profiler counts FLOPs for (with_flops: torch/csrc/profiler/util.cpp computeFlops).
+_FLOP_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::conv2d", "aten::mul", "aten::add")
 #: 2021 Kineto and Paddle (TracerEventType) categories -> current Kineto ones.
 _CATEGORY_ALIASES = {
     "Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
@@ -100,7 +102,7 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
-SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, coll, inexact_time, raw_ts, raw_dur,
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, coll, shapes, inexact_time, raw_ts, raw_dur,
        try_cast(coalesce(a[1], a[2]) AS BIGINT) AS external_id, try_cast(coalesce(a[3], a[7]) AS BIGINT) AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
@@ -147,6 +149,10 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                   THEN json_extract(args, ['$."Collective name"', '$.dtype', '$."In msg nelems"', '$."Out msg nelems"',
                                            '$."Group size"', '$."Process Group Name"', '$."Process Group ID"',
                                            '$."Process Group Ranks"', '$.Seq']) END AS coll,
+             -- the inputs of the ops PyTorch counts FLOPs for (_FLOPS_SQL), and a flops arg where a trace has one
+             CASE WHEN ph = 'X' AND name IN {_FLOP_OPS}
+                  THEN json_extract(args, ['$."Input Dims"', '$."Concrete Inputs"', '$."Input type"', '$.flops']) END
+                 AS shapes,
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
@@ -155,6 +161,27 @@ LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.ite
     ON c.original = raw_cat))
 """.replace("__COLUMNS__", _COLUMNS)
 
+#: An op's FLOPs (events.shapes: its Input Dims, Concrete Inputs, Input type and flops arg): the trace's own flops
+#: arg where it has one, else PyTorch's formulas from the input shapes: mm 2MKN (mat1 [M, K], mat2 [K, N]; addmm
+#: inputs 2 and 3, the bias add not counted), bmm 2BMKN (baddbmm inputs 2 and 3), conv2d 2 N Hout Wout kh kw Cin
+#: Cout / groups (Hout = (H + 2 padding - dilation (kh - 1) - 1) / stride + 1, from Concrete Inputs), mul and add
+#: the elements of input 1 (broadcasting not counted). NULL where the shapes are missing or not integers, or the
+#: product does not fit.
+_FLOPS_SQL = """
+CASE WHEN shapes IS NULL THEN NULL
+     WHEN try_cast(shapes[4] AS DOUBLE) IS NOT NULL THEN try_cast(shapes[4] AS BIGINT)
+     ELSE try(CASE name
+         WHEN 'aten::mm' THEN 2 * d[1][1] * d[1][2] * d[2][2]
+         WHEN 'aten::addmm' THEN 2 * d[2][1] * d[2][2] * d[3][2]
+         WHEN 'aten::bmm' THEN 2 * d[1][1] * d[1][2] * d[1][3] * d[2][3]
+         WHEN 'aten::baddbmm' THEN 2 * d[2][1] * d[2][2] * d[2][3] * d[3][3]
+         WHEN 'aten::conv2d' THEN 2 * d[1][1] * d[2][3] * d[2][4] * d[1][2] * d[2][1]
+             * ((d[1][3] + 2 * c[5][1] - c[6][1] * (d[2][3] - 1) - 1) // c[4][1] + 1)
+             * ((d[1][4] + 2 * c[5][2] - c[6][2] * (d[2][4] - 1) - 1) // c[4][2] + 1) // c[7][1]
+         ELSE CASE WHEN d IS NOT NULL THEN coalesce(list_aggregate(d[1], 'product')::BIGINT, 1) END END)
+     END
+"""
+
 #: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
 #: before its children); op_index is the position in that order.
 _HOST_OPS_SQL = f"""
@@ -162,8 +189,15 @@ CREATE TABLE host_ops AS
 SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULLS FIRST, name) - 1) AS op_index,
        'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
        coalesce(phase, CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE cat END) AS category,
-       external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll
-FROM events WHERE cat IN {HOST_OP_CATS}
+       external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll,
+       {_FLOPS_SQL} AS flops, CASE WHEN shapes IS NOT NULL THEN json_extract_string(shapes[3], '$[0]') END AS flops_dtype
+FROM (SELECT *,
+             -- the shapes as integers (none unless every dim is written as a whole number: a float or a string
+             -- is not rounded into one); Concrete Inputs' stride, padding, dilation and groups as lists ("[1, 1]", "1")
+             CASE WHEN regexp_full_match(shapes[1]::VARCHAR, '[\\[\\]0-9, -]*') THEN try_cast(shapes[1] AS BIGINT[][]) END AS d,
+             CASE WHEN shapes IS NOT NULL THEN list_transform(try_cast(shapes[2] AS VARCHAR[]),
+                 lambda x: try_cast(CASE WHEN starts_with(x, '[') THEN x ELSE '[' || x || ']' END AS BIGINT[])) END AS c
+      FROM events WHERE cat IN {HOST_OP_CATS})
 """
 
 _HOST_OP_SQL = """

@@ -12,6 +12,8 @@ SELECT
     start_ns + dur_ns AS end_ns,
     category,
     external_id,
+    flops,
+    flops_dtype,
     op_index,
     parent_index
 FROM {{ source('host_op') }}
