@@ -361,3 +361,33 @@ def test_a_peak_that_is_not_a_positive_number_is_a_usage_error(tmp_path: Path) -
                                       "50", "--json"])
     assert result.exit_code in (0, 3), result.output
     assert set(query(tmp_path / "out", "SELECT peak_flops_per_second FROM op_flops")) == {(50e12,)}
+
+
+def test_timeline_flow_arrows_bind_each_launch_call_to_its_kernel(tmp_path: Path) -> None:
+    """trace.json has one flow (Chrome trace flow events v1: s, then f with bp e) per launched activity: the s inside
+    the runtime call's slice on its thread, the f where the activity's slice starts on its stream, one id each; the
+    activity's args carry its correlation id, grid and block. Oracle: the runtime calls and kernels of the raw trace."""
+    out = run(CUDA_TRACE.parent, tmp_path / "out").output
+    events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
+    slices = defaultdict(list)
+    for event in events:
+        if event["ph"] == "X":
+            slices[(event["pid"], event["tid"])].append((Decimal(str(event["ts"])), Decimal(str(event["dur"])), event))
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    raw = _events(CUDA_TRACE)
+    assert len(starts) == len(ends) == len(_device(raw)) and starts.keys() == ends.keys()
+    by_correlation = {}
+    for flow_id, start in starts.items():
+        end = ends[flow_id]
+        assert end["bp"] == "e" and start["cat"] == end["cat"] == "ac2g"
+        [call] = [e for ts, dur, e in slices[(start["pid"], start["tid"])]
+                  if ts <= Decimal(str(start["ts"])) <= ts + dur and e["cat"] in ("cuda_runtime", "cuda_driver")]
+        [work] = [e for ts, _, e in slices[(end["pid"], end["tid"])]
+                  if ts == Decimal(str(end["ts"])) and e["cat"] in ("kernel", "memcpy", "memset")]
+        assert work["args"]["correlation"] == call["args"]["correlation"]
+        by_correlation[work["args"]["correlation"]] = (call["name"], work["name"], work["args"]["grid"])
+    calls = {e["args"]["correlation"]: e["name"] for e in raw if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    assert by_correlation == {e["args"]["correlation"]: (calls[e["args"]["correlation"]], e["name"],
+                                                         ",".join(map(str, e["args"]["grid"])) if "grid" in e["args"] else None)
+                              for e in _device(raw)}

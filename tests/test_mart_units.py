@@ -917,7 +917,7 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
     tables = {"run_info": [{"device_type": "gpu"}],
               "step_point": points(1, start=0, fp=10, bp=80, end=100, fp_op="Default/Conv2D-op1", bp_op="Gradients/Add-op2"),
               "host_op": [{"side": "Host", "tid": 7, "op_name": "Default/Conv2D-op1", "start_ns": 5, "dur_ns": 20}],
-              "device_exec": [kernel("gemm", 12, 30, stream_id=3)],
+              "device_exec": [kernel("gemm", 12, 30, stream_id=3, correlation=4, grid="8,1,1", block="128,1,1")],
               "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": 4,
                             "start_ns": 8, "dur_ns": 3}],
               "memory_event": [{"device_type": "cuda", "device_id": 0, "ts_ns": 15, "bytes": 512, "seq": 0}],
@@ -934,14 +934,20 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
         # lane 1: the host op on its thread, with the op type parsed from its name
         {"lane": 1, "process": "CPU ops", "tid": 7, "thread": "Thread 7", "name": "Default/Conv2D-op1",
          "category": "op", "start_ns": 5, "dur_ns": 20, "args": '{"op_type":"Conv2D"}', "clock_domain": "main"},
-        # lane 3 on a GPU rank: GPU kernels, one thread per stream; no op started before the kernel
+        # lane 3 on a GPU rank: GPU kernels, one thread per stream (no op started before the kernel), with their
+        # launch args, and the end of the flow arrow from the call that launched the kernel
+        {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "launch", "category": "flow",
+         "start_ns": 12, "dur_ns": None, "args": '{"id":4,"phase":"f"}'},
         {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "gemm", "category": "kernel",
-         "start_ns": 12, "dur_ns": 30, "args": '{"op_name":null,"stream":3}'},
+         "start_ns": 12, "dur_ns": 30,
+         "args": '{"op_name":null,"stream":3,"correlation":4,"grid":"8,1,1","block":"128,1,1","bytes":null}'},
         # lane 5: overlap_segment's stretches: computing 12-42, free 0-12 and 42-100
         {**overlap, "tid": 0, "thread": "Computing", "name": "computation", "start_ns": 12, "dur_ns": 30},
         {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 12},
         {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 42, "dur_ns": 58},
-        # lane 7: the API call on its host thread
+        # lane 7: the API call on its host thread, where the flow arrow to its kernel starts
+        {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "launch", "category": "flow",
+         "start_ns": 8, "dur_ns": None, "args": '{"id":4,"phase":"s"}'},
         {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "cudaLaunchKernel",
          "category": "runtime", "start_ns": 8, "dur_ns": 3, "args": '{"correlation":4}'},
         # lane 8: a counter sample (no duration) of the bytes in use after the allocation

@@ -11,7 +11,9 @@ rank r (pid = 10 * (r + 1) + lane):
 * lane 1 "CPU ops": host ops, one thread per host thread id;
 * lane 2 "GPU ops": framework ops measured on the device;
 * lane 3 "Ascend Hardware" (Ascend ranks) or "GPU kernels": device tasks, kernels, memcpy and
-  memset, one thread "Stream <id>" per stream, with the owning op in args;
+  memset, one thread "Stream <id>" per stream, with the owning op, correlation id, grid, block and bytes in
+  args; a flow arrow (Kineto's ac2g: s on the call in lane 7, f with bp e where the activity starts) from each
+  runtime or driver call to the activity it launched;
 * lane 4 "HCCL": thread "Communication Kernel" with the communication op executions and their
   costs, one thread "Plane <k>" per plane with the HCCL tasks (links, bytes in args);
 * lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"

@@ -25,9 +25,24 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
            {'op_type': op_type}::JSON
     FROM {{ ref('stg_host_op') }}
     UNION ALL
-    SELECT rank, capture, 3, coalesce(stream_id, 0), 'Stream ' || coalesce(stream_id, 0), name, kind, start_ns, dur_ns,
-           {'op_name': op_name, 'stream': stream_id}::JSON
-    FROM {{ ref('int_device_exec') }}
+    SELECT e.rank, e.capture, 3, coalesce(e.stream_id, 0), 'Stream ' || coalesce(e.stream_id, 0), e.name, e.kind,
+           e.start_ns, e.dur_ns,
+           json_object('op_name', e.op_name, 'stream', e.stream_id, 'correlation', e.correlation, 'grid', d.grid,
+                       'block', d.block, 'bytes', d.bytes)
+    FROM {{ ref('int_device_exec') }} e
+    LEFT JOIN (SELECT rank, capture, correlation, start_ns, any_value(grid) AS grid, any_value(block) AS block,
+                      any_value(bytes) AS bytes
+               FROM {{ ref('stg_device_exec') }} WHERE correlation IS NOT NULL GROUP BY ALL) d
+        ON d.rank = e.rank AND d.capture = e.capture AND d.correlation = e.correlation AND d.start_ns = e.start_ns
+    UNION ALL  -- a flow arrow from each runtime or driver call to the device activity it launched (Kineto's ac2g):
+               -- its start on the call, its end on the activity (flow id: rank, capture and correlation id)
+    SELECT l.rank, l.capture, flow.lane, flow.tid, flow.thread, 'launch', 'flow', flow.at_ns, NULL,
+           {'id': (l.rank::HUGEINT * 1000 + l.capture) * 10000000000 + l.correlation, 'phase': flow.phase}::JSON
+    FROM {{ ref('kernel_launch') }} l, unnest([
+        {'lane': 7, 'tid': coalesce(l.tid, 0), 'thread': 'Thread ' || coalesce(l.tid, 0), 'at_ns': l.call_start_ns,
+         'phase': 's'},
+        {'lane': 3, 'tid': coalesce(l.stream_id, 0), 'thread': 'Stream ' || coalesce(l.stream_id, 0),
+         'at_ns': l.start_ns, 'phase': 'f'}]) AS t(flow)
     UNION ALL  -- 70000: msprof's thread id for the communication op executions
     SELECT rank, capture, 4, 70000, 'Communication Kernel', op_label, 'communication', start_ns, end_ns - start_ns,
            {'op_name': op_name, 'iteration': iteration, 'communication_cost_ns': communication_cost_ns,

@@ -29,6 +29,12 @@ SELECT CASE WHEN lane = 0 THEN 0 ELSE 1 END, rel_ns,
        CASE WHEN category = 'counter'
             THEN to_json({'name': name, 'ph': 'C', 'pid': pid, 'tid': tid,
                           'ts': rel_ns::DECIMAL(38, 0) * 0.001, 'args': args})
+            WHEN category = 'flow' AND args->>'phase' = 's'  -- binds to the call's slice, which holds its start
+            THEN to_json({'name': name, 'cat': 'ac2g', 'ph': 's', 'id': (args->>'id')::HUGEINT, 'pid': pid, 'tid': tid,
+                          'ts': rel_ns::DECIMAL(38, 0) * 0.001})
+            WHEN category = 'flow'  -- binds to the slice that starts there (the activity)
+            THEN to_json({'name': name, 'cat': 'ac2g', 'ph': 'f', 'bp': 'e', 'id': (args->>'id')::HUGEINT, 'pid': pid,
+                          'tid': tid, 'ts': rel_ns::DECIMAL(38, 0) * 0.001})
             ELSE to_json({'name': name, 'cat': category, 'ph': 'X', 'pid': pid, 'tid': tid,
                           'ts': rel_ns::DECIMAL(38, 0) * 0.001,
                           'dur': dur_ns::DECIMAL(38, 0) * 0.001,
