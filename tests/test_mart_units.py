@@ -959,6 +959,22 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
     ])
 
 
+def test_timeline_span_moves_a_partly_overlapping_activity_to_the_streams_overlapping_thread():
+    """Kernels on one stream: [10, 50), [20, 30) nested, [40, 70) partly overlapping the first (a viewer would drop
+    it from the stream's track): it and the end of its flow arrow go to "Stream 3 (overlapping)"."""
+    tables = {"run_info": [{"device_type": "gpu"}],
+              "device_exec": [kernel("a", 10, 40, stream_id=3, correlation=1), kernel("b", 20, 10, stream_id=3, correlation=2),
+                              kernel("c", 40, 30, stream_id=3, correlation=3)],
+              "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": c, "start_ns": c,
+                            "dur_ns": 1} for c in (1, 2, 3)]}
+    placed = {(r["name"], r["category"], r["start_ns"]): (r["tid"], r["thread"])
+              for r in model_rows(tables, "timeline_span") if r["lane"] == 3}
+    assert placed == {("a", "kernel", 10): (3, "Stream 3"), ("b", "kernel", 20): (3, "Stream 3"),
+                      ("launch", "flow", 10): (3, "Stream 3"), ("launch", "flow", 20): (3, "Stream 3"),
+                      ("c", "kernel", 40): (1_000_000_003, "Stream 3 (overlapping)"),
+                      ("launch", "flow", 40): (1_000_000_003, "Stream 3 (overlapping)")}
+
+
 # ---------------------------------------------------------------------------------------------- summary
 
 def test_rank_summary_describes_a_rank_by_its_first_device_source_and_counts_all_captures():

@@ -75,7 +75,20 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
            'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
     FROM {{ ref('int_memory_in_use') }}
+), placed AS (  -- a device activity that starts inside an earlier one on its stream and ends after it would be a
+                 -- partly overlapping slice, which Perfetto drops (before v57) or spills: it goes to the stream's
+                 -- "(overlapping)" thread instead (tid + 1,000,000,000)
+    -- (with the end of its flow arrow, at its start on its thread)
+    SELECT * EXCLUDE (partial), bool_or(partial) OVER (PARTITION BY rank, capture, lane, tid, start_ns) AS overlapping
+    FROM (SELECT *, lane = 3 AND category <> 'flow' AND start_ns < reach_ns AND start_ns + dur_ns > reach_ns AS partial
+          FROM (SELECT *, max(start_ns + dur_ns) FILTER (WHERE category <> 'flow')
+                              OVER (PARTITION BY rank, capture, lane, tid ORDER BY start_ns, dur_ns DESC
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
+                FROM spans))
 )
-SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,
+SELECT s.rank, s.capture, s.lane, n.process,
+       CASE WHEN s.overlapping THEN s.tid + 1000000000 ELSE s.tid END AS tid,
+       CASE WHEN s.overlapping THEN s.thread || ' (overlapping)' ELSE s.thread END AS thread,
+       s.name, s.category, s.start_ns, s.dur_ns, s.args,
        CASE s.lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS clock_domain
-FROM spans s JOIN lane_names n USING (rank, lane)
+FROM placed s JOIN lane_names n USING (rank, lane)
