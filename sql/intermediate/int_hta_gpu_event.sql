@@ -16,12 +16,8 @@ WITH steps AS (  -- HTA's cut-off: the latest start of any ProfilerStep#N span, 
            coalesce(try_cast(json_extract_string(metadata_json, '$.baseTimeNanoseconds') AS BIGINT), 0) AS base_ns
     FROM {{ ref('stg_run_info') }}
 ), activities AS (
-    SELECT d.rank, d.capture, d.stream_id, d.kind, d.name, d.correlation, d.start_ns, d.dur_ns,
-           a.start_ns AS runtime_start_ns
-    FROM {{ ref('stg_device_exec') }} d
-    ASOF LEFT JOIN {{ ref('stg_host_api') }} a
-        ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
-    WHERE d.kind IN ('kernel', 'memcpy', 'memset', 'sync')
+    SELECT rank, capture, stream_id, kind, name, correlation, start_ns, dur_ns, call_start_ns AS runtime_start_ns
+    FROM {{ ref('int_launched_activity') }}
 ), as_read AS (  -- the trace's ts and dur as doubles, as HTA's parser has them
     SELECT a.*, b.base_ns,
            ((a.start_ns - b.base_ns)::DECIMAL(38, 3) * 0.001::DECIMAL(4, 3))::VARCHAR::DOUBLE AS ts_us,

@@ -12,13 +12,11 @@ WITH hta AS (
            lag(end_ns) OVER (PARTITION BY rank, capture, stream_id ORDER BY start_ns, end_ns) AS previous_end_ns
     FROM {{ ref('int_hta_gpu_event') }} WHERE kind IN ('kernel', 'memcpy', 'memset')
 ), ours AS (
-    SELECT d.rank, d.capture, d.stream_id, d.start_ns, d.start_ns + d.dur_ns AS end_ns, a.start_ns AS runtime_start_ns,
-           max(d.start_ns + d.dur_ns) OVER (PARTITION BY d.rank, d.capture, d.stream_id ORDER BY d.start_ns, d.dur_ns
-                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end_ns
-    FROM {{ ref('stg_device_exec') }} d
-    ASOF LEFT JOIN {{ ref('stg_host_api') }} a
-        ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
-    WHERE d.kind IN ('kernel', 'memcpy', 'memset')
+    SELECT rank, capture, stream_id, start_ns, start_ns + dur_ns AS end_ns, call_start_ns AS runtime_start_ns,
+           max(start_ns + dur_ns) OVER (PARTITION BY rank, capture, stream_id ORDER BY start_ns, dur_ns
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS previous_end_ns
+    FROM {{ ref('int_launched_activity') }}
+    WHERE kind IN ('kernel', 'memcpy', 'memset')
 ), gaps AS (
     SELECT 'hta' AS definition, rank, capture, stream_id, start_ns - previous_end_ns AS gap_ns,
            runtime_start_ns > previous_end_ns AS host_late

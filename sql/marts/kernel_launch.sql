@@ -4,16 +4,13 @@
 -- nsys's queue time Q when not negative). Outliers by HTA's default rules: a runtime outlier is a call longer than
 -- 50 µs; a launch-delay outlier starts more than 100 µs after its call ended; a short kernel is one whose call
 -- took at most 50 µs and longer than the kernel itself.
-SELECT d.rank, d.capture, d.correlation, a.name AS api_name, a.tid, d.stream_id, d.kind, d.name,
-       a.start_ns AS call_start_ns, a.dur_ns AS call_dur_ns, d.start_ns, d.dur_ns,
-       d.start_ns - a.start_ns AS delay_from_call_start_ns,
-       d.start_ns - (a.start_ns + a.dur_ns) AS delay_from_call_end_ns,
-       a.name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'runFunction - job_prep_and_submit_for_execution',
-                  'cudaMemcpyAsync', 'cudaMemsetAsync') AS in_hta_launch_stats,
-       a.dur_ns > 50000 AS runtime_outlier,
-       d.start_ns - (a.start_ns + a.dur_ns) > 100000 AS launch_delay_outlier,
-       a.dur_ns <= 50000 AND d.dur_ns < a.dur_ns AS short_kernel
-FROM {{ ref('stg_device_exec') }} d
-ASOF JOIN {{ ref('stg_host_api') }} a
-    ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
-WHERE d.kind IN ('kernel', 'memcpy', 'memset')
+SELECT rank, capture, correlation, api_name, tid, stream_id, kind, name, call_start_ns, call_dur_ns, start_ns, dur_ns,
+       start_ns - call_start_ns AS delay_from_call_start_ns,
+       start_ns - (call_start_ns + call_dur_ns) AS delay_from_call_end_ns,
+       api_name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'runFunction - job_prep_and_submit_for_execution',
+                    'cudaMemcpyAsync', 'cudaMemsetAsync') AS in_hta_launch_stats,
+       call_dur_ns > 50000 AS runtime_outlier,
+       start_ns - (call_start_ns + call_dur_ns) > 100000 AS launch_delay_outlier,
+       call_dur_ns <= 50000 AND dur_ns < call_dur_ns AS short_kernel
+FROM {{ ref('int_launched_activity') }}
+WHERE kind IN ('kernel', 'memcpy', 'memset') AND call_start_ns IS NOT NULL

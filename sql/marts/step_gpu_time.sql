@@ -2,10 +2,9 @@ WITH steps AS (
     SELECT p.rank, p.capture, p.step, p.start_ns, p.end_ns, p.total_ns, p.fp_ns, p.bp_ns
     FROM {{ ref('step_phases') }} p WHERE (p.rank, p.capture) IN (SELECT (rank, capture) FROM {{ ref('stg_run_info') }} WHERE device_type = 'gpu')
 ), work AS (
-    SELECT d.rank, d.capture, d.kind, d.name, d.start_ns, d.dur_ns, a.start_ns AS launched_ns,
-           coalesce(a.start_ns, d.start_ns) AS placed_ns
-    FROM (SELECT * FROM {{ ref('stg_device_exec') }} WHERE kind IN ('kernel', 'memcpy', 'memset')) d
-    ASOF LEFT JOIN {{ ref('stg_host_api') }} a ON a.rank = d.rank AND a.capture = d.capture AND a.correlation = d.correlation AND d.start_ns >= a.start_ns
+    SELECT rank, capture, kind, name, start_ns, dur_ns, call_start_ns AS launched_ns,
+           coalesce(call_start_ns, start_ns) AS placed_ns
+    FROM {{ ref('int_launched_activity') }} WHERE kind IN ('kernel', 'memcpy', 'memset')
 ), placed AS (  -- the step whose window holds the launch (an ASOF join: one step per activity)
     SELECT s.step, w.*
     FROM work w ASOF JOIN steps s ON s.rank = w.rank AND s.capture = w.capture AND w.placed_ns >= s.start_ns
