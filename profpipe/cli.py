@@ -519,7 +519,8 @@ def _print_summary(result: RunResult) -> None:
             ops = Table(title=f"rank {rank['rank']}: top ops by self time (annotations such as ProfilerStep#N left out)",
                         title_justify="left")
             for column in ("op", "calls", "self ms", "total ms", "device ms", "self share %"):
-                ops.add_column(column, justify="left" if column == "op" else "right")
+                ops.add_column(column, justify="left" if column == "op" else "right",
+                               overflow="fold" if column == "op" else "ellipsis")
             for row in rank["top_ops"]:
                 name = row["op_name"] if len(row["op_name"]) <= 60 else row["op_name"][:57] + "..."
                 ops.add_row(Text(name), str(row["calls"]), f"{row['self_ms']:.3f}", f"{row['total_ms']:.3f}",
