@@ -5,6 +5,7 @@ Oracle: the same run read in this process, one source after the other (workers=1
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sys
 import threading
@@ -272,3 +273,5 @@ def test_a_gzip_source_is_sized_by_what_it_holds_decompressed(tmp_path: Path) ->
     plain = folder / "notes.json"
     plain.write_bytes(b"{}")
     assert _decompressed_size(plain) == 2 and _decompressed_size(tmp_path / "absent.gz") == 0
+    os.mkfifo(tmp_path / "pipe.json.gz")  # not a regular file: its size, never an open that waits for a writer
+    assert _decompressed_size(tmp_path / "pipe.json.gz") == 0
