@@ -82,7 +82,7 @@ def test_trace_view_alone_gives_the_same_tasks(tmp_path: Path) -> None:
 def test_ranks_share_the_epoch_clock_in_the_timeline(tmp_path: Path) -> None:
     trace = load_trace(run(FIXTURE, tmp_path / "out").output)
     assert trace["otherData"]["clock"].startswith("Unix epoch")
-    first_step = {e["pid"] // 10 - 1: e["ts"] for e in trace["traceEvents"]
+    first_step = {e["pid"] - 1: e["ts"] for e in trace["traceEvents"]
                   if e.get("cat") == "step" and e["name"] == "Step 1"}
     assert first_step == {0: 0.0, 1: 50.0}  # rank 1 started 50 µs later
 

@@ -81,20 +81,20 @@ def test_minddata_steady_clock_beside_an_epoch_dump_keeps_its_own_group(tmp_path
     trace = _trace(out)
     _assert_opens(trace)
     names = _processes(trace)
-    assert names[10 + 1] == "CPU ops rank0"
-    assert names[10 + 6] == "MindData rank0 (unaligned clock: steady)"
+    assert names[1] == "rank 0"  # named with the clock of its ops; its MindData counters say their own
     # the CPU ops are on the epoch: baseTimeNanoseconds + ts is the file's own start time
     starts = [int(execution.split(",")[0]) for line in (framework / "cpu_op_execute_timestamp_0.txt").read_text().split("\n")
               if line for execution in line.split(";")[2].split()]
     assert trace["baseTimeNanoseconds"] == min(starts)
-    ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 11]
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 1 and e["cat"] == "op"]
     assert sorted(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in ops) == sorted(starts)
     # the MindData counters start at 0 on their own base: the CPU monitor's first sample (ms)
     stamps = json.loads((framework / "minddata_cpu_utilization_0.json").read_text())["time_stamp"]
     group = {g["clock"]: g for g in trace["otherData"]["clock_groups"]}
     assert group["steady"]["base_ns"] <= min(stamps) * 1_000_000 and group["steady"]["ranks"] == [0]
     counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
-    assert counters and min(e["ts"] for e in counters) == 0 and all(e["pid"] == 16 for e in counters)
+    assert counters and min(e["ts"] for e in counters) == 0 and all(e["pid"] == 1 for e in counters)
+    assert all(e["name"].endswith(" (unaligned clock: steady)") for e in counters)
     # and the ledger says why
     rows = clock_findings(out / "tables")
     assert [(r.rank, r.check, r.action, r.tables) for r in rows] == [
@@ -151,10 +151,10 @@ def test_kineto_beside_nsys_share_the_epoch(tmp_path: Path) -> None:
     _assert_opens(trace)
     assert [g["clock"] for g in trace["otherData"]["clock_groups"]] == ["unix_epoch"]
     assert not any("unaligned" in name for name in _processes(trace).values())
-    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e["pid"] == 20 + 3]
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e["pid"] == 2]
     assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in kernels) == session_utc + first_kernel
     first_op = min(Decimal(str(e["ts"])) for e in kineto["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation"))
-    ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 10 + 1]
+    ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 1]
     assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in ops) == kineto["baseTimeNanoseconds"] + _ns(first_op)
     assert clock_findings(out / "tables") == []
 
@@ -178,13 +178,13 @@ def test_truncated_kineto_trace_without_its_base_is_not_put_on_the_epoch(tmp_pat
     trace = _trace(out)
     _assert_opens(trace)
     names = _processes(trace)
-    assert names[11] == "CPU ops rank0 (unaligned clock: kineto_relative)" and names[21] == "CPU ops rank1"
+    assert names[1] == "rank 0 (unaligned clock: kineto_relative)" and names[2] == "rank 1"
     relative = json.loads((KINETO / "rank-0.pt.trace.json").read_text())
     groups = {g["clock"]: g for g in trace["otherData"]["clock_groups"]}
     first = min(_ns(Decimal(str(e["ts"]))) for e in relative["traceEvents"] if e.get("ph") == "X" and "ts" in e)
     assert groups["kineto_relative"]["base_ns"] == first and groups["unix_epoch"]["reference"]
     # each track keeps its order and its durations
-    for pid in (11, 21):
+    for pid in (1, 2):
         ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == pid]
         assert ops and min(e["ts"] for e in ops) >= 0
     rows = clock_findings(out / "tables")
@@ -202,12 +202,12 @@ def test_two_captures_of_one_rank_on_different_clocks_are_aligned_each_by_its_ow
     trace = _trace(out)
     _assert_opens(trace)
     names = _processes(trace)
-    assert names[11] == "CPU ops rank0" and names[1_000_011] == "CPU ops rank0 capture1 (unaligned clock: kineto_relative)"
+    assert names[1] == "rank 0" and names[1_000_001] == "rank 0 capture 1 (unaligned clock: kineto_relative)"
     whole = json.loads((KINETO / "rank-0.pt.trace.json").read_text())
     first_op = min(Decimal(str(e["ts"])) for e in whole["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation"))
-    ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 11]
+    ops = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 1]
     assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in ops) == whole["baseTimeNanoseconds"] + _ns(first_op)
-    relative = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 1_000_011]
+    relative = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["pid"] == 1_000_001]
     assert relative and min(_ns(e["ts"]) for e in relative) == 0  # its own group's base is its first event
     rows = [r for r in clock_findings(out / "tables") if r.check == "clock"]
     assert len(rows) == 1 and "capture 1" in rows[0].message and "kineto_relative" in rows[0].message
@@ -285,12 +285,12 @@ def test_any_clocks_and_times_give_an_exact_timeline(empty_run: Path, ranks: dic
     names = _processes(trace)
     for rank, (clock, offset, times) in ranks.items():
         group = next(g for g in groups.values() if rank in g["ranks"])
-        ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == 10 * (rank + 1) + 1]
+        ops = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == rank + 1]
         shift = offset if group["clock"] == "unix_epoch" and offset is not None else 0
         if group["clock"] == "unix_epoch":
             assert all(EPOCH_MIN_NS <= t + shift <= EPOCH_MAX_NS for t in times)
         assert sorted(_ns(e["ts"]) for e in ops) == sorted(t + shift - group["base_ns"] for t in times)
-        assert names[10 * (rank + 1) + 1].endswith("" if group["reference"] else f"(unaligned clock: {group['clock']})")
+        assert names[rank + 1].endswith("" if group["reference"] else f"(unaligned clock: {group['clock']})")
 
 
 # --- run_info offsets against the dump's own numbers -------------------------------------------------------
@@ -345,7 +345,7 @@ def test_realdata_tree_timeline_opens(tmp_path: Path) -> None:
     groups = {g["clock"]: g for g in trace["otherData"]["clock_groups"]}
     assert groups["unix_epoch"]["reference"] and "device_syscnt" in groups
     for name in _processes(trace).values():
-        rank = int(name.split(" rank")[1].split(" ")[0]) if " rank" in name else None
+        rank = int(name.split()[1]) if name.startswith("rank ") else None
         if rank is not None and rank in groups["device_syscnt"]["ranks"] and rank not in groups["unix_epoch"]["ranks"]:
             assert name.endswith("(unaligned clock: device_syscnt)")
 
@@ -358,10 +358,12 @@ def test_ascend_get_next_queue_is_on_the_device_clock(tmp_path: Path) -> None:
     trace = _trace(out)
     _assert_opens(trace)
     names = _processes(trace)
-    assert names[20] == "Step Trace rank1" and names[29] == "MindData get_next rank1"
-    assert names[26] == "MindData rank1 (unaligned clock: steady)"
+    assert names[2] == "rank 1"  # the get_next queue on the device clock, with the steps: no clock of its own
+    counters = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    assert "get next queue" in counters and "device queue (unaligned clock: steady)" in counters
+    assert all(name.endswith(" (unaligned clock: steady)") for name in counters - {"get next queue"})
     first_dequeue_us = int((folder / "minddata_aicpu_1.txt").read_text().split()[1])
-    get_next = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["pid"] == 29]
+    get_next = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["pid"] == 2 and e["name"] == "get next queue"]
     assert min(trace["baseTimeNanoseconds"] + _ns(e["ts"]) for e in get_next) == first_dequeue_us * 1000
     rows = clock_findings(out / "tables")
     assert [(r.rank, r.tables) for r in rows] == [(1, "queue_sample,data_cpu_sample,data_batch_time")]

@@ -366,7 +366,7 @@ def test_a_peak_that_is_not_a_positive_number_is_a_usage_error(tmp_path: Path) -
 def test_timeline_flow_arrows_bind_each_launch_call_to_its_kernel(tmp_path: Path) -> None:
     """trace.json has one flow (Chrome trace flow events v1: s, then f with bp e) per launched activity: the s inside
     the runtime call's slice on its thread, the f where the activity's slice starts on its stream, one id each; the
-    activity's args carry its correlation id, grid and block. Oracle: the runtime calls and kernels of the raw trace."""
+    activity's args carry its correlation id, grid, block, registers per thread and shared memory. Oracle: the runtime calls and kernels of the raw trace."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
     slices = defaultdict(list)
@@ -386,8 +386,13 @@ def test_timeline_flow_arrows_bind_each_launch_call_to_its_kernel(tmp_path: Path
         [work] = [e for ts, _, e in slices[(end["pid"], end["tid"])]
                   if ts == Decimal(str(end["ts"])) and e["cat"] in ("kernel", "memcpy", "memset")]
         assert work["args"]["correlation"] == call["args"]["correlation"]
-        by_correlation[work["args"]["correlation"]] = (call["name"], work["name"], work["args"]["grid"])
+        by_correlation[work["args"]["correlation"]] = (call["name"], work["name"], work["args"]["grid"],
+                                                       work["args"]["registers_per_thread"],
+                                                       work["args"]["shared_memory_bytes"])
     calls = {e["args"]["correlation"]: e["name"] for e in raw if e.get("cat") in ("cuda_runtime", "cuda_driver")}
     assert by_correlation == {e["args"]["correlation"]: (calls[e["args"]["correlation"]], e["name"],
-                                                         ",".join(map(str, e["args"]["grid"])) if "grid" in e["args"] else None)
+                                                         ",".join(map(str, e["args"]["grid"])) if "grid" in e["args"] else None,
+                                                         e["args"].get("registers per thread"),
+                                                         e["args"].get("shared memory"))
                               for e in _device(raw)}
+    assert {v[3] for v in by_correlation.values()} - {None}  # the kernels' registers are there

@@ -505,9 +505,11 @@ def test_timeline_has_the_runtime_calls_and_the_memory_in_use(tmp_path: Path):
     out = run(KINETO / "current", tmp_path / "out").output
     events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    calls = [e for e in events if names.get(e["pid"]) == "CUDA API rank0" and e["ph"] == "X"]
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    calls = [e for e in events if names.get(e["pid"]) == "rank 0" and e["ph"] == "X" and e["cat"] == "cuda_runtime"]
     assert len(calls) == query(out, "SELECT count(*) FROM host_api WHERE rank = 0")[0][0] == 10
-    counters = [e for e in events if names.get(e["pid"]) == "Memory rank0" and e["ph"] == "C"]
+    assert {threads[e["pid"], e["tid"]] for e in calls} <= {t for t in threads.values() if t.startswith("Host: Thread ")}
+    counters = [e for e in events if names.get(e["pid"]) == "rank 0" and e["ph"] == "C"]
     assert {e["name"] for e in counters} == {"Memory in use cuda:0", "Memory in use cpu"}
     # the last CUDA counter is what is in use at the end: 10 MiB before the trace and 8 KiB kept per step
     last = max((e for e in counters if e["name"].endswith("cuda:0")), key=lambda e: e["ts"])

@@ -917,7 +917,8 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
     tables = {"run_info": [{"device_type": "gpu"}],
               "step_point": points(1, start=0, fp=10, bp=80, end=100, fp_op="Default/Conv2D-op1", bp_op="Gradients/Add-op2"),
               "host_op": [{"side": "Host", "tid": 7, "op_name": "Default/Conv2D-op1", "start_ns": 5, "dur_ns": 20}],
-              "device_exec": [kernel("gemm", 12, 30, stream_id=3, correlation=4, grid="8,1,1", block="128,1,1")],
+              "device_exec": [kernel("gemm", 12, 30, stream_id=3, correlation=4, grid="8,1,1", block="128,1,1",
+                                     registers_per_thread=32, shared_memory_bytes=4096)],
               "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": 4,
                             "start_ns": 8, "dur_ns": 3}],
               "memory_event": [{"device_type": "cuda", "device_id": 0, "ts_ns": 15, "bytes": 512, "seq": 0}],
@@ -931,48 +932,33 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
         {**step, "name": "fp_and_bp", "category": "step_phase", "start_ns": 10, "dur_ns": 70, "args": None},
         {**step, "name": "iteration_interval", "category": "step_phase", "start_ns": 0, "dur_ns": 10, "args": None},
         {**step, "name": "tail", "category": "step_phase", "start_ns": 80, "dur_ns": 20, "args": None},
-        # lane 1: the host op on its thread, with the op type parsed from its name
-        {"lane": 1, "process": "CPU ops", "tid": 7, "thread": "Thread 7", "name": "Default/Conv2D-op1",
+        # lane 1: the host thread: the op, with the op type parsed from its name, the API call made in it, and the start
+        # of the flow arrow to the kernel the call launched
+        {"lane": 1, "process": "Host", "tid": 7, "thread": "Thread 7", "name": "launch", "category": "flow",
+         "start_ns": 8, "dur_ns": None, "args": '{"id":4,"phase":"s"}'},
+        {"lane": 1, "process": "Host", "tid": 7, "thread": "Thread 7", "name": "Default/Conv2D-op1",
          "category": "op", "start_ns": 5, "dur_ns": 20, "args": '{"op_type":"Conv2D"}', "clock_domain": "main"},
+        {"lane": 1, "process": "Host", "tid": 7, "thread": "Thread 7", "name": "cudaLaunchKernel",
+         "category": "runtime", "start_ns": 8, "dur_ns": 3, "args": '{"correlation":4}'},
         # lane 3 on a GPU rank: GPU kernels, one thread per stream (no op started before the kernel), with their
         # launch args, and the end of the flow arrow from the call that launched the kernel
         {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "launch", "category": "flow",
          "start_ns": 12, "dur_ns": None, "args": '{"id":4,"phase":"f"}'},
         {"lane": 3, "process": "GPU kernels", "tid": 3, "thread": "Stream 3", "name": "gemm", "category": "kernel",
          "start_ns": 12, "dur_ns": 30,
-         "args": '{"op_name":null,"stream":3,"correlation":4,"grid":"8,1,1","block":"128,1,1","bytes":null}'},
+         "args": '{"op_name":null,"stream":3,"correlation":4,"grid":"8,1,1","block":"128,1,1",'
+                 '"registers_per_thread":32,"shared_memory_bytes":4096,"bytes":null}'},
         # lane 5: overlap_segment's stretches: computing 12-42, free 0-12 and 42-100
         {**overlap, "tid": 0, "thread": "Computing", "name": "computation", "start_ns": 12, "dur_ns": 30},
         {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 12},
         {**overlap, "tid": 3, "thread": "Free", "name": "free", "start_ns": 42, "dur_ns": 58},
-        # lane 7: the API call on its host thread, where the flow arrow to its kernel starts
-        {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "launch", "category": "flow",
-         "start_ns": 8, "dur_ns": None, "args": '{"id":4,"phase":"s"}'},
-        {"lane": 7, "process": "CUDA API", "tid": 7, "thread": "Thread 7", "name": "cudaLaunchKernel",
-         "category": "runtime", "start_ns": 8, "dur_ns": 3, "args": '{"correlation":4}'},
-        # lane 8: a counter sample (no duration) of the bytes in use after the allocation
-        {"lane": 8, "process": "Memory", "tid": 0, "thread": "Allocator", "name": "Memory in use cuda:0",
+        # lane 7: a counter sample (no duration) of the bytes in use after the allocation
+        {"lane": 7, "process": "Memory", "tid": 0, "thread": "Allocator", "name": "Memory in use cuda:0",
          "category": "counter", "start_ns": 15, "dur_ns": None, "args": '{"bytes":512}', "clock_domain": "main"},
-        # lane 9: the get_next queue, on its own clock domain
-        {"lane": 9, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
+        # lane 8: the get_next queue, on its own clock domain
+        {"lane": 8, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
          "category": "counter", "start_ns": 50, "dur_ns": None, "args": '{"size":2}', "clock_domain": "get_next"},
     ])
-
-
-def test_timeline_span_moves_a_partly_overlapping_activity_to_the_streams_overlapping_thread():
-    """Kernels on one stream: [10, 50), [20, 30) nested, [40, 70) partly overlapping the first (a viewer would drop
-    it from the stream's track): it and the end of its flow arrow go to "Stream 3 (overlapping)"."""
-    tables = {"run_info": [{"device_type": "gpu"}],
-              "device_exec": [kernel("a", 10, 40, stream_id=3, correlation=1), kernel("b", 20, 10, stream_id=3, correlation=2),
-                              kernel("c", 40, 30, stream_id=3, correlation=3)],
-              "host_api": [{"tid": 7, "name": "cudaLaunchKernel", "category": "runtime", "correlation": c, "start_ns": c,
-                            "dur_ns": 1} for c in (1, 2, 3)]}
-    placed = {(r["name"], r["category"], r["start_ns"]): (r["tid"], r["thread"])
-              for r in model_rows(tables, "timeline_span") if r["lane"] == 3}
-    assert placed == {("a", "kernel", 10): (3, "Stream 3"), ("b", "kernel", 20): (3, "Stream 3"),
-                      ("launch", "flow", 10): (3, "Stream 3"), ("launch", "flow", 20): (3, "Stream 3"),
-                      ("c", "kernel", 40): (1_000_000_003, "Stream 3 (overlapping)"),
-                      ("launch", "flow", 40): (1_000_000_003, "Stream 3 (overlapping)")}
 
 
 # ---------------------------------------------------------------------------------------------- summary

@@ -11,6 +11,7 @@ import math
 import re
 import sqlite3
 import statistics
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -195,3 +196,19 @@ def test_both_marts_on_a_real_h100_kineto_trace(tmp_path: Path):
         assert (api[name]["calls"], api[name]["category"]) == (want["count"], categories[name]), api[name]
         _check_time_stats(api[name], want, grand_total)
     _check_memory_ops(_mart(out, "gpu_memory_op_stats", "operation"), memory)
+
+
+# ---------------------------------------------------------------------------------------------- kernel launch args
+
+@pytest.mark.parametrize("relative", EXPORTS)
+def test_kernels_keep_their_registers_and_shared_memory(analysed, relative):
+    """device_exec's registers_per_thread and shared_memory_bytes per kernel execution equal the export's
+    registersPerThread and staticSharedMemory + dynamicSharedMemory (plain SQL on CUPTI_ACTIVITY_KIND_KERNEL)."""
+    export, out = analysed[relative]
+    if not _has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
+        pytest.skip(f"{relative} recorded no kernels")
+    expected = Counter(_direct(export, "SELECT start, registersPerThread, staticSharedMemory + dynamicSharedMemory "
+                                       "FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    ours = Counter(query(out, "SELECT start_ns, registers_per_thread, shared_memory_bytes FROM device_exec "
+                              "WHERE kind = 'kernel'"))
+    assert ours == expected and expected

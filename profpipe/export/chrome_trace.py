@@ -1,39 +1,40 @@
 """Chrome / Perfetto timeline export: one JSON object file for all ranks, built column-wise in DuckDB.
 
-The events are the rows of the mart timeline_span (sql/marts/timeline_span.sql: lane, thread, name,
+The events are the rows of the mart timeline_span (sql/marts/timeline_span.sql: lane, track, name,
 args of every span and counter sample, on its source's clock); this module only decides the clock
-shifts (profpipe/clocks.py, into the temp table timeline_clock) and streams the events, which
-sql/queries/timeline_events.sql renders to their JSON text inside DuckDB, so no trace is ever held as
-Python objects. Processes are named as msprof and MindInsight name them, with " rank<r>" appended; per
-rank r (pid = 10 * (r + 1) + lane):
+shifts (profpipe/clocks.py, into the temp table timeline_clock) and the "(overlapping)" tracks
+(profpipe/export/timeline_tracks.py), and streams the events, which sql/queries/timeline_events.sql
+renders to their JSON text inside DuckDB, so no trace is ever held as Python objects.
 
-* lane 0 "Step Trace": thread "iterations", one span per step with its phases nested inside;
-* lane 1 "CPU ops": host ops, one thread per host thread id;
-* lane 2 "GPU ops": framework ops measured on the device;
-* lane 3 "Ascend Hardware" (Ascend ranks) or "GPU kernels": device tasks, kernels, memcpy and
-  memset, one thread "Stream <id>" per stream, with the owning op, correlation id, grid, block and bytes in
-  args; a flow arrow (Kineto's ac2g: s on the call in lane 7, f with bp e where the activity starts) from each
-  runtime or driver call to the activity it launched;
-* lane 4 "HCCL": thread "Communication Kernel" with the communication op executions and their
-  costs, one thread "Plane <k>" per plane with the HCCL tasks (links, bytes in args);
-* lane 5 "Overlap Analysis": threads "Computing", "Communication", "Communication(Not Overlapped)"
-  and "Free" with the stretches of overlap_segment;
-* lane 6 "MindData": counter tracks (ph "C") of the MindData queue sizes: each op's output queue
-  (timed by the CPU monitor's samples, taken together) and the device or iterator queue, on the
-  clock of the MindData logs (MindData's steady clock);
-* lane 7 "CUDA API": runtime and driver calls (host_api), one thread per host thread id;
-* lane 8 "Memory": counter tracks of the allocator's bytes in use, one per device (int_memory_in_use);
-* lane 9 "MindData get_next": counter track of the device's get_next queue (on the device's clock on
-  Ascend ranks, else on MindData's).
+One process per rank ("rank <r>", pid r + 1), sorted by rank; in it one thread per track, named
+"<lane>: <track>" (lane names as msprof and MindInsight name their processes) and sorted by lane:
 
-A rank's later profiling cycles (capture c > 0) have processes of their own: pid 1,000,000 * c +
-10 * (r + 1) + lane, named "... rank<r> capture<c>".
+* "Step Trace: iterations": one span per step with its phases nested inside;
+* "Host: Thread <tid>": the framework ops of a host thread and the runtime and driver calls it made (as
+  Kineto draws them);
+* "GPU ops: Ops": framework ops measured on the device;
+* "Ascend Hardware: Stream <id>" (Ascend ranks) or "GPU kernels: Stream <id>": device tasks, kernels,
+  memcpy and memset, with the owning op, correlation id, grid, block, registers per thread, shared memory
+  and bytes in args; a flow arrow (Kineto's ac2g: s on the call, f with bp e where the activity starts)
+  from each runtime or driver call to the activity it launched;
+* "HCCL: Communication Kernel" with the communication op executions and their costs, "HCCL: Plane <k>"
+  with the HCCL tasks (links, bytes in args);
+* "Overlap Analysis: Computing", "...: Communication", "...: Communication(Not Overlapped)" and
+  "...: Free" with the stretches of overlap_segment;
+* counter tracks (ph "C") of the rank: the MindData queue sizes (each op's output queue, timed by the CPU
+  monitor's samples, and the device or iterator queue, on the clock of the MindData logs), the allocator's
+  bytes in use per device, the device's get_next queue.
+
+A slice that partly overlaps another on its track is drawn on an "(overlapping)" track beside it
+(timeline_tracks.py), so every track nests. A rank's later profiling cycles (capture c > 0) have
+processes of their own: pid 1,000,000 * c + r + 1, named "rank <r> capture <c>".
 
 Clocks (profpipe/clocks.py): every capture of every rank, and its MindData logs apart, whose clock the dump relates
 to the Unix epoch (run_info.epoch_offset_ns, host_epoch_offset_ns) is put on the epoch; the others keep
 their own clock, one track group per clock, each with its own base, and their processes are named
-"... (unaligned clock: <clock>)" (`otherData.clock` and `otherData.clock_groups` say which is which).
-`summary_only` keeps lanes 0 and 5 (steps and overlap), as MindInsight's summary view does.
+"... (unaligned clock: <clock>)" (a track or counter on another clock than its process's says its own;
+`otherData.clock` and `otherData.clock_groups` say which is which). `summary_only` keeps lanes 0 and 5
+(steps and overlap), as MindInsight's summary view does.
 
 Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kineto does) for the reference
 group, and to their own group's base (`otherData.clock_groups`) for the others; they are exact decimals
@@ -54,6 +55,7 @@ import duckdb
 from .. import clocks
 from ..models import query
 from .text_stream import write_text_column
+from .timeline_tracks import place_slices
 
 _HEADER_RESERVE = 4096
 
@@ -86,6 +88,7 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     model = clocks.resolve(con, "SELECT rank, capture, clock_domain, count(*), min(start_ns), max(start_ns) FROM "
                                 "timeline_selected WHERE start_ns IS NOT NULL GROUP BY ALL ORDER BY ALL")
     _register_clock_table(con, model)
+    place_slices(con)
     base_ns = model.bases.get(model.primary, 0) if model.primary else 0
     con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS " + query("timeline_events"))
     cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
@@ -107,7 +110,8 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
         out.write(b"]}\n")
     for view in ("timeline_events", "timeline_selected"):
         con.execute(f"DROP VIEW {view}")
-    con.execute("DROP TABLE timeline_clock")
+    for table in ("timeline_clock", "timeline_moved", "timeline_flow_level"):
+        con.execute(f"DROP TABLE {table}")
     return TimelineResult(path, kept, dropped, path.stat().st_size)
 
 

@@ -99,6 +99,7 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR (raw_ids[3] IS NOT NULL OR raw_ids[7] IS NOT NULL) AND correlation IS NULL
           OR raw_ids[4] IS NOT NULL AND stream IS NULL OR raw_ids[5] IS NOT NULL AND device IS NULL
           OR (raw_ids[10] IS NOT NULL OR raw_ids[11] IS NOT NULL) AND bytes IS NULL
+          OR raw_ids[12] IS NOT NULL AND registers_per_thread IS NULL OR raw_ids[13] IS NOT NULL AND shared_memory_bytes IS NULL
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
@@ -107,6 +108,7 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
        try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
+       try_cast(a[12] AS INTEGER) AS registers_per_thread, try_cast(a[13] AS BIGINT) AS shared_memory_bytes,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
@@ -142,7 +144,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              us_to_ns(dur) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
-                                        '$.grid', '$.block', '$.bytes', '$.size']) AS a,
+                                        '$.grid', '$.block', '$.bytes', '$.size', '$."registers per thread"',
+                                        '$."shared memory"']) AS a,
              -- the collective args PyTorch writes on record_param_comms and copies onto NCCL kernels, as JSON
              -- values (their types are checked where the collective table is built: _COLLECTIVE_SQL)
              CASE WHEN ph = 'X' AND (name = 'record_param_comms' OR starts_with(name, 'nccl'))
@@ -263,7 +266,8 @@ _UNLINKED = {
 _DEVICE_EXEC_SQL = """
 SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
        kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
-       coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block
+       coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block, registers_per_thread,
+       shared_memory_bytes
 FROM launched
 ORDER BY start_ns
 """
@@ -517,7 +521,7 @@ _FAULTS = {
 }
 #: The columns that make two events the same record (an exact duplicate is counted once).
 _EVENT_KEY = ("name, cat, ph, pid, tid, start_ns, dur_ns, memory, external_id, correlation, stream, device, "
-              "has_sequence, grid, block, bytes")
+              "has_sequence, grid, block, bytes, registers_per_thread, shared_memory_bytes")
 #: Below this many ns (about 3 years), times are not on the Unix epoch: relative to baseTimeNanoseconds.
 _RELATIVE_NS = 10 ** 17
 #: The tables each category's events go to.

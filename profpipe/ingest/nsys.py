@@ -56,7 +56,8 @@ _API = ("start", "end", "globalTid", "correlationId", "nameId")
 #: Tables read: scratch name -> (SQLite table, columns). A column the export lacks reads as null.
 _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
     "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL",
-               _ACTIVITY + ("demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")),
+               _ACTIVITY + ("demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                             "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")),
     "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", _ACTIVITY + ("bytes", "copyKind")),
     "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", _ACTIVITY + ("bytes",)),
     "sync": ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _ACTIVITY + ("syncType",)),
@@ -134,25 +135,27 @@ _DEVICE_EXEC_SQL = f"""
 WITH device AS (
     SELECT 'kernel' AS kind, coalesce(dn.value, sn.value, concat('kernel ', k.demangledName)) AS name, k.start, k."end",
            k.deviceId, k.streamId, k.correlationId, k.globalPid, NULL::BIGINT AS bytes,
-           concat_ws(',', k.gridX, k.gridY, k.gridZ) AS grid, concat_ws(',', k.blockX, k.blockY, k.blockZ) AS block
+           concat_ws(',', k.gridX, k.gridY, k.gridZ) AS grid, concat_ws(',', k.blockX, k.blockY, k.blockZ) AS block,
+           k.registersPerThread AS registers_per_thread, k.staticSharedMemory + k.dynamicSharedMemory AS shared_memory_bytes
     FROM kernel k LEFT JOIN strings dn ON dn.id = k.demangledName LEFT JOIN strings sn ON sn.id = k.shortName
     UNION ALL
     SELECT 'memcpy', concat('[CUDA memcpy ', coalesce(l.label, concat('kind ', m.copyKind)), ']'), m.start, m."end",
-           m.deviceId, m.streamId, m.correlationId, m.globalPid, m.bytes, NULL, NULL
+           m.deviceId, m.streamId, m.correlationId, m.globalPid, m.bytes, NULL, NULL, NULL, NULL
     FROM memcpy m LEFT JOIN (VALUES {_labels(_COPY_KINDS)}) AS l(id, label) ON l.id = m.copyKind
     UNION ALL
-    SELECT 'memset', '[CUDA memset]', start, "end", deviceId, streamId, correlationId, globalPid, bytes, NULL, NULL
+    SELECT 'memset', '[CUDA memset]', start, "end", deviceId, streamId, correlationId, globalPid, bytes, NULL, NULL, NULL, NULL
     FROM memset
     UNION ALL
     SELECT 'sync', concat('[CUDA ', coalesce(l.label, concat('sync type ', y.syncType)), ']'), y.start, y."end",
-           y.deviceId, y.streamId, y.correlationId, y.globalPid, NULL, NULL, NULL
+           y.deviceId, y.streamId, y.correlationId, y.globalPid, NULL, NULL, NULL, NULL, NULL
     FROM sync y LEFT JOIN (VALUES {_labels(_SYNC_TYPES)}) AS l(id, label) ON l.id = y.syncType
 ), launches AS (  -- correlation ids are unique per process; one call per id even in a stitched export
     SELECT pid, correlation, min(call_index) AS call_index FROM calls WHERE correlation IS NOT NULL GROUP BY ALL
 )
 SELECT d.streamId AS stream_id, d.kind, d.name, d.correlationId AS correlation, NULL::BIGINT AS task_id,
        s.name AS op_name, d.start AS start_ns, d."end" - d.start AS dur_ns, NULL::BIGINT AS external_id,
-       d.deviceId AS device_id, c.op_index, d.bytes, d.grid, d.block
+       d.deviceId AS device_id, c.op_index, d.bytes, d.grid, d.block, d.registers_per_thread,
+       d.shared_memory_bytes
 FROM device d
 LEFT JOIN launches a ON a.pid = (d.globalPid >> 24) & 16777215 AND a.correlation = d.correlationId
 LEFT JOIN call_ops c ON c.call_id = a.call_index

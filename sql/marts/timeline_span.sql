@@ -1,8 +1,8 @@
 WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindInsight's names)
     SELECT rank, lane, process
     FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM {{ ref('stg_run_info') }} GROUP BY rank),
-         (VALUES (0, 'Step Trace'), (1, 'CPU ops'), (2, 'GPU ops'), (3, NULL), (4, 'HCCL'), (5, 'Overlap Analysis'),
-                 (6, 'MindData'), (7, 'CUDA API'), (8, 'Memory'), (9, 'MindData get_next')) AS l(lane, label),
+         (VALUES (0, 'Step Trace'), (1, 'Host'), (2, 'GPU ops'), (3, NULL), (4, 'HCCL'), (5, 'Overlap Analysis'),
+                 (6, 'MindData'), (7, 'Memory'), (8, 'MindData get_next')) AS l(lane, label),
          LATERAL (SELECT coalesce(label, CASE WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END) AS process)
 ), overlap_threads AS (
     SELECT * FROM (VALUES ('computation', 0, 'Computing'), ('communication', 1, 'Communication'),
@@ -28,10 +28,12 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT e.rank, e.capture, 3, coalesce(e.stream_id, 0), 'Stream ' || coalesce(e.stream_id, 0), e.name, e.kind,
            e.start_ns, e.dur_ns,
            json_object('op_name', e.op_name, 'stream', e.stream_id, 'correlation', e.correlation, 'grid', d.grid,
-                       'block', d.block, 'bytes', d.bytes)
+                       'block', d.block, 'registers_per_thread', d.registers_per_thread,
+                       'shared_memory_bytes', d.shared_memory_bytes, 'bytes', d.bytes)
     FROM {{ ref('int_device_exec') }} e
     LEFT JOIN (SELECT rank, capture, correlation, start_ns, any_value(grid) AS grid, any_value(block) AS block,
-                      any_value(bytes) AS bytes
+                      any_value(registers_per_thread) AS registers_per_thread,
+                      any_value(shared_memory_bytes) AS shared_memory_bytes, any_value(bytes) AS bytes
                FROM {{ ref('stg_device_exec') }} WHERE correlation IS NOT NULL GROUP BY ALL) d
         ON d.rank = e.rank AND d.capture = e.capture AND d.correlation = e.correlation AND d.start_ns = e.start_ns
     UNION ALL  -- a flow arrow from each runtime or driver call to the device activity it launched (Kineto's ac2g):
@@ -39,7 +41,7 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT l.rank, l.capture, flow.lane, flow.tid, flow.thread, 'launch', 'flow', flow.at_ns, NULL,
            {'id': (l.rank::HUGEINT * 1000 + l.capture) * 10000000000 + l.correlation, 'phase': flow.phase}::JSON
     FROM {{ ref('kernel_launch') }} l, unnest([
-        {'lane': 7, 'tid': coalesce(l.tid, 0), 'thread': 'Thread ' || coalesce(l.tid, 0), 'at_ns': l.call_start_ns,
+        {'lane': 1, 'tid': coalesce(l.tid, 0), 'thread': 'Thread ' || coalesce(l.tid, 0), 'at_ns': l.call_start_ns,
          'phase': 's'},
         {'lane': 3, 'tid': coalesce(l.stream_id, 0), 'thread': 'Stream ' || coalesce(l.stream_id, 0),
          'at_ns': l.start_ns, 'phase': 'f'}]) AS t(flow)
@@ -57,38 +59,26 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT rank, capture, 5, tid, thread, category, 'overlap', start_ns, dur_ns, NULL::JSON
     FROM {{ ref('overlap_segment') }} JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
-    SELECT q.rank, q.capture, CASE q.queue WHEN 'get_next' THEN 9 ELSE 6 END, 0, 'Queues',
-           CASE q.queue WHEN 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
-                        ELSE replace(q.queue, '_', ' ') || ' queue' END,
+    SELECT q.rank, q.capture, CASE q.queue WHEN 'get_next' THEN 8 ELSE 6 END, 0, 'Queues',
+           CASE WHEN q.queue = 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
+                WHEN suffix(q.queue, 'queue') THEN replace(q.queue, '_', ' ')
+                ELSE replace(q.queue, '_', ' ') || ' queue' END,
            'counter', coalesce(q.ts_ns, c.ts_ns), NULL, {'size': q.size}::JSON
     FROM {{ ref('stg_queue_sample') }} q
     LEFT JOIN {{ ref('data_op_stats') }} o ON o.rank = q.rank AND o.capture = q.capture AND o.op_id = q.op_id
     LEFT JOIN {{ ref('stg_data_cpu_sample') }} c
            ON q.queue = 'op_output' AND c.rank = q.rank AND c.capture = q.capture AND c.scope = 'device' AND c.sample = q.sample
     WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
-    UNION ALL
-    SELECT rank, capture, 7, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, category, start_ns, dur_ns,
+    UNION ALL  -- runtime and driver calls on their host thread, with its ops (as Kineto draws them)
+    SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, category, start_ns, dur_ns,
            {'correlation': correlation}::JSON
     FROM {{ ref('stg_host_api') }}
     UNION ALL
-    SELECT rank, capture, 8, 0, 'Allocator',
+    SELECT rank, capture, 7, 0, 'Allocator',
            'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
     FROM {{ ref('int_memory_in_use') }}
-), placed AS (  -- a device activity that starts inside an earlier one on its stream and ends after it would be a
-                 -- partly overlapping slice, which Perfetto drops (before v57) or spills: it goes to the stream's
-                 -- "(overlapping)" thread instead (tid + 1,000,000,000)
-    -- (with the end of its flow arrow, at its start on its thread)
-    SELECT * EXCLUDE (partial), bool_or(partial) OVER (PARTITION BY rank, capture, lane, tid, start_ns) AS overlapping
-    FROM (SELECT *, lane = 3 AND category <> 'flow' AND start_ns < reach_ns AND start_ns + dur_ns > reach_ns AS partial
-          FROM (SELECT *, max(start_ns + dur_ns) FILTER (WHERE category <> 'flow')
-                              OVER (PARTITION BY rank, capture, lane, tid ORDER BY start_ns, dur_ns DESC
-                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
-                FROM spans))
 )
-SELECT s.rank, s.capture, s.lane, n.process,
-       CASE WHEN s.overlapping THEN s.tid + 1000000000 ELSE s.tid END AS tid,
-       CASE WHEN s.overlapping THEN s.thread || ' (overlapping)' ELSE s.thread END AS thread,
-       s.name, s.category, s.start_ns, s.dur_ns, s.args,
-       CASE s.lane WHEN 6 THEN 'minddata' WHEN 9 THEN 'get_next' ELSE 'main' END AS clock_domain
-FROM placed s JOIN lane_names n USING (rank, lane)
+SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,
+       CASE s.lane WHEN 6 THEN 'minddata' WHEN 8 THEN 'get_next' ELSE 'main' END AS clock_domain
+FROM spans s JOIN lane_names n USING (rank, lane)

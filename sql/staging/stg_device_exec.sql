@@ -14,5 +14,7 @@ SELECT
     op_index,
     bytes,
     grid,
-    block
+    block,
+    registers_per_thread,
+    shared_memory_bytes
 FROM {{ source('device_exec') }}

@@ -1,0 +1,157 @@
+"""The timeline's layout (profpipe/export/chrome_trace.py, timeline_tracks.py) against the Chrome trace format's
+rules as Perfetto applies them: one process per rank, sorted by rank; one named thread per track; the complete
+events of a track nest (a slice that partly overlaps another is moved to an "(overlapping)" track, never dropped);
+each flow's start lies inside a slice of its track and its end where a slice of its track starts."""
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, run
+from profpipe.export.timeline_tracks import MAX_LEVEL, place_slices
+
+
+def _load(out: Path) -> dict:
+    return json.loads((out / "timeline" / "trace.json").read_text(), parse_float=Decimal)
+
+
+def assert_well_formed(trace: dict) -> None:
+    """The format rules the timeline keeps (checked on the file alone)."""
+    events = trace["traceEvents"]
+    meta = defaultdict(dict)
+    for e in events:
+        if e["ph"] == "M":
+            assert (e["pid"], e["tid"], e["name"]) not in meta, e
+            meta[e["pid"], e["tid"], e["name"]] = e["args"]
+    processes = {pid for pid, _, name in meta if name == "process_name"}
+    slices = defaultdict(list)
+    for e in events:
+        assert e["pid"] in processes, e  # every event is in a named process
+        if e["ph"] in ("X", "s", "f"):
+            assert (e["pid"], e["tid"], "thread_name") in meta, e  # on a named thread
+        if e["ph"] == "X":
+            assert e["dur"] >= 0
+            slices[e["pid"], e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+    for track, spans in slices.items():  # the slices of a track nest: none starts inside another and ends after it
+        open_ends: list[Decimal] = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1], (meta[track[0], track[1], "thread_name"], start, end)
+            open_ends.append(end)
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts.keys() == ends.keys()
+    for flow_id, s in starts.items():
+        f = ends[flow_id]
+        assert f["bp"] == "e" and s["cat"] == f["cat"] == "ac2g"
+        assert any(a <= s["ts"] <= b for a, b in slices[s["pid"], s["tid"]]), s  # binds to its enclosing slice
+        assert any(a == f["ts"] for a, _ in slices[f["pid"], f["tid"]]), f  # binds to the slice starting there
+    # processes sorted by rank, tracks numbered in their sort order
+    ranks = {pid: meta[pid, 0, "process_name"]["name"] for pid in processes if pid}
+    order = sorted(ranks, key=lambda pid: meta[pid, 0, "process_sort_index"]["sort_index"])
+    assert [int(ranks[pid].split()[1]) for pid in order] == sorted(int(ranks[pid].split()[1]) for pid in order)
+    for (pid, tid, name), args in meta.items():
+        if name == "thread_name":
+            assert meta[pid, tid, "thread_sort_index"] == {"sort_index": tid}
+
+
+@pytest.mark.parametrize("fixture", ["pytorch_cuda", "kineto/current", "kineto_nccl", "paddle", "nsys", "msprof_timeline",
+                                     "ascend_ms_era_f", "ascend_ms_cluster", "mindspore_gpu", "mindspore_cpu",
+                                     "minddata_sink"])
+def test_every_fixtures_timeline_keeps_the_format_rules(fixture: str, tmp_path: Path) -> None:
+    trace = _load(run(FIXTURES / fixture, tmp_path / "out").output)
+    assert_well_formed(trace)
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
+    assert names[0] == "profpipe" and all(n.startswith("rank ") for n in names[1:]), names
+
+
+def test_one_process_per_rank_with_a_track_per_thread_and_stream(tmp_path: Path) -> None:
+    """The two-rank NCCL fixture: processes "rank 0" and "rank 1"; in each, the step trace, one track per host
+    thread (its ops and runtime calls) and one per stream; oracle: the raw traces' threads and streams."""
+    trace = _load(run(FIXTURES / "kineto_nccl", tmp_path / "out").output)
+    events = trace["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] in ("process_name", "thread_name")}
+    processes = {pid: name for (pid, tid), name in names.items() if tid == 0 and pid}
+    assert sorted(processes.values()) == ["rank 0", "rank 1"]
+    for path in sorted((FIXTURES / "kineto_nccl").glob("*.json*")):
+        raw = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+        rank = raw["distributedInfo"]["rank"]
+        [pid] = [p for p, name in processes.items() if name == f"rank {rank}"]
+        threads = {name for (p, tid), name in names.items() if p == pid and tid}
+        raw_threads = {f"Host: Thread {e['tid']}" for e in raw["traceEvents"]
+                       if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime")}
+        raw_streams = {f"GPU kernels: Stream {e['args']['stream']}" for e in raw["traceEvents"]
+                       if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+        assert raw_threads | raw_streams | {"Step Trace: iterations"} <= threads
+        assert not {t for t in threads if "(overlapping)" in t}
+
+
+def test_partly_overlapping_slices_move_to_overlapping_tracks_and_keep_their_flows(tmp_path: Path) -> None:
+    """Kernels on stream 7: a [10, 50), b [20, 30) inside it, c [40, 70) partly over a, d [45, 60) partly over a
+    and inside c; on the host thread an annotation [0, 100) and a runtime call per kernel inside it, plus an
+    annotation [95, 120) partly over the first. c and d go to "Stream 7 (overlapping)" (they nest there), the second
+    annotation to "Thread 1 (overlapping)"; every event is written once and each flow follows its slice."""
+    kernels = [("a", 10, 40), ("b", 20, 10), ("c", 40, 30), ("d", 45, 15)]
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "user_annotation", "name": "late", "pid": 1, "tid": 1, "ts": 95, "dur": 25}]
+    for i, (name, ts, dur) in enumerate(kernels, start=1):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": i,
+                       "dur": 0.5, "args": {"correlation": i}})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                       "args": {"correlation": i, "stream": 7, "device": 0}})
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "rank-0.pt.trace.json").write_text(json.dumps({"traceEvents": events}))
+    trace = _load(run(folder, tmp_path / "out").output)
+    assert_well_formed(trace)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    placed = {e["name"]: names[e["pid"], e["tid"]] for e in trace["traceEvents"] if e["ph"] == "X"
+              and e["name"] in ("a", "b", "c", "d", "ProfilerStep#1", "late")}
+    assert placed == {"a": "GPU kernels: Stream 7", "b": "GPU kernels: Stream 7",
+                      "c": "GPU kernels: Stream 7 (overlapping)", "d": "GPU kernels: Stream 7 (overlapping)",
+                      "ProfilerStep#1": "Host: Thread 1", "late": "Host: Thread 1 (overlapping)"}
+    kernel_at = {e["ts"]: e["name"] for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] in "abcd"}
+    flow_ends = {kernel_at[e["ts"]]: names[e["pid"], e["tid"]] for e in trace["traceEvents"] if e["ph"] == "f"}
+    assert flow_ends == {name: placed[name] for name in "abcd"}
+
+
+_INTERVALS = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(0, 40)), max_size=40)
+
+
+def _greedy_levels(slices: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+    """Oracle: in start order (longer first), each slice on the first level where it crosses no slice already
+    there (a crossing: one starts inside the other and ends after it); MAX_LEVEL takes the rest."""
+    levels: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    placed = {}
+    for track, start, dur in sorted(slices, key=lambda s: (s[0], s[1], -s[2])):
+        end = start + dur
+        for level in range(MAX_LEVEL + 1):
+            if level == MAX_LEVEL or not any(a <= start < b < end for a, b in levels[track, level]):
+                levels[track, level].append((start, end))
+                placed[track, start, dur] = level
+                break
+    return placed
+
+
+@settings(max_examples=200, deadline=None)
+@given(_INTERVALS)
+def test_each_slice_goes_to_the_first_level_where_it_nests(slices: list[tuple[int, int, int]]) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE timeline_selected (rank INTEGER, capture INTEGER, lane INTEGER, tid BIGINT, "
+                "category VARCHAR, start_ns BIGINT, dur_ns BIGINT)")
+    if slices:
+        con.executemany("INSERT INTO timeline_selected VALUES (0, 0, 3, ?, 'kernel', ?, ?)", slices)
+    place_slices(con)
+    moved = {(tid, start, dur): level for tid, start, dur, level in
+             con.execute("SELECT tid, start_ns, dur_ns, level FROM timeline_moved").fetchall()}
+    expected = {key: level for key, level in _greedy_levels(slices).items() if level}
+    assert moved == expected
