@@ -155,3 +155,31 @@ def test_each_slice_goes_to_the_first_level_where_it_nests(slices: list[tuple[in
              con.execute("SELECT tid, start_ns, dur_ns, level FROM timeline_moved").fetchall()}
     expected = {key: level for key, level in _greedy_levels(slices).items() if level}
     assert moved == expected
+
+
+@pytest.mark.parametrize("limit_mb", [0.1, 0.2, 0.3])
+def test_a_size_limit_keeps_the_rules_and_cuts_flow_arrows_whole(limit_mb: float, tmp_path: Path) -> None:
+    """The real H100 trace cut at three sizes: the file fits the limit, is still well formed (every kept flow
+    has both ends), is complete up to the cut and has no event after it but flow arrows' starts' partners."""
+    out = run(FIXTURES / "pytorch_cuda", tmp_path / "out", timeline_limit_mb=limit_mb).output
+    path = out / "timeline" / "trace.json"
+    trace = _load(out)
+    assert path.stat().st_size <= limit_mb * 1024 * 1024
+    assert_well_formed(trace)
+    truncated = trace["profpipe"]["truncated"]
+    cut_us = Decimal(str(truncated["complete_until_us"]))
+    timed = [e for e in trace["traceEvents"] if e["ph"] in ("X", "C", "s", "f") and e.get("cat") not in ("step", "step_phase")]
+    assert timed and all(e["ts"] < cut_us for e in timed)
+    full = _load(run(FIXTURES / "pytorch_cuda", tmp_path / "full").output)
+    flows = defaultdict(dict)
+    for e in full["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            flows[e["id"]][e["ph"]] = e["ts"]
+    kept = {e["id"] for e in trace["traceEvents"] if e["ph"] == "s"}
+    assert kept == {i for i, ends in flows.items() if ends["f"] < cut_us}
+    def spans(events: list[dict], steps: bool) -> list[tuple]:
+        return sorted((e["name"], e["ts"]) for e in events
+                      if e["ph"] in ("X", "C") and (e.get("cat") in ("step", "step_phase")) == steps)
+
+    assert spans(trace["traceEvents"], True) == spans(full["traceEvents"], True)  # every step is kept
+    assert spans(trace["traceEvents"], False) == [s for s in spans(full["traceEvents"], False) if s[1] < cut_us]

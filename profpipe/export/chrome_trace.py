@@ -40,7 +40,8 @@ Times are µs relative to `baseTimeNanoseconds` (kept at the top level, as Kinet
 group, and to their own group's base (`otherData.clock_groups`) for the others; they are exact decimals
 with three digits (ns), computed in 128-bit integers so that no clock value can overflow them. With a size limit, metadata and steps are always kept, then the
 other events in time order until the budget is spent: the timeline is complete up to a cut
-time (every event that starts before it is present) and empty after it. The cut is marked by
+time (every event that starts before it is present, but for a flow arrow whose end lies after it: an arrow
+is kept or cut whole) and empty after it. The cut is marked by
 a global instant event in a "profpipe" process (pid 0) and by the top-level
 `profpipe.truncated` object.
 """
@@ -92,7 +93,7 @@ def write_timeline(con: duckdb.DuckDBPyConnection, path: Path, limit_mb: float |
     base_ns = model.bases.get(model.primary, 0) if model.primary else 0
     con.execute("CREATE OR REPLACE TEMP VIEW timeline_events AS " + query("timeline_events"))
     cut_ns = None if limit_mb is None else _cut_time(con, int(limit_mb * 1024 * 1024) - _HEADER_RESERVE)
-    keep = "TRUE" if cut_ns is None else f"tier = 0 OR rel_ns < {cut_ns}"
+    keep = "TRUE" if cut_ns is None else f"tier = 0 OR keep_ns < {cut_ns}"
     kept, dropped = (None, 0) if cut_ns is None else con.execute(
         f"SELECT count(*) FILTER (WHERE {keep}), count(*) FILTER (WHERE NOT ({keep})) FROM timeline_events").fetchall()[0]
     header = {"displayTimeUnit": "ms", "baseTimeNanoseconds": base_ns,

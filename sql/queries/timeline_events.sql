@@ -4,7 +4,8 @@
 -- profpipe/clocks.py decides them), and timeline_moved / timeline_flow_level (the "(overlapping)" level of the
 -- slices that partly overlap another on their track, and of the flow ends bound to them;
 -- profpipe/export/timeline_tracks.py). tier 0: always kept (metadata and the step trace); rel_ns: the event's
--- time since its group's base, in HUGEINT (no int64 subtraction or addition can overflow on any clock).
+-- time since its group's base, in HUGEINT (no int64 subtraction or addition can overflow on any clock); keep_ns:
+-- the time that decides whether a size limit keeps the event (a flow's later end, so no arrow is cut in half).
 -- One process per rank and capture (pid: rank + 1, plus 1,000,000 per later capture), sorted by rank; in it one
 -- thread per track, numbered and sorted by lane, track and level, named "<lane>: <track>".
 WITH placed AS (
@@ -27,9 +28,12 @@ WITH placed AS (
 ), processes AS (  -- a process is named with its main clock's suffix; a track on another clock says its own
     SELECT pid, rank, capture, coalesce(min(suffix) FILTER (WHERE clock_domain = 'main'), min(suffix)) AS suffix
     FROM spans GROUP BY ALL
+), flows AS (  -- a flow arrow is kept or cut whole: by the time of its later end
+    SELECT args->>'id' AS flow_id, max(rel_ns) AS keep_ns FROM spans WHERE category = 'flow' GROUP BY ALL
 ), events AS (
-    SELECT s.*, t.track, s.suffix <> p.suffix AS other_clock
+    SELECT s.*, t.track, s.suffix <> p.suffix AS other_clock, coalesce(f.keep_ns, s.rel_ns) AS keep_ns
     FROM spans s JOIN processes p USING (pid)
+    LEFT JOIN flows f ON s.category = 'flow' AND f.flow_id = s.args->>'id'
     LEFT JOIN tracks t ON t.pid = s.pid AND t.lane = s.lane AND t.tid = s.tid AND t.level = s.level
                           AND t.thread = s.thread
 ), meta AS (
@@ -49,11 +53,11 @@ WITH placed AS (
     SELECT pid, track, 'thread_sort_index', {'sort_index': track}::JSON
     FROM tracks
 )
-SELECT 0 AS tier, NULL::HUGEINT AS rel_ns,
+SELECT 0 AS tier, NULL::HUGEINT AS rel_ns, NULL::HUGEINT AS keep_ns,
        to_json({'name': name, 'ph': 'M', 'pid': pid, 'tid': track, 'args': args}) AS event
 FROM meta
 UNION ALL
-SELECT CASE WHEN lane = 0 THEN 0 ELSE 1 END, rel_ns,
+SELECT CASE WHEN lane = 0 THEN 0 ELSE 1 END, rel_ns, keep_ns,
        CASE WHEN category = 'counter'  -- a process-wide counter track per name (its clock said where not the process's)
             THEN to_json({'name': name || CASE WHEN other_clock THEN suffix ELSE '' END, 'ph': 'C', 'pid': pid,
                           'ts': rel_ns::DECIMAL(38, 0) * 0.001, 'args': args})
