@@ -55,14 +55,15 @@ def metric_columns(header: list[str]) -> pl.DataFrame:
     or null), metric (the name without core prefix and unit suffix), unit (profpipe's: ns, share, count,
     bytes, bytes_per_second, ratio, number, or msprof's own text for a unit profpipe does not know) and
     the factor that converts a value to it. A metric column is one whose name has no blank and starts with
-    a lower-case letter or ends with a unit in brackets; msprof's task columns (Op Name, Task ID, Name,
-    Device_id, ...) are capitalised."""
+    a lower-case letter, or joins words with '_' and ends with a unit in brackets (MemoryAccess'
+    GM_to_L1_datas(KB)); msprof's task columns (Op Name, Task ID, Name, Duration(us), Device_id, ...) are
+    capitalised single words or have blanks."""
     rows = []
     for column in header:
         if column == "line" or any(ch.isspace() for ch in column):
             continue
         match = _SUFFIX.fullmatch(column)
-        if not (column[:1].islower() or match):
+        if not (column[:1].islower() or (match and "_" in match["name"])):  # not Duration(us), Device_id
             continue
         name, unit_text = (match["name"], match["unit"]) if match else (column, None)
         core = name[:3] if name.startswith(("aic_", "aiv_")) else None
