@@ -98,7 +98,7 @@ def _read(paths: list[Path], required: list[str], warn: Warn, typed: Callable[[l
             keys = [pl.struct(header).hash(seed).alias(key) for seed, key in enumerate(_KEYS)]
             chunks.append(chunk.select(*typed(header), "line", *keys))
             if side is not None:
-                sides.append(side(chunk, header).with_columns(pl.lit(str(path)).alias("file")))
+                sides.append(side(chunk, header).with_columns(pl.lit(str(path), pl.Categorical).alias("file")))
         frame = pl.concat(chunks)
         # rows sharing the first key are few: the second key is compared among them only (a struct of both
         # keys over all rows would cost several times the typed columns)
@@ -162,7 +162,7 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
                           line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     _check_numbers(frame, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
-    metrics = _exec_metrics(long, frame.select(pl.col("file").cast(pl.String), "line", stream_id=c["stream_id"],
+    metrics = _exec_metrics(long, frame.select("file", "line", stream_id=c["stream_id"],
                                                task_id=c["task_id"], start_ns=c["start"]),
                             pl.concat(list(metric_maps.values())).unique("column"), warn)
     del long
@@ -198,7 +198,8 @@ def _exec_metrics(long: pl.DataFrame, rows: pl.DataFrame, mapping: pl.DataFrame,
         return pl.DataFrame()
     kept = long.join(rows, on=["file", "line"], how="inner")
     kept = msprof_pmu.report_bad_metrics(kept, warn)
-    return (kept.join(mapping.select("column", "core", "metric", "unit"), on="column", how="left")
+    mapping = mapping.select(pl.col("column").cast(pl.Categorical), "core", "metric", "unit")
+    return (kept.join(mapping, on="column", how="left")
             .sort("start_ns", "stream_id", "task_id", "line", maintain_order=True)
             .select("stream_id", "task_id", "start_ns", "core", "metric", "value", "unit"))
 

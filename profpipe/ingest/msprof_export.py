@@ -7,7 +7,9 @@ each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: its
 `ASCEND_PROFILER_OUTPUT/kernel_details.csv` and `trace_view.json`); shared/reference/
 formats-ascend-minddata.md §1.2, §1.3, §2.8, §2.10. The summary CSVs, where present, give the
 device tasks with their op types (`op_summary`, `kernel_details`) and the steps (`step_trace`),
-see msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
+see msprof_csv; their AI Core PMU metric columns and the `l2_cache`, `hbm` / `ddr` and `pcie` summaries
+beside them (era D `summary/`, era E `mindstudio_profiler_output/`, era F's copies) give
+device_exec_metric, l2_cache_task, memory_bandwidth and pcie_bandwidth, see msprof_pmu. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
 `msprof_*` files (era F: `trace_view.json`) hold every process; without them the `task_time_*`,
 `step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
 column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings); events become:

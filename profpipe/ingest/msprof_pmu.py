@@ -78,14 +78,15 @@ def unpivot_metrics(chunk: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     (the text where it is malformed: not a number, not finite or negative; value null then). Missing
     values (N/A, empty) give no row."""
     if not metrics.height:
-        return pl.DataFrame(schema={"line": pl.Int64, "column": pl.String, "value": pl.Float64, "bad": pl.String})
+        return pl.DataFrame(schema={"line": pl.Int64, "column": pl.Categorical, "value": pl.Float64, "bad": pl.String})
     long = (chunk.select("line", *metrics["column"].to_list())
             .unpivot(index="line", variable_name="column", value_name="text")
             .filter(pl.col("text").is_not_null() & (pl.col("text").str.strip_chars() != "")))
     number = pl.col("text").str.strip_chars().cast(pl.Float64, strict=False)
     good = number.is_finite() & (number >= 0)
     return (long.join(metrics.select("column", "factor"), on="column", how="left")
-            .select("line", "column", pl.when(good).then(number * pl.col("factor")).alias("value"),
+            .select("line", pl.col("column").cast(pl.Categorical),  # a few distinct names: held once
+                    pl.when(good).then(number * pl.col("factor")).alias("value"),
                     pl.when(good.fill_null(False)).then(None).otherwise(pl.col("text")).alias("bad")))
 
 
