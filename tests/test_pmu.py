@@ -301,3 +301,18 @@ def test_damaged_summary_numbers_drop_their_rows_and_are_counted(name: str, data
                                        "pcie.csv": ["min_value", "max_value", "avg_value"]}[name]):
         # every value kept is the file's (N/A a missing value, not a zero)
         assert [r[field] for r in got] == [scaled(r, column) for r in kept], column
+
+
+def test_era_d_summaries_of_another_model_are_left_out_and_device_wide_ones_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(FIXTURE / ERA_D.parent.parent.name, folder / ERA_D.parent.parent.name)
+    summary = folder / ERA_D.relative_to(FIXTURE)
+    shutil.copy(summary / "l2_cache_1_1_1.csv", summary / "l2_cache_1_2_1.csv")  # model 2: not the one analysed
+    outcome = read_damaged(folder)
+    assert not outcome.errors
+    assert outcome.rows("l2_cache_task") == len(_raw(ERA_D / "l2_cache_1_1_1.csv"))
+    assert outcome.rows("pcie_bandwidth") == len(_raw(ERA_D / "pcie_1.csv"))  # pcie_1.csv names no model
+    for name in ("op_summary_1_1_1.csv", "l2_cache_1_1_1.csv", "l2_cache_1_2_1.csv"):
+        (summary / name).unlink()
+    alone = read_damaged(folder)  # the device-wide summaries alone still give their tables
+    assert not alone.errors and alone.rows("memory_bandwidth") == 2 and alone.rows("device_exec") == 0
