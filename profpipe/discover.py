@@ -85,10 +85,16 @@ HCCL_OP_DIR = re.compile(r".*_dev(\d+)")
 #: `PROF_*/device_N/summary/<kind>_<device>_<model>_<iteration>.csv` (CSV roles are named "csv:<kind>").
 MSPROF_TIMELINE = re.compile(r"(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json")
 MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
+#: The device-level PMU summaries of an era D `summary/` folder: `<kind>_<device>[_<model>[_<iteration>]].csv`
+#: (L2 cache hit rates per task, HBM/DDR and PCIe bandwidth); their roles are named "pmu:<kind>".
+MSPROF_PMU_SUMMARY = re.compile(r"(l2_cache|hbm|ddr|pcie)_(\d+)(?:_(\d+))?(?:_(\d+))?\.csv")
+PMU_KINDS = ("l2_cache", "hbm", "ddr", "pcie")
 #: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts).
-MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof)_(\d{8,})\.(csv|json)")
-#: Era F: the files of `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/` that are read, by role.
-ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view"}
+MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof|l2_cache|hbm|ddr|pcie)_(\d{8,})\.(csv|json)")
+#: Era F: the files of `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/` that are read, by role
+#: (MindSpore 2.5+ copies msprof's first l2_cache_*, hbm_* and pcie_* export there under these names).
+ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
+                      "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
 
 #: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
 #: name (tensorboard_trace_handler writes `<worker>.<ms>.pt.trace.json[.gz]`, a trace whatever is in
@@ -235,7 +241,7 @@ def _ignore(message: str, **details: object) -> None:
 
 #: Names of every kind of file discover may open or hand to a reader.
 _INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
-                   STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY, MSPROF_OUTPUT]
+                   STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY, MSPROF_PMU_SUMMARY, MSPROF_OUTPUT]
 
 
 def _regular_input(path: Path, warn: Warn) -> bool:
@@ -319,13 +325,16 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
         match = MSPROF_OUTPUT.fullmatch(filename)
         if not match:
             return False
-        kind = ("csv:" if match.group(3) == "csv" else "") + match.group(1)
+        kind = ("pmu:" if match.group(1) in PMU_KINDS else "csv:" if match.group(3) == "csv" else "") + match.group(1)
         devices = [int(m.group(1)) for m in map(re.compile(r"device_(\d+)").fullmatch, os.listdir(directory.parent)) if m]
         device_id, folder, layout = (devices[0] if len(devices) == 1 else 0), directory.parent, "ascend_era_e"
     else:
         pattern, prefix = {"timeline": (MSPROF_TIMELINE, ""), "summary": (MSPROF_SUMMARY, "csv:")}.get(
             directory.name, (None, ""))
         match = pattern.fullmatch(filename) if pattern else None
+        if not match and directory.name == "summary":
+            pattern, prefix = MSPROF_PMU_SUMMARY, "pmu:"
+            match = pattern.fullmatch(filename)
         if not match:
             return False
         kind, device_id, folder, layout = prefix + match.group(1), int(match.group(2)), directory.parent, "ascend_era_d"
@@ -657,7 +666,7 @@ def _check_stands_alone(path: Path) -> None:
         prof = next((f for f in (path.parent, *path.parents) if f.name.startswith("PROF_")), None)
         folder, kind = prof or folder, "a raw Ascend profiling file"
     elif (MSPROF_TIMELINE.fullmatch(name) or MSPROF_SUMMARY.fullmatch(name) or MSPROF_OUTPUT.fullmatch(name)
-          or name in ERA_F_OUTPUT_ROLES):
+          or MSPROF_PMU_SUMMARY.fullmatch(name) or name in ERA_F_OUTPUT_ROLES):
         folder = next((f for f in path.parents if f.name.startswith("PROF_") or _ASCEND_MS_DIR.fullmatch(f.name)),
                       path.parent.parent)
         kind = "an msprof export file"

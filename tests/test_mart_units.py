@@ -1059,3 +1059,108 @@ def test_collective_straggler_last_arrival_and_waits():
          "slow_test": "too_few_ranks", "is_slow": False},
         {"rank": 1, "occurrence": 5, "ranks": 2, "last_rank": 1, "is_last_arrival": True, "wait_ns": 0,
          "slow_test": "too_few_ranks", "is_slow": False}])
+
+
+# ---------------------------------------------------------------------------------------------- AI Core PMU
+
+def _pmu_exec(task_id: int, start: int, dur: int, name: str) -> dict:
+    return {"kind": "task", "name": name, "op_name": name, "stream_id": 1, "task_id": task_id, "start_ns": start,
+            "dur_ns": dur}
+
+
+def _pmu_metric(task_id: int, start: int, metric: str, value: float, core=None, unit: str = "share") -> dict:
+    return {"stream_id": 1, "task_id": task_id, "start_ns": start, "core": core, "metric": metric, "value": value,
+            "unit": unit}
+
+
+def test_op_type_pmu_stats_average_each_metric_over_executions_with_a_value():
+    # two MatMul ops (types from task_desc), one run twice; a metric row without its execution is left out
+    execs = [_pmu_exec(1, 0, 100, "n/MatMul-op1"), _pmu_exec(1, 1000, 100, "n/MatMul-op1"),
+             _pmu_exec(2, 2000, 50, "n/MatMul-op2")]
+    task_desc = [{"seq": i, "op_name": f"n/MatMul-op{i}", "task_id": i, "stream_id": 1, "op_type": "MatMulV2"}
+                 for i in (1, 2)]
+    metrics = [_pmu_metric(1, 0, "mac_ratio", 0.5, "aic"), _pmu_metric(1, 1000, "mac_ratio", 0.7, "aic"),
+               _pmu_metric(2, 2000, "mac_ratio", 0.9, "aic"),
+               _pmu_metric(1, 0, "time", 100_000.0, "aiv", "ns"),  # another metric of the type: its own row
+               _pmu_metric(9, 9, "mac_ratio", 1.0, "aic")]  # no execution (9, 9): not counted
+    same(model_rows({"device_exec": execs, "task_desc": task_desc, "device_exec_metric": metrics},
+                    "op_type_pmu_stats"), [
+        # mac_ratio: (0.5 + 0.7 + 0.9) / 3 = 0.7 over 3 executions of 2 ops
+        {"op_type": "MatMulV2", "core": "aic", "metric": "mac_ratio", "unit": "share", "ops": 2, "executions": 3,
+         "avg_value": 0.7, "min_value": 0.5, "max_value": 0.9},
+        {"op_type": "MatMulV2", "core": "aiv", "metric": "time", "unit": "ns", "ops": 1, "executions": 1,
+         "avg_value": 100_000.0},
+    ])
+
+
+def test_op_bound_names_the_busiest_pipe_and_counts_msprof_analyzes_no_bound():
+    # Atlas training layout (no core): op A runs twice, mte2 0.9 / 0.7 -> mean 0.8, not above 0.8: bound none;
+    # msprof-analyze: execution 1 (30 us) has mte2 0.9 > 0.8: bound; execution 2 (30 us) max 0.7: "no bound"
+    execs = [_pmu_exec(1, 0, 30_000, "n/A-op1"), _pmu_exec(1, 100_000, 30_000, "n/A-op1"),
+             _pmu_exec(2, 200_000, 10_000, "n/B-op2"), _pmu_exec(3, 300_000, 50_000, "n/C-op3")]
+    metrics = [_pmu_metric(1, 0, "mte2_ratio", 0.9), _pmu_metric(1, 0, "vec_ratio", 0.5),
+               _pmu_metric(1, 100_000, "mte2_ratio", 0.7), _pmu_metric(1, 100_000, "vec_ratio", 0.5),
+               # B (10 us, under msprof-analyze's 20 us): A2 cores; scalar on aic 0.1, aiv 0.85 -> the busier 0.85
+               _pmu_metric(2, 200_000, "scalar_ratio", 0.1, "aic"), _pmu_metric(2, 200_000, "scalar_ratio", 0.85, "aiv"),
+               _pmu_metric(2, 200_000, "vec_ratio", 0.6, "aiv"),
+               # C: mac 0.9 on aic; an aiv mac_ratio (which msprof-analyze never reads) of 0.1 lowers nothing;
+               # mte2: aic 0.5 read by msprof-analyze before aiv 0.95 -> its max is 0.9 (mac): bound
+               _pmu_metric(3, 300_000, "mac_ratio", 0.9, "aic"), _pmu_metric(3, 300_000, "mac_ratio", 0.1, "aiv"),
+               _pmu_metric(3, 300_000, "mte2_ratio", 0.5, "aic"), _pmu_metric(3, 300_000, "mte2_ratio", 0.95, "aiv"),
+               _pmu_metric(3, 300_000, "total_cycles", 9e9, "aic", "count")]  # not a pipe ratio
+    same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
+        {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_ratio": None,
+         "vec_ratio": 0.5, "mte2_ratio": 0.8, "busiest_pipe": "mte2", "busiest_ratio": 0.8, "bound": "none",
+         "no_bound_executions": 1, "msprof_no_bound": True},
+        {"op_name": "n/B-op2", "executions": 1, "scalar_ratio": 0.85, "vec_ratio": 0.6, "busiest_pipe": "scalar",
+         "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False},
+        # C: mac 0.9 (the busier core's: aic 0.9 > aiv 0.1), mte2 0.95 (aiv) -> busiest mte2: memory
+        {"op_name": "n/C-op3", "executions": 1, "mac_ratio": 0.9, "mte2_ratio": 0.95, "busiest_pipe": "mte2",
+         "busiest_ratio": 0.95, "bound": "memory", "no_bound_executions": 0},
+    ])
+
+
+def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_out():
+    execs = [_pmu_exec(1, 0, 100, "n/T-op1"), _pmu_exec(2, 1000, 100, "n/M-op2")]
+    metrics = [_pmu_metric(1, 0, "vec_ratio", 0.9), _pmu_metric(1, 0, "mte3_ratio", 0.9),
+               _pmu_metric(2, 1000, "main_mem_read_bw", 1e9, "aic", "bytes_per_second")]
+    same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
+        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_ratio": 0.9, "bound": "vector"}])
+
+
+def test_l2_cache_stats_average_hit_and_victim_rates_per_op():
+    rows_ = [{"seq": 0, "stream_id": 1, "task_id": 1, "op_name": None, "hit_rate": 0.9, "victim_rate": 0.1},
+             {"seq": 1, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.5, "victim_rate": 1.5},
+             {"seq": 2, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.7, "victim_rate": None}]
+    same(model_rows({"l2_cache_task": rows_}, "l2_cache_stats"), [
+        # a: hit (0.5 + 0.7) / 2 = 0.6; victim: the one present, 1.5
+        {"op_name": "a", "tasks": 2, "avg_hit_rate": 0.6, "min_hit_rate": 0.5, "max_hit_rate": 0.7,
+         "avg_victim_rate": 1.5, "max_victim_rate": 1.5},
+        {"op_name": None, "tasks": 1, "avg_hit_rate": 0.9, "avg_victim_rate": 0.1}])  # the rows without a name
+
+
+def test_hbm_stats_give_each_memory_unit_its_bandwidths():
+    bw = [{"seq": 0, "memory": "hbm", "metric": "0", "read_bytes_per_second": 2e9, "write_bytes_per_second": 1e9},
+          {"seq": 1, "memory": "hbm", "metric": "0", "read_bytes_per_second": 4e9, "write_bytes_per_second": 3e9},
+          {"seq": 2, "memory": "ddr", "metric": "Average", "read_bytes_per_second": None,
+           "write_bytes_per_second": 5e8}]
+    same(model_rows({"memory_bandwidth": bw}, "hbm_stats"), [
+        {"memory": "ddr", "metric": "Average", "samples": 1, "read_bytes_per_second": None,
+         "write_bytes_per_second": 5e8, "total_bytes_per_second": None},
+        # unit 0 given twice: means (2 + 4) / 2 = 3 GB/s read, (1 + 3) / 2 = 2 write, total (3 + 7) / 2 = 5
+        {"memory": "hbm", "metric": "0", "samples": 2, "read_bytes_per_second": 3e9, "write_bytes_per_second": 2e9,
+         "total_bytes_per_second": 5e9}])
+
+
+def test_pcie_stats_keep_the_extremes_and_average_the_averages():
+    pcie = [{"seq": 0, "mode": "Tx_p_avg(MB/s)", "metric": "tx_p_avg", "unit": "bytes_per_second", "min_value": 1e6,
+             "max_value": 9e6, "avg_value": 4e6},
+            {"seq": 1, "mode": "Tx_p_avg(MB/s)", "metric": "tx_p_avg", "unit": "bytes_per_second", "min_value": 2e6,
+             "max_value": 12e6, "avg_value": 6e6},
+            {"seq": 2, "mode": "Tx_latency_avg(us)", "metric": "tx_latency_avg", "unit": "ns", "min_value": 800.0,
+             "max_value": 900.0, "avg_value": 850.0}]
+    same(sorted(model_rows({"pcie_bandwidth": pcie}, "pcie_stats"), key=lambda r: r["metric"]), [
+        {"metric": "tx_latency_avg", "mode": "Tx_latency_avg(us)", "unit": "ns", "samples": 1, "avg_value": 850.0},
+        # min of mins 1e6, max of maxes 12e6, mean of averages (4 + 6) / 2 = 5e6
+        {"metric": "tx_p_avg", "mode": "Tx_p_avg(MB/s)", "unit": "bytes_per_second", "samples": 2, "min_value": 1e6,
+         "max_value": 12e6, "avg_value": 5e6}])

@@ -24,6 +24,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..health import Warn
+from . import msprof_pmu
 from .lines import csv_row, drop_rows, iter_csv_frames
 from .units import MAX_US, us_text_to_ns, us_to_ns
 
@@ -76,13 +77,15 @@ def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables:
 _KEYS = ["__key0", "__key1"]
 
 
-def _read(paths: list[Path], required: list[str], warn: Warn,
-          typed: Callable[[list[str]], list[pl.Expr]]) -> pl.DataFrame:
+def _read(paths: list[Path], required: list[str], warn: Warn, typed: Callable[[list[str]], list[pl.Expr]],
+          side: Callable[[pl.DataFrame, list[str]], pl.DataFrame] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The rows of the CSVs, each chunk turned into the columns `typed` (given the header) selects, with the
     file and line of each row; N/A is null. A cut last row is dropped and reported; a repeated row (the same
     text in every column as an earlier row of the file, in any chunk: compared by a 128-bit hash of the row)
-    is left out and reported."""
-    frames = []
+    is left out and reported. With `side`, the frames it makes of each chunk (given the header; rows keyed
+    by `line`) are concatenated with their `file` as the second value (else an empty frame); they keep rows
+    the first frame drops: the caller joins on (file, line)."""
+    frames, sides = [], []
     for path in paths:
         chunks, header = [], None
         for chunk in iter_csv_frames(path, warn, null_values=["N/A"], what="msprof CSV"):
@@ -94,6 +97,8 @@ def _read(paths: list[Path], required: list[str], warn: Warn,
                                      line=1)
             keys = [pl.struct(header).hash(seed).alias(key) for seed, key in enumerate(_KEYS)]
             chunks.append(chunk.select(*typed(header), "line", *keys))
+            if side is not None:
+                sides.append(side(chunk, header).with_columns(pl.lit(str(path), pl.Categorical).alias("file")))
         frame = pl.concat(chunks)
         # rows sharing the first key are few: the second key is compared among them only (a struct of both
         # keys over all rows would cost several times the typed columns)
@@ -109,7 +114,7 @@ def _read(paths: list[Path], required: list[str], warn: Warn,
                           "repeated rows (the same values as an earlier row)", line_column="line",
                           example=pl.lit(example))
         frames.append(frame.drop(_KEYS).with_columns(pl.lit(str(path), pl.Categorical).alias("file")))
-    return pl.concat(frames, how="diagonal_relaxed")
+    return pl.concat(frames, how="diagonal_relaxed"), (pl.concat(sides) if sides else pl.DataFrame())
 
 
 def _check_numbers(frame: pl.DataFrame, columns: list[str]) -> None:
@@ -130,18 +135,25 @@ KERNEL_DETAILS_COLUMNS = {"task_id": "Task ID", "stream_id": "Stream ID", "name"
                           "block_dim": "Block Dim", "model": "Model ID"}
 
 
-def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(device_exec rows, task_desc rows) of task CSVs whose columns are called `names`. Rows without a
-    start or duration, or with a bad one, are left out and reported."""
+def read_op_summary(paths: list[Path], names: dict[str, str],
+                    warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(device_exec rows, task_desc rows, device_exec_metric rows) of task CSVs whose columns are called
+    `names`. Rows without a start or duration, or with a bad one, are left out and reported, with their PMU
+    metric values (msprof_pmu: unpivoted chunk by chunk, malformed values left out and reported)."""
     c = names
+    metric_maps: dict[tuple[str, ...], pl.DataFrame] = {}
+
+    def metrics_of(chunk: pl.DataFrame, header: list[str]) -> pl.DataFrame:
+        mapping = metric_maps.setdefault(tuple(header), msprof_pmu.metric_columns(header))
+        return msprof_pmu.unpivot_metrics(chunk, mapping)
 
     def typed(header: list[str]) -> list[pl.Expr]:
         return [pl.col(c["name"], c["op_type"], c["task_type"]), *_typed_int(c["stream_id"]), *_typed_int(c["task_id"]),
                 *_typed_us(c["start"]), *_typed_us(c["duration"]),
                 *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header]]
 
-    frame = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
-                          c["duration"]], warn, typed)
+    frame, long = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
+                                c["duration"]], warn, typed, metrics_of)
     tables = "device_exec,task_desc"
     for path in frame["file"].unique(maintain_order=True).to_list():
         frame = drop_rows(frame, (pl.col("file") == path) & (_missing(c["start"]) | _missing(c["duration"])
@@ -150,6 +162,10 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
                           line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     _check_numbers(frame, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
+    metrics = _exec_metrics(long, frame.select("file", "line", stream_id=c["stream_id"],
+                                               task_id=c["task_id"], start_ns=c["start"]),
+                            pl.concat(list(metric_maps.values())).unique("column"), warn)
+    del long
     parsed = frame
     is_op = frame[c["task_type"]].str.replace_all(" ", "_").str.to_uppercase().is_in(OP_TASK_TYPES)
     execs = pl.DataFrame({
@@ -172,7 +188,20 @@ def read_op_summary(paths: list[Path], names: dict[str, str], warn: Warn) -> tup
                           warn, path, "malformed_record", "op task rows without a task or stream id (N/A or empty); "
                           "their op types", line_column="line", tables="task_desc", example=pl.col("op_name"))
     tasks = tasks.drop("file", "line").unique(["op_name", "task_id", "stream_id"], keep="first", maintain_order=True)
-    return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+    return execs, tasks.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64)), metrics
+
+
+def _exec_metrics(long: pl.DataFrame, rows: pl.DataFrame, mapping: pl.DataFrame, warn: Warn) -> pl.DataFrame:
+    """device_exec_metric rows: the metric values (file, line, column, value, bad) of the task rows kept
+    (`rows`: file, line and the execution key), malformed values left out and reported."""
+    if not long.height:
+        return pl.DataFrame()
+    kept = long.join(rows, on=["file", "line"], how="inner")
+    kept = msprof_pmu.report_bad_metrics(kept, warn)
+    mapping = mapping.select(pl.col("column").cast(pl.Categorical), "core", "metric", "unit")
+    return (kept.join(mapping, on="column", how="left")
+            .sort("start_ns", "stream_id", "task_id", "line", maintain_order=True)
+            .select("stream_id", "task_id", "start_ns", "core", "metric", "value", "unit"))
 
 
 def read_step_trace(paths: list[Path], warn: Warn) -> pl.DataFrame:

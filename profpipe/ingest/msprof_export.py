@@ -7,7 +7,9 @@ each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: its
 `ASCEND_PROFILER_OUTPUT/kernel_details.csv` and `trace_view.json`); shared/reference/
 formats-ascend-minddata.md §1.2, §1.3, §2.8, §2.10. The summary CSVs, where present, give the
 device tasks with their op types (`op_summary`, `kernel_details`) and the steps (`step_trace`),
-see msprof_csv. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
+see msprof_csv; their AI Core PMU metric columns and the `l2_cache`, `hbm` / `ddr` and `pcie` summaries
+beside them (era D `summary/`, era E `mindstudio_profiler_output/`, era F's copies) give
+device_exec_metric, l2_cache_task, memory_bandwidth and pcie_bandwidth, see msprof_pmu. The timelines give the HCCL tasks, and the tasks and steps when there are no CSVs:
 `msprof_*` files (era F: `trace_view.json`) hold every process; without them the `task_time_*`,
 `step_trace_*` and `hccl_*` files are read instead. DuckDB's JSON reader parses the arrays
 column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings); events become:
@@ -38,9 +40,9 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ..discover import MSPROF_OUTPUT, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
+from ..discover import MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
-from . import json_files, msprof_csv
+from . import json_files, msprof_csv, msprof_pmu
 from ..health import Warn
 from ..clocks import msprof_clock
 from .lines import MAX_NS, load_json, required_columns
@@ -172,9 +174,13 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
     if task_csv[0]:
-        execs, tasks = msprof_csv.read_op_summary(*task_csv, warn)
+        execs, tasks, metrics = msprof_csv.read_op_summary(*task_csv, warn)
         yield "device_exec", execs.to_arrow()
         yield "task_desc", tasks.to_arrow()
+        if metrics.height:
+            yield "device_exec_metric", metrics.to_arrow()
+        del execs, tasks, metrics
+    yield from _pmu_summaries(files, warn)
     if files.get("csv:step_trace"):
         points = msprof_csv.read_step_trace(files["csv:step_trace"], warn)
         if points.height:
@@ -198,6 +204,24 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 rows = _forward_steps(rows, warn, timelines)
             if rows.num_rows:
                 yield table, rows
+
+
+def _pmu_summaries(files: dict[str, list[Path]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """The device PMU summaries beside the task CSVs (msprof_pmu): L2 cache per task, HBM/DDR and PCIe
+    bandwidth."""
+    if files.get("pmu:l2_cache"):
+        rows = msprof_pmu.read_l2_cache(files["pmu:l2_cache"], warn)
+        if rows.height:
+            yield "l2_cache_task", rows.to_arrow()
+    memories = {kind: files[f"pmu:{kind}"] for kind in ("hbm", "ddr") if files.get(f"pmu:{kind}")}
+    if memories:
+        rows = msprof_pmu.read_memory_bandwidth(memories, warn)
+        if rows.height:
+            yield "memory_bandwidth", rows.to_arrow()
+    if files.get("pmu:pcie"):
+        rows = msprof_pmu.read_pcie(files["pmu:pcie"], warn)
+        if rows.height:
+            yield "pcie_bandwidth", rows.to_arrow()
 
 
 def _forward_steps(rows: pa.Table, warn: Warn, files: list[Path]) -> pa.Table:
@@ -262,11 +286,16 @@ def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]]
     if source.layout == "ascend_era_e":
         return {}, {kind: [_most_complete(kind, paths, warn)] for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}
+    pmu = {kind: paths for kind, paths in source.slices.items() if kind.startswith("pmu:")}
     for kind, paths in source.slices.items():
+        if kind in pmu:
+            continue
         pattern = MSPROF_SUMMARY if kind.startswith("csv:") else MSPROF_TIMELINE
         for path in paths:
             model = int(pattern.fullmatch(path.name).group(3))
             by_model.setdefault(model, {}).setdefault(kind, []).append(path)
+    if not by_model:  # device-wide summaries alone
+        return {}, dict(pmu)
     candidates = [m for m in by_model if source.models is None or m in source.models]
     if not candidates:
         raise InputError(source.directory, f"no exports of models {list(source.models or [])} "
@@ -285,7 +314,12 @@ def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]]
             warn(f"{paths[0].parent}: {kind.removeprefix('csv:')} files of iterations {missing} are missing "
                  f"(found {min(iterations)}..{max(iterations)}); those iterations are absent from the analysis",
                  check="missing_file", action="kept", rows=len(missing), path=paths[0].parent)
-    return {"model_id": model, "models": sorted(by_model)}, by_model[model]
+    chosen = dict(by_model.get(model, {}))
+    for kind, paths in pmu.items():  # device-wide summaries, or per model where the name carries one
+        kept = [p for p in paths if MSPROF_PMU_SUMMARY.fullmatch(p.name).group(3) in (None, str(model))]
+        if kept:
+            chosen[kind] = kept
+    return {"model_id": model, "models": sorted(by_model)}, chosen
 
 
 def _most_complete(kind: str, paths: list[Path], warn: Warn) -> Path:
