@@ -75,6 +75,13 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
            'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
     FROM {{ ref('int_memory_in_use') }}
+    UNION ALL  -- memory components' and NPU modules' totals (memory_curve; its allocator rows are the ones above)
+    SELECT rank, capture, 8, 0, 'Allocator', 'Memory ' || component || coalesce(' ' || device, '') || ' ' || m.measure,
+           'counter', ts_ns, NULL, {'bytes': m.bytes}::JSON
+    FROM {{ ref('memory_curve') }}, unnest([{'measure': 'allocated', 'bytes': allocated_bytes},
+                                            {'measure': 'reserved', 'bytes': reserved_bytes},
+                                            {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
+    WHERE kind <> 'allocator' AND m.bytes IS NOT NULL
 ), placed AS (  -- a device activity that starts inside an earlier one on its stream and ends after it would be a
                  -- partly overlapping slice, which Perfetto drops (before v57) or spills: it goes to the stream's
                  -- "(overlapping)" thread instead (tid + 1,000,000,000)
