@@ -252,9 +252,12 @@ def _module(path: Path, warn: Warn) -> pl.DataFrame:
 def _static(path: Path, warn: Warn) -> pl.DataFrame:
     frame = _text(path, warn, "static_op_memory", {"device_id": 0, "op_name": 1, "model_name": 2, "graph_id": 3,
                                                    "node_index_start": 4, "node_index_end": 5, "bytes": 6},
-                  ["op_name", "node_index_start", "bytes"], "an msprof static_op_mem CSV")
+                  ["op_name"], "an msprof static_op_mem CSV")
     total = frame.filter(pl.col("op_name") == "TOTAL")
-    frame = frame.filter(pl.col("op_name") != "TOTAL")
+    frame = drop_rows(frame.filter(pl.col("op_name") != "TOTAL"),
+                      pl.any_horizontal(pl.col("node_index_start", "bytes").is_null()), warn, path, "malformed_record",
+                      "rows without Node Index Start or Size (empty or N/A)", line_column="line",
+                      tables="static_op_memory", example=pl.col("op_name"))
     frame = _typed(frame, path, warn, "static_op_memory", {"device_id": 1, "graph_id": 1, "node_index_start": 1,
                                                            "node_index_end": 1, "bytes": KB})
     if total.height:

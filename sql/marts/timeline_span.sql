@@ -81,7 +81,8 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     FROM {{ ref('memory_curve') }}, unnest([{'measure': 'allocated', 'bytes': allocated_bytes},
                                             {'measure': 'reserved', 'bytes': reserved_bytes},
                                             {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
-    WHERE kind <> 'allocator' AND m.bytes IS NOT NULL
+    WHERE kind <> 'allocator' AND m.bytes IS NOT NULL  -- of samples at one time, the last (the value after them)
+    QUALIFY row_number() OVER (PARTITION BY rank, capture, component, device, m.measure, ts_ns ORDER BY seq DESC) = 1
 ), placed AS (  -- a device activity that starts inside an earlier one on its stream and ends after it would be a
                  -- partly overlapping slice, which Perfetto drops (before v57) or spills: it goes to the stream's
                  -- "(overlapping)" thread instead (tid + 1,000,000,000)
