@@ -18,9 +18,9 @@ SELECT rank, capture, 'component' AS kind, component, device, ts_ns, seq, alloca
 FROM records
 UNION ALL  -- MindSpore+GE: each row plus the latest row of the other side (0 before there is one)
 SELECT rank, capture, 'component', 'MindSpore+GE', NULL, ts_ns, seq,
-       coalesce(allocated_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_allocated ELSE other_ge_allocated END, 0),
-       coalesce(reserved_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_reserved ELSE other_ge_reserved END, 0),
-       coalesce(active_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_active ELSE other_ge_active END, 0)
+       (coalesce(allocated_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_allocated ELSE other_ge_allocated END, 0))::BIGINT,
+       (coalesce(reserved_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_reserved ELSE other_ge_reserved END, 0))::BIGINT,
+       (coalesce(active_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_active ELSE other_ge_active END, 0))::BIGINT
 FROM paired
 WHERE has_ge
 UNION ALL
@@ -28,6 +28,6 @@ SELECT rank, capture, 'module', component, device, ts_ns, seq, NULL, reserved_by
 FROM {{ ref('stg_memory_module') }}
 UNION ALL  -- PyTorch / Paddle allocator events: the bytes in use after each (int_memory_in_use)
 SELECT rank, capture, 'allocator', 'allocator',
-       device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END, ts_ns, seq, in_use_bytes,
+       device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END, ts_ns, seq, in_use_bytes::BIGINT,
        total_reserved, NULL
 FROM {{ ref('int_memory_in_use') }}
