@@ -25,7 +25,8 @@ from .health import HealthEvent
 #: The timed tables and their time column, read from the footers (MindData's tables are on MindData's
 #: steady clock and are used only for a source that has nothing else).
 _MAIN_TIMES = {"host_op": "start_ns", "device_exec": "start_ns", "host_api": "start_ns", "step_point": "ts_ns",
-               "comm_task": "start_ns", "memory_event": "ts_ns", "collective_event": "start_ns"}
+               "comm_task": "start_ns", "memory_event": "ts_ns", "collective_event": "start_ns",
+               "memory_record": "ts_ns", "memory_block": "alloc_ns", "memory_module": "ts_ns"}
 _MINDDATA_TIMES = {"queue_sample": "ts_ns", "data_batch_time": "ts_ns", "data_cpu_sample": "ts_ns"}
 #: Clocks whose times are Unix-epoch ns by definition (profpipe/clocks.py).
 _EPOCH_CLOCKS = ("unix_epoch", "cupti")

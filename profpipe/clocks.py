@@ -71,7 +71,8 @@ DOMAINS = {"main": "", "minddata": "MindData ", "get_next": "MindData get_next "
 DOMAIN_TABLES = {
     "main": [("host_op", "start_ns", "true"), ("host_api", "start_ns", "true"), ("device_exec", "start_ns", "true"),
              ("step_point", "ts_ns", "true"), ("comm_task", "start_ns", "true"), ("memory_event", "ts_ns", "true"),
-             ("collective_event", "start_ns", "true")],
+             ("collective_event", "start_ns", "true"), ("memory_record", "ts_ns", "true"),
+             ("memory_block", "alloc_ns", "true"), ("memory_module", "ts_ns", "true")],
     "minddata": [("queue_sample", "ts_ns", "queue <> 'get_next'"), ("data_cpu_sample", "ts_ns", "true"),
                  ("data_batch_time", "ts_ns", "kind <> 'get_next_wait'")],
     "get_next": [("queue_sample", "ts_ns", "queue = 'get_next'"), ("data_batch_time", "ts_ns", "kind = 'get_next_wait'")],

@@ -96,6 +96,18 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof|l2_cache|hbm|ddr|pcie
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
                       "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
 
+#: MindSpore's Ascend memory files (profile_memory=True; shared/reference/formats-mindspore-extras.md §2), by role:
+#: MindSpore's own (group 1: rank) in its profiler folder (1.x-2.4 flat, 2.5+ FRAMEWORK/), the files MindSpore writes
+#: or copies into `*_ascend_ms/ASCEND_PROFILER_OUTPUT/` (rank from profiler_info_<rank>.json there), and msprof's
+#: exports in `PROF_*/mindstudio_profiler_output/` (era E+) or `PROF_*/device_N/summary/` (era D).
+MEMORY_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
+    "ms_record": re.compile(r"cpu_ms_memory_record_(\d+)\.txt"),
+    "ms_operator": re.compile(r"operator_memory_(\d{1,7})\.csv"),
+}
+MEMORY_OUTPUT_ROLES = {"operator_memory.csv": "output_operator", "memory_record.csv": "output_record",
+                       "npu_module_mem.csv": "output_module", "static_op_mem.csv": "output_static"}
+MSPROF_MEMORY = re.compile(r"(memory_record|npu_mem|npu_module_mem|static_op_mem|operator_memory)_(\d+)(?:_\d+)*\.csv")
+
 #: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
 #: name (tensorboard_trace_handler writes `<worker>.<ms>.pt.trace.json[.gz]`, a trace whatever is in
 #: it). Other JSON is told apart by its first bytes (the only files discover opens); the rank comes
@@ -157,6 +169,8 @@ class Source:
     def device_type(self) -> str:
         if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export"):
             return "ascend"
+        if self.family == "mindspore_memory":
+            return "cpu" if set(self.slices) == {"ms_record"} else "ascend"
         gpu_roles = {"gpu_op_timestamp", "activity_timestamp", "gpu_framework", "kernel_summary"}
         return "gpu" if gpu_roles & self.files.keys() else "cpu"
 
@@ -191,6 +205,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     ascend: dict[tuple[Path, int], Source] = {}
     reports: dict[tuple[Path, int], Source] = {}
     minddata: dict[tuple[Path, int], Source] = {}
+    memory: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
     for dirpath, dirnames, filenames in walk:
         dirnames.sort()
@@ -209,6 +224,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                 if not (_add_report_file(reports, directory, filename)
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
+                        or _add_memory_file(memory, directory, filename)
                         or _add_trace_file(traces, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
@@ -216,6 +232,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found = _settle_era_f(found, reports)
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
+    found += list(memory.values())
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
     _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
@@ -241,7 +258,8 @@ def _ignore(message: str, **details: object) -> None:
 
 #: Names of every kind of file discover may open or hand to a reader.
 _INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
-                   STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY, MSPROF_PMU_SUMMARY, MSPROF_OUTPUT]
+                   *MEMORY_FILE_PATTERNS.values(), STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY,
+                   MSPROF_PMU_SUMMARY, MSPROF_OUTPUT, MSPROF_MEMORY]
 
 
 def _regular_input(path: Path, warn: Warn) -> bool:
@@ -254,7 +272,7 @@ def _regular_input(path: Path, warn: Warn) -> bool:
     if mode is not None and stat.S_ISREG(mode):
         return True
     name = path.name
-    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES))
+    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES))
             or any(p.fullmatch(name) for p in _INPUT_PATTERNS)):
         return False
     if mode is not None:
@@ -361,6 +379,57 @@ def _add_minddata_file(minddata: dict[tuple[Path, int], Source], directory: Path
     return False
 
 
+def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File a memory file (MEMORY_FILE_PATTERNS, MEMORY_OUTPUT_ROLES, MSPROF_MEMORY) under its rank's profiler
+    folder (`_memory_home`), so that MindSpore's copies and the msprof files they were made from are one
+    source and its reader reads each kind of data once."""
+    match, role = None, None
+    if directory.name in ("mindstudio_profiler_output", "summary"):
+        match = MSPROF_MEMORY.fullmatch(filename)
+        if not match:
+            return False
+        role = "msprof:" + match.group(1)
+        if directory.name == "summary":
+            device = re.fullmatch(r"device_(\d+)", directory.parent.name)
+            rank = int(device.group(1)) if device else int(match.group(2))
+        else:
+            devices = [int(m.group(1)) for m in map(re.compile(r"device_(\d+)").fullmatch, os.listdir(directory.parent))
+                       if m]
+            rank = devices[0] if len(devices) == 1 else 0
+    elif directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES:
+        role = MEMORY_OUTPUT_ROLES[filename]
+        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
+                                             os.listdir(directory.parent)) if m]
+        named = re.match(r"rank-(\d+)_", directory.parent.name)
+        rank = ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+    else:
+        for name, pattern in MEMORY_FILE_PATTERNS.items():
+            match = pattern.fullmatch(filename)
+            if match:
+                role, rank = name, int(match.group(1))
+                break
+        if role is None:
+            return False
+    home = _memory_home(directory)
+    source = memory.setdefault((home, rank), Source(family="mindspore_memory", layout="memory", rank=rank,
+                                                   device_id=rank, directory=home))
+    source.slices.setdefault(role, []).append(directory / filename)
+    return True
+
+
+def _memory_home(directory: Path) -> Path:
+    """The profiler folder a memory file belongs to: an `*_ascend_ms` folder of MindSpore 2.5+ (it holds
+    FRAMEWORK/ or PROF_*), the folder above a 2.3-2.4 `*_ascend_ms` copy folder or above a PROF_* job, else
+    the file's own folder (1.x-2.4 flat profiler folder)."""
+    for folder in (directory, *directory.parents):
+        if folder.name.endswith("_ascend_ms"):
+            era_f = (folder / "FRAMEWORK").is_dir() or any(folder.glob("PROF_*"))
+            return folder if era_f else folder.parent
+        if folder.name.startswith("PROF_"):
+            return _memory_home(folder.parent) if folder.parent.name.endswith("_ascend_ms") else folder.parent
+    return directory
+
+
 def _add_trace_file(traces: list[Source], directory: Path, filename: str) -> bool:
     """List a Chrome trace object (Kineto, Paddle) or an Nsight Systems SQLite export as its own source;
     its rank is settled by _number_traces."""
@@ -406,7 +475,7 @@ def slice_number(path: Path) -> int:
 #: How each family's split files are ordered: slice number (raw Ascend), op folder then iteration (HCCL
 #: traces), the numbers in the name (msprof: device, model, iteration or timestamp).
 _SLICE_ORDER = {"ascend_raw": slice_number, "mindspore_ascend_reports": _hccl_trace_order,
-                "msprof_export": _numbers_in_name, "minddata": slice_number}
+                "msprof_export": _numbers_in_name, "minddata": slice_number, "mindspore_memory": _numbers_in_name}
 
 
 def _attach_parent_profiler_info(sources: list[Source]) -> None:

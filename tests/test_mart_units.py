@@ -494,6 +494,74 @@ def test_memory_stats_peak_and_end_in_use():
     ])
 
 
+
+def test_memory_curve_combines_mindspore_and_ge_as_mindspore_does_and_maps_every_vendor():
+    record = [  # GE (active 0 as MindSpore reads it), MindSpore, APP; seq is file order (GE first at a tie)
+        {"seq": 0, "component": "GE", "device": "NPU:0", "ts_ns": 10, "allocated_bytes": 100, "reserved_bytes": 800,
+         "active_bytes": 0},
+        {"seq": 1, "component": "GE", "device": "NPU:0", "ts_ns": 30, "allocated_bytes": 300, "reserved_bytes": 800,
+         "active_bytes": 0},
+        {"seq": 2, "component": "MindSpore", "ts_ns": 10, "allocated_bytes": 5, "reserved_bytes": 50, "active_bytes": 6},
+        {"seq": 3, "component": "MindSpore", "ts_ns": 20, "allocated_bytes": 7, "reserved_bytes": 50, "active_bytes": 9},
+        {"seq": 4, "component": "APP", "ts_ns": 15, "reserved_bytes": 2000},
+    ]
+    module = [{"seq": 0, "component": "HCCL", "device": "NPU:0", "ts_ns": 12, "reserved_bytes": None}]
+    event = [{"ts_ns": 40, "seq": 0, "device_type": "cuda", "device_id": 0, "bytes": 64, "total_reserved": 128}]
+    got = model_rows({"memory_record": record, "memory_module": module, "memory_event": event}, "memory_curve")
+    combined = [(r["ts_ns"], r["allocated_bytes"], r["reserved_bytes"], r["active_bytes"]) for r in got
+                if r["component"] == "MindSpore+GE"]
+    # time order (ts, seq): GE@10 + nothing of MindSpore yet; MindSpore@10 + GE@10; MindSpore@20 + GE@10;
+    # GE@30 + MindSpore@20; APP rows take no part
+    assert sorted(combined) == [(10, 100, 800, 0), (10, 105, 850, 6), (20, 107, 850, 9), (30, 307, 850, 9)]
+    assert len([r for r in got if r["kind"] == "component"]) == 5 + 4
+    assert [(r["kind"], r["component"], r["device"], r["reserved_bytes"]) for r in got if r["kind"] != "component"] == [
+        ("allocator", "allocator", "cuda:0", 128), ("module", "HCCL", "NPU:0", None)]
+    assert [r["allocated_bytes"] for r in got if r["kind"] == "allocator"] == [64]  # the running sum
+    # without GE rows there is no MindSpore+GE curve (it would repeat MindSpore's)
+    alone = model_rows({"memory_record": record[2:4]}, "memory_curve")
+    assert {r["component"] for r in alone} == {"MindSpore"}
+
+
+def test_memory_peak_per_curve_with_when_and_the_end():
+    record = [
+        {"seq": 0, "component": "MindSpore", "ts_ns": 10, "allocated_bytes": 5, "reserved_bytes": 50, "active_bytes": 6},
+        {"seq": 1, "component": "MindSpore", "ts_ns": 20, "allocated_bytes": 9, "reserved_bytes": 70, "active_bytes": 9},
+        {"seq": 2, "component": "MindSpore", "ts_ns": 30, "allocated_bytes": 9, "reserved_bytes": 60, "active_bytes": 12},
+        {"seq": 3, "component": "MindSpore", "ts_ns": 40, "allocated_bytes": 2, "reserved_bytes": 60, "active_bytes": 2},
+    ]
+    same(model_rows({"memory_record": record}, "memory_peak"), [
+        # peak allocated 9 first reached at 20 (again at 30); reserved 70 at 20; active 12; the end at 40: 2, 60
+        {"kind": "component", "component": "MindSpore", "device": None, "samples": 4, "first_ts_ns": 10,
+         "last_ts_ns": 40, "peak_allocated_bytes": 9, "peak_allocated_ts_ns": 20, "peak_reserved_bytes": 70,
+         "peak_reserved_ts_ns": 20, "peak_active_bytes": 12, "end_allocated_bytes": 2, "end_reserved_bytes": 60}])
+
+
+def test_memory_op_stats_blocks_sizes_and_lifetimes_across_vendors():
+    block = [
+        {"seq": 0, "component": "MindSpore", "owner": "Default/Conv2D-op1", "bytes": 4096, "alloc_ns": 100,
+         "release_ns": 350},
+        {"seq": 1, "component": "MindSpore", "owner": "Default/Conv2D-op1", "bytes": 1024, "alloc_ns": 400,
+         "release_ns": 450},
+        {"seq": 2, "component": "MindSpore", "owner": "Default/Conv2D-op1", "bytes": 512, "alloc_ns": 500,
+         "release_ns": None},
+    ]
+    # a Kineto allocation at address 7 freed at 90 (the next event there frees the same bytes), owned by the op
+    # running on its thread; one at address 8 never freed, outside every op
+    host_op = [{"side": "Host", "tid": 1, "op_name": "aten::empty", "start_ns": 10, "dur_ns": 50}]
+    event = [{"ts_ns": 20, "seq": 0, "tid": 1, "device_type": "cuda", "device_id": 0, "addr": 7, "bytes": 256},
+             {"ts_ns": 90, "seq": 1, "tid": 1, "device_type": "cuda", "device_id": 0, "addr": 7, "bytes": -256},
+             {"ts_ns": 95, "seq": 2, "tid": 1, "device_type": "cuda", "device_id": 0, "addr": 8, "bytes": 64}]
+    same(model_rows({"memory_block": block, "memory_event": event, "host_op": host_op}, "memory_op_stats"), [
+        {"component": "MindSpore", "owner": "Default/Conv2D-op1", "blocks": 3, "total_bytes": 5632, "max_bytes": 4096,
+         "avg_bytes": 5632 / 3, "released_blocks": 2, "avg_lifetime_ns": (250 + 50) / 2, "max_lifetime_ns": 250,
+         "first_alloc_ns": 100},
+        {"component": "allocator", "owner": "aten::empty", "blocks": 1, "total_bytes": 256, "released_blocks": 1,
+         "avg_lifetime_ns": 70, "max_lifetime_ns": 70, "first_alloc_ns": 20},
+        {"component": "allocator", "owner": None, "blocks": 1, "total_bytes": 64, "released_blocks": 0,
+         "avg_lifetime_ns": None},
+    ])
+
+
 # ---------------------------------------------------------------------------------------------- overlap
 
 def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stretch():

@@ -71,6 +71,13 @@ def ms_to_ns(expr: pl.Expr) -> pl.Expr:
     return _decimal_text_to_ns(expr, 1_000_000)
 
 
+def scaled_decimal(expr: pl.Expr, scale: int) -> pl.Expr:
+    """Polars: a text column of decimal numbers times the whole number `scale`, as Int64 by the module's rule
+    (exact decimal, rounded half to even; null where not a number or beyond MAX_NS): µs -> ns with 1000, the
+    memory files' KB -> bytes with 1024."""
+    return _decimal_text_to_ns(expr, scale)
+
+
 def _decimal_text_to_ns(expr: pl.Expr, ns_per_unit: int) -> pl.Expr:
     import polars as pl
     text = expr.str.strip_chars(BLANKS)

@@ -78,6 +78,14 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
            'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
     FROM {{ ref('int_memory_in_use') }}
+    UNION ALL  -- memory components' and NPU modules' totals (memory_curve; its allocator rows are the ones above)
+    SELECT rank, capture, 7, 0, 'Allocator', 'Memory ' || component || coalesce(' ' || device, '') || ' ' || m.measure,
+           'counter', ts_ns, NULL, {'bytes': m.bytes}::JSON
+    FROM {{ ref('memory_curve') }}, unnest([{'measure': 'allocated', 'bytes': allocated_bytes},
+                                            {'measure': 'reserved', 'bytes': reserved_bytes},
+                                            {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
+    WHERE kind <> 'allocator' AND m.bytes IS NOT NULL  -- of samples at one time, the last (the value after them)
+    QUALIFY row_number() OVER (PARTITION BY rank, capture, component, device, m.measure, ts_ns ORDER BY seq DESC) = 1
 )
 SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,
        CASE s.lane WHEN 6 THEN 'minddata' WHEN 8 THEN 'get_next' ELSE 'main' END AS clock_domain
