@@ -419,11 +419,12 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
 
 def _memory_home(directory: Path) -> Path:
     """The profiler folder a memory file belongs to: an `*_ascend_ms` folder of MindSpore 2.5+ (it holds
-    FRAMEWORK/ or PROF_*), the folder above a 2.3-2.4 `*_ascend_ms` copy folder or above a PROF_* job, else
+    FRAMEWORK/, PROF_* or profiler_info_<rank>.json), the folder above a 2.3-2.4 `*_ascend_ms` copy folder or above a PROF_* job, else
     the file's own folder (1.x-2.4 flat profiler folder)."""
     for folder in (directory, *directory.parents):
         if folder.name.endswith("_ascend_ms"):
-            era_f = (folder / "FRAMEWORK").is_dir() or any(folder.glob("PROF_*"))
+            era_f = ((folder / "FRAMEWORK").is_dir() or any(folder.glob("PROF_*"))
+                     or any(folder.glob("profiler_info_*.json")))
             return folder if era_f else folder.parent
         if folder.name.startswith("PROF_"):
             return _memory_home(folder.parent) if folder.parent.name.endswith("_ascend_ms") else folder.parent
