@@ -196,3 +196,96 @@ def test_call_stack_args_of_a_pytorch_1_8_trace_give_the_device_time_per_frame(t
     got = dict(query(out, "SELECT frame, device_total_ns::BIGINT FROM python_frame_device_time "
                           "WHERE stack_from = 'call_stack' AND device_total_ns > 0"))
     assert got == dict(expected) and len(got) > 10
+
+
+# ---------------------------------------------------------------------------------------------- damage
+
+#: Undamaged frames of one thread (name, Python id, parent id, start µs, duration µs): a chain 1 > 2 > ... > 6, a
+#: second child 7 of frame 1 and a second top-level frame 8; an op inside frame 6.
+_FRAMES = [(f"f.py({i}): f{i}", i, i - 1 if i > 1 else None, 10 * i, (500 if i == 1 else 200 - 20 * i)) for i in range(1, 7)]
+_FRAMES += [("f.py(7): f7", 7, 1, 300, 50), ("f.py(8): f8", 8, None, 600, 100)]
+_DAMAGE = st.sampled_from([None, ("parent", 999), ("parent", "x"), ("parent", "self"), ("parent", 8), ("id", "x"),
+                           ("parent", 1.5)])
+
+
+def _kineto_frames(damage: list) -> list[dict]:
+    events = []
+    for (name, frame_id, parent_id, ts, dur), hurt in zip(_FRAMES, damage):
+        args = {"Python id": frame_id, "Python parent id": parent_id}
+        if hurt:
+            args["Python id" if hurt[0] == "id" else "Python parent id"] = frame_id if hurt[1] == "self" else hurt[1]
+        events.append({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                       "args": args})
+    return events
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=st.lists(_DAMAGE, min_size=len(_FRAMES), max_size=len(_FRAMES)))
+def test_damaged_python_ids_fall_back_on_nesting_and_are_counted(tmp_path_factory, damage: list):
+    events = _kineto_frames(damage)
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 65, "dur": 5,
+                   "args": {"External id": 1}})
+    path = tmp_path_factory.mktemp("stack") / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"baseTimeNanoseconds": 1_727_740_800_000_000_000, "traceEvents": events}))
+    warnings = []
+    tables = defaultdict(list)
+    for name, table in kineto.read(discover(path)[0], lambda message, **kw: warnings.append(kw)):
+        tables[name].extend(table.to_pylist())
+    frames = {f["frame_index"]: f for f in tables["python_frame"]}
+    assert len(frames) == len(_FRAMES)
+    # every frame keeps the parent of the undamaged trace (ids where they resolve, nesting where not)
+    undamaged = {name: next((p[0] for p in _FRAMES if p[1] == parent), None) for name, _, parent, _, _ in _FRAMES}
+    assert {f["name"]: frames[f["parent_index"]]["name"] if f["parent_index"] >= 0 else None
+            for f in frames.values()} == undamaged
+    # counted: parent ids that name no earlier frame of the thread (derived from the damaged events here) ...
+    ids = {e["args"]["Python id"]: e["ts"] for e in events if e["cat"] == "python_function"
+           and type(e["args"]["Python id"]) is int}
+    unresolved = sum(1 for e in events if e["cat"] == "python_function" and e["args"]["Python parent id"] is not None
+                     and not (type(e["args"]["Python parent id"]) is int
+                              and ids.get(e["args"]["Python parent id"], e["ts"]) < e["ts"]))
+    assert sum(w["rows"] for w in warnings if w.get("check") == "unlinked" and w.get("tables") == "python_frame") \
+        == unresolved
+    # ... and ids that are not integers (read as none)
+    not_integers = sum(1 for hurt in damage if hurt and type(hurt[1]) is not int and hurt[1] != "self")
+    assert sum(w["rows"] for w in warnings if w.get("check") == "malformed_record" and w.get("action") == "repaired") \
+        == not_integers
+    # the op's innermost frame is f6 whatever the ids say
+    [op] = tables["host_op"]
+    assert frames[op["frame_index"]]["name"] == "f.py(6): f6"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=st.lists(st.sampled_from([None, "no_name", "negative_dur", "bad_ts"]), min_size=18, max_size=18))
+def test_damaged_mindspore_stack_events_are_left_out_and_counted(tmp_path_factory, damage: list):
+    import shutil
+    fixture = next((FIXTURES / "mindspore_stack").iterdir())
+    folder = tmp_path_factory.mktemp("ms") / fixture.name
+    shutil.copytree(fixture, folder)
+    trace = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(trace.read_text())
+    frames = [e for e in events if e.get("cat") == "python_function"]
+    assert len(frames) == len(damage)
+    for event, hurt in zip(frames, damage):
+        if hurt == "no_name":
+            del event["name"]
+        elif hurt == "negative_dur":
+            event["dur"] = "-" + event["dur"]
+        elif hurt == "bad_ts":
+            event["ts"] = "soon"
+    trace.write_text(json.dumps(events))
+    warnings = []
+    rows = [r for name, table in msprof_export.read(discover(folder)[0], lambda message, **kw: warnings.append(kw))
+            if name == "python_frame" for r in table.to_pylist()]
+    assert len(rows) == damage.count(None)
+
+    def counted(check: str) -> int:
+        return sum(w["rows"] for w in warnings if w.get("check") == check and "python_frame" in (w.get("tables") or ""))
+    assert counted("negative_duration") == damage.count("negative_dur")
+    assert counted("malformed_record") == damage.count("no_name") + damage.count("bad_ts")
+    # the frames left nest by time: each parent holds its child on its thread
+    by_index = {r["frame_index"]: r for r in rows}
+    for r in rows:
+        if r["parent_index"] >= 0:
+            p = by_index[r["parent_index"]]
+            assert p["tid"] == r["tid"] and p["start_ns"] <= r["start_ns"] \
+                and r["start_ns"] + r["dur_ns"] <= p["start_ns"] + p["dur_ns"]

@@ -111,8 +111,11 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
        try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
        -- Python frames (with_stack): the tracer's id, its parent's and an nn.Module's (python_frames.py)
-       try_cast(a[12] AS BIGINT) AS python_id, try_cast(a[13] AS BIGINT) AS python_parent_id,
-       a[13] IS NOT NULL AS python_parent_given, try_cast(a[14] AS BIGINT) AS python_module_id,
+       -- (whole numbers only: a cast would round 1.5 into an id)
+       CASE WHEN regexp_full_match(a[12], '-?[0-9]+') THEN try_cast(a[12] AS BIGINT) END AS python_id,
+       CASE WHEN regexp_full_match(a[13], '-?[0-9]+') THEN try_cast(a[13] AS BIGINT) END AS python_parent_id,
+       a[13] IS NOT NULL AS python_parent_given,
+       CASE WHEN regexp_full_match(a[14], '-?[0-9]+') THEN try_cast(a[14] AS BIGINT) END AS python_module_id,
        -- an op's Python stack as PyTorch 1.x (and verbose traces) write it: frames innermost first, ';'-joined
        CASE WHEN raw_cat <> 'python_function' THEN nullif(a[15], '') END AS call_stack,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'

@@ -387,7 +387,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
         if count:
             warn(f"{filename}: {count} repeated events (the same name, place, time and args as an earlier one); "
                  "left out", check="duplicate_record", action="dropped", rows=count, path=filename,
-                 tables="device_exec,step_point,host_op,comm_task")
+                 tables="device_exec,step_point,host_op,comm_task,python_frame")
     if any(count for _, count in repeated):
         con.execute("CREATE OR REPLACE TABLE all_events AS SELECT DISTINCT ON (filename, name, pid, tid, ph, cat, "
                     "args::VARCHAR, ts_ns, dur_ns) * FROM all_events")
@@ -399,7 +399,7 @@ def _drop_events(con: duckdb.DuckDBPyConnection, warn: Warn, condition: str, che
                         "GROUP BY filename ORDER BY filename").fetchall()
     for filename, count, example in found:
         warn(f"{filename}: {count} {what}; left out", check=check, action="dropped", rows=count, path=filename,
-             example=example, tables="device_exec,step_point,host_op,comm_task")
+             example=example, tables="device_exec,step_point,host_op,comm_task,python_frame")
     if found:
         con.execute(f"DELETE FROM all_events WHERE {condition}")
 
