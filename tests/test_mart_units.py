@@ -1232,3 +1232,55 @@ def test_pcie_stats_keep_the_extremes_and_average_the_averages():
         # min of mins 1e6, max of maxes 12e6, mean of averages (4 + 6) / 2 = 5e6
         {"metric": "tx_p_avg", "mode": "Tx_p_avg(MB/s)", "unit": "bytes_per_second", "samples": 2, "min_value": 1e6,
          "max_value": 12e6, "avg_value": 5e6}])
+
+
+# ---------------------------------------------------------------------------------------------- Python call stacks
+
+def _python_stack_rows() -> dict:
+    """main 0-100 > step 10-60 > mm (a C call) 20-30, and step again 70-90; an op in mm launches 100 ns, an op in the
+    second step 50 ns; an op with only a Call stack arg (innermost first) launches 7 ns."""
+    frame = [{"frame_index": 0, "parent_index": -1, "tid": 1, "name": "a.py(1): main", "start_ns": 0, "dur_ns": 100},
+             {"frame_index": 1, "parent_index": 0, "tid": 1, "name": "a.py(5): step", "start_ns": 10, "dur_ns": 50},
+             {"frame_index": 2, "parent_index": 1, "tid": 1, "name": "<built-in method mm>", "start_ns": 20, "dur_ns": 10},
+             {"frame_index": 3, "parent_index": 0, "tid": 1, "name": "a.py(5): step", "start_ns": 70, "dur_ns": 20}]
+    host_op = [{"op_index": 0, "frame_index": 2, "op_name": "aten::mm", "side": "Host", "start_ns": 21, "dur_ns": 5},
+               {"op_index": 1, "frame_index": 3, "op_name": "aten::add", "side": "Host", "start_ns": 71, "dur_ns": 5},
+               {"op_index": 2, "call_stack": "x.py(3): g;x.py(1): main", "op_name": "aten::mul", "side": "Host",
+                "start_ns": 200, "dur_ns": 5}]
+    device_exec = [kernel("mm", 30, 100, op_index=0), kernel("add", 80, 50, op_index=1), kernel("mul", 210, 7, op_index=2)]
+    return {"python_frame": frame, "host_op": host_op, "device_exec": device_exec}
+
+
+def test_python_call_tree_sums_calls_self_time_and_launched_device_time_per_path():
+    tree = sorted(model_rows(_python_stack_rows(), "python_call_tree"), key=lambda r: r["call_path"])
+    same(tree, [
+        # main: 100 - step 50 - step 20 = 30 self; its paths' ops launched 100 + 50
+        {"call_path": "a.py(1): main", "depth": 0, "calls": 1, "total_ns": 100, "self_ns": 30, "self_ops": 0,
+         "total_ops": 2, "device_self_ns": 0, "device_total_ns": 150},
+        # step twice: 50 + 20 = 70, minus mm's 10; the second call holds the add op (50 ns)
+        {"call_path": "a.py(1): main;a.py(5): step", "depth": 1, "calls": 2, "total_ns": 70, "self_ns": 60,
+         "self_ops": 1, "total_ops": 2, "device_self_ns": 50, "device_total_ns": 150},
+        {"call_path": "a.py(1): main;a.py(5): step;<built-in method mm>", "depth": 2, "frame_kind": "c", "calls": 1,
+         "total_ns": 10, "self_ns": 10, "self_ops": 1, "total_ops": 1, "device_self_ns": 100, "device_total_ns": 100}])
+    assert tree[1]["parent_path_id"] == tree[0]["path_id"] and tree[2]["parent_path_id"] == tree[1]["path_id"]
+
+
+def test_python_frame_device_time_gives_each_source_line_the_device_time_launched_under_it():
+    rows = {r["frame"]: r for r in model_rows(_python_stack_rows(), "python_frame_device_time")}
+    assert sorted(rows) == ["<built-in method mm>", "a.py(1): main", "a.py(5): step", "x.py(1): main", "x.py(3): g"]
+    total = 157  # all device time of the capture
+    # step is the innermost Python code frame of both timed ops (mm is a C call): self 100 + 50
+    same([rows["a.py(5): step"]], [{"frame_kind": "python", "source_file": "a.py", "source_line": 5, "function": "step",
+                                    "stack_from": "python_function", "calls": 2, "host_total_ns": 70, "total_ops": 2,
+                                    "self_ops": 2, "device_total_ns": 150, "device_self_ns": 150,
+                                    "device_total_share": 150 / total}])
+    same([rows["<built-in method mm>"]], [{"frame_kind": "c", "source_line": None, "calls": 1, "total_ops": 1,
+                                           "self_ops": 0, "device_total_ns": 100, "device_self_ns": 0}])
+    same([rows["a.py(1): main"]], [{"calls": 1, "host_total_ns": 100, "total_ops": 2, "self_ops": 0,
+                                    "device_total_ns": 150, "device_self_ns": 0}])
+    # the Call stack op: g (innermost) is its source line, main is above it; no timed calls
+    same([rows["x.py(3): g"], rows["x.py(1): main"]], [
+        {"stack_from": "call_stack", "calls": None, "host_total_ns": None, "total_ops": 1, "self_ops": 1,
+         "device_total_ns": 7, "device_self_ns": 7, "device_self_share": 7 / total},
+        {"stack_from": "call_stack", "calls": None, "total_ops": 1, "self_ops": 0, "device_total_ns": 7,
+         "device_self_ns": 0}])

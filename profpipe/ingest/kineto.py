@@ -1,5 +1,5 @@
 """Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point,
-memory_event, collective_event.
+memory_event, collective_event, python_frame.
 
 One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
 trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
@@ -22,6 +22,8 @@ suffixes and "123(C++)" thread ids are cleaned):
   `Process Group Name` / older `Process Group ID`, `Process Group Ranks`, `Seq`), from the kernel's copy completed
   by the op that launched it (or its parent or grandparent: an `nccl:<coll>` annotation may sit between), and one
   row per record_param_comms whose kernel is not in the trace (timed by the op); the element size from the dtype;
+* `python_function` events (with_stack) -> python_frame (Python id and parent id; python_frames.py), and each host
+  op's innermost frame (host_op.frame_index); the `Call stack` arg of ops (PyTorch 1.x) -> host_op.call_stack;
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -57,6 +59,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from .nesting import nest
+from .python_frames import PYTHON_FRAME_SQL, resolve_frames
 from ..clocks import kineto_clock
 from .run_info import run_info
 from .scratch import check_trace_file, query_tables, scratch_database, scratch_folder
@@ -99,7 +102,9 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR (raw_ids[3] IS NOT NULL OR raw_ids[7] IS NOT NULL) AND correlation IS NULL
           OR raw_ids[4] IS NOT NULL AND stream IS NULL OR raw_ids[5] IS NOT NULL AND device IS NULL
           OR (raw_ids[10] IS NOT NULL OR raw_ids[11] IS NOT NULL) AND bytes IS NULL
-          OR raw_ids[12] IS NOT NULL AND registers_per_thread IS NULL OR raw_ids[13] IS NOT NULL AND shared_memory_bytes IS NULL
+          OR raw_ids[12] IS NOT NULL AND python_id IS NULL OR raw_ids[13] IS NOT NULL AND python_parent_id IS NULL
+          OR raw_ids[14] IS NOT NULL AND python_module_id IS NULL
+          OR raw_ids[16] IS NOT NULL AND registers_per_thread IS NULL OR raw_ids[17] IS NOT NULL AND shared_memory_bytes IS NULL
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
@@ -108,7 +113,15 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
        try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
-       try_cast(a[12] AS INTEGER) AS registers_per_thread, try_cast(a[13] AS BIGINT) AS shared_memory_bytes,
+       try_cast(a[16] AS INTEGER) AS registers_per_thread, try_cast(a[17] AS BIGINT) AS shared_memory_bytes,
+       -- Python frames (with_stack): the tracer's id, its parent's and an nn.Module's (python_frames.py)
+       -- (whole numbers only: a cast would round 1.5 into an id)
+       CASE WHEN regexp_full_match(a[12], '-?[0-9]+') THEN try_cast(a[12] AS BIGINT) END AS python_id,
+       CASE WHEN regexp_full_match(a[13], '-?[0-9]+') THEN try_cast(a[13] AS BIGINT) END AS python_parent_id,
+       a[13] IS NOT NULL AS python_parent_given,
+       CASE WHEN regexp_full_match(a[14], '-?[0-9]+') THEN try_cast(a[14] AS BIGINT) END AS python_module_id,
+       -- an op's Python stack as PyTorch 1.x (and verbose traces) write it: frames innermost first, ';'-joined
+       CASE WHEN raw_cat <> 'python_function' THEN nullif(a[15], '') END AS call_stack,
        CASE WHEN raw_cat = 'Dataloader' OR name LIKE 'enumerate(DataLoader)%' THEN 'dataloader'
             WHEN raw_cat = 'Forward' THEN 'forward'
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
@@ -144,8 +157,9 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              us_to_ns(dur) AS dur_ns,
              json_extract_string(args, ['$."External id"', '$."external id"', '$.correlation', '$.stream',
                                         '$.device', '$."Sequence number"', '$."correlation id"',
-                                        '$.grid', '$.block', '$.bytes', '$.size', '$."registers per thread"',
-                                        '$."shared memory"']) AS a,
+                                        '$.grid', '$.block', '$.bytes', '$.size', '$."Python id"',
+                                        '$."Python parent id"', '$."Python module id"', '$."Call stack"',
+                                        '$."registers per thread"', '$."shared memory"']) AS a,
              -- the collective args PyTorch writes on record_param_comms and copies onto NCCL kernels, as JSON
              -- values (their types are checked where the collective table is built: _COLLECTIVE_SQL)
              CASE WHEN ph = 'X' AND (name = 'record_param_comms' OR starts_with(name, 'nccl'))
@@ -192,7 +206,7 @@ CREATE TABLE host_ops AS
 SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULLS FIRST, name) - 1) AS op_index,
        'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
        coalesce(phase, CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE cat END) AS category,
-       external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll,
+       external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll, call_stack,
        {_FLOPS_SQL} AS flops, CASE WHEN shapes IS NOT NULL THEN json_extract_string(shapes[3], '$[0]') END AS flops_dtype
 FROM (SELECT *,
              -- the shapes as integers (none unless every dim is written as a whole number: a float or a string
@@ -204,10 +218,24 @@ FROM (SELECT *,
 """
 
 _HOST_OP_SQL = """
-SELECT o.* EXCLUDE (thread, coll), p.parent_index
-FROM host_ops o JOIN parents p USING (op_index)
+SELECT o.* EXCLUDE (thread, coll), p.parent_index, __FRAME__ AS frame_index
+FROM host_ops o JOIN parents p USING (op_index) __FRAMES__
 ORDER BY o.start_ns
 """
+#: Python frames (python_frames.py): the python_function events.
+_FRAMES_SQL = """
+SELECT tid AS thread, try_cast(tid AS BIGINT) AS tid, name, start_ns, dur_ns, python_id AS frame_id,
+       python_parent_id AS parent_id, python_parent_given AS parent_given, python_module_id AS module_id
+FROM events WHERE cat = 'python_function'
+"""
+
+
+def _host_op_sql(frames: bool) -> str:
+    """host_op's rows, with the innermost Python frame of each op where the trace has frames."""
+    if not frames:
+        return _HOST_OP_SQL.replace("__FRAME__", "NULL::BIGINT").replace("__FRAMES__", "")
+    return _HOST_OP_SQL.replace("__FRAME__", "f.op_index").replace(
+        "__FRAMES__", "LEFT JOIN op_frames f ON f.call_id = o.op_index")
 
 _HOST_API_SQL = f"""
 SELECT try_cast(tid AS BIGINT) AS tid, name, cat AS category, correlation, external_id, start_ns, dur_ns
@@ -464,11 +492,14 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             _report_unlinked(con, path, warn)
             con.execute(_COLLECTIVE_SQL)
             _report_collective_args(con, path, warn)
+            frames = con.execute("SELECT count(*) FROM events WHERE cat = 'python_function'").fetchall()[0][0]
+            if frames:
+                resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM host_ops", path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
             yield from query_tables(con, [
-                ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
+                ("host_op", _host_op_sql(frames > 0)), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL),
-                ("collective_event", _COLLECTIVE_TABLE_SQL)])
+                ("collective_event", _COLLECTIVE_TABLE_SQL)] + ([("python_frame", PYTHON_FRAME_SQL)] if frames else []))
 
 
 def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -521,12 +552,13 @@ _FAULTS = {
 }
 #: The columns that make two events the same record (an exact duplicate is counted once).
 _EVENT_KEY = ("name, cat, ph, pid, tid, start_ns, dur_ns, memory, external_id, correlation, stream, device, "
-              "has_sequence, grid, block, bytes, registers_per_thread, shared_memory_bytes")
+              "has_sequence, grid, block, bytes, python_id, python_parent_id, registers_per_thread, "
+              "shared_memory_bytes")
 #: Below this many ns (about 3 years), times are not on the Unix epoch: relative to baseTimeNanoseconds.
 _RELATIVE_NS = 10 ** 17
 #: The tables each category's events go to.
 _TABLE_OF = {**{c: "host_op" for c in HOST_OP_CATS}, **{c: "host_api" for c in HOST_API_CATS},
-             **{c: "device_exec" for c in DEVICE_KINDS}}
+             **{c: "device_exec" for c in DEVICE_KINDS}, "python_function": "python_frame"}
 
 
 def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets: dict[str, int]) -> int:

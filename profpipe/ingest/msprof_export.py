@@ -21,6 +21,8 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
   era F: the "ProfilerStep#N" spans of the "MindSpore" process (Profiler.step()) -> step_point,
   with the step's first op task as FP point and no BP point;
 * era F "CPU OP" process events -> host_op (side Host);
+* era F (MindSpore 2.6+, with_stack) "python_function" events of the "MindSpore" process -> python_frame (no ids:
+  each frame's parent is the innermost frame that holds it on its thread, python_frames.py);
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
@@ -46,6 +48,7 @@ from . import json_files, msprof_csv, msprof_pmu
 from ..health import Warn
 from ..clocks import msprof_clock
 from .lines import MAX_NS, load_json, required_columns
+from .python_frames import NO_OPS_SQL, PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
 from .scratch import memory_database
 
@@ -133,6 +136,14 @@ FROM events WHERE process = 'CPU OP'
 ORDER BY ts_ns
 """
 
+#: Era F, with_stack: MindSpore 2.6+'s Python frames (python_frames.py; no ids, nested by time). Frames without a
+#: name are counted and left out (_read_frames).
+_FRAMES_SQL = """
+SELECT tid AS thread, try_cast(tid AS BIGINT) AS tid, name, ts_ns AS start_ns, dur_ns, NULL::BIGINT AS frame_id,
+       NULL::BIGINT AS parent_id, false AS parent_given, NULL::BIGINT AS module_id
+FROM events WHERE process = 'MindSpore' AND cat = 'python_function' AND name IS NOT NULL
+"""
+
 #: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them.
 _COMM_TASK_SQL = """
 WITH threads AS (
@@ -204,6 +215,21 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 rows = _forward_steps(rows, warn, timelines)
             if rows.num_rows:
                 yield table, rows
+        if source.layout == "ascend_era_f":
+            yield from _read_frames(con, timelines, warn)
+
+
+def _read_frames(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+    """python_frame from the MindSpore process's python_function events (with_stack, MindSpore 2.6+)."""
+    frames, nameless = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE name IS NULL) FROM events "
+        "WHERE process = 'MindSpore' AND cat = 'python_function'").fetchall()[0]
+    if nameless:
+        warn(f"{files[0]}: {nameless} Python frames (python_function events) without a name; left out",
+             check="malformed_record", action="dropped", rows=nameless, path=files[0], tables="python_frame")
+    if frames > nameless:
+        resolve_frames(con, _FRAMES_SQL, NO_OPS_SQL, files[0], warn)
+        yield "python_frame", con.sql(PYTHON_FRAME_SQL).to_arrow_table()
 
 
 def _pmu_summaries(files: dict[str, list[Path]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -395,7 +421,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
         if count:
             warn(f"{filename}: {count} repeated events (the same name, place, time and args as an earlier one); "
                  "left out", check="duplicate_record", action="dropped", rows=count, path=filename,
-                 tables="device_exec,step_point,host_op,comm_task")
+                 tables="device_exec,step_point,host_op,comm_task,python_frame")
     if any(count for _, count in repeated):
         con.execute("CREATE OR REPLACE TABLE all_events AS SELECT DISTINCT ON (filename, name, pid, tid, ph, cat, "
                     "args::VARCHAR, ts_ns, dur_ns) * FROM all_events")
@@ -407,7 +433,7 @@ def _drop_events(con: duckdb.DuckDBPyConnection, warn: Warn, condition: str, che
                         "GROUP BY filename ORDER BY filename").fetchall()
     for filename, count, example in found:
         warn(f"{filename}: {count} {what}; left out", check=check, action="dropped", rows=count, path=filename,
-             example=example, tables="device_exec,step_point,host_op,comm_task")
+             example=example, tables="device_exec,step_point,host_op,comm_task,python_frame")
     if found:
         con.execute(f"DELETE FROM all_events WHERE {condition}")
 

@@ -15,8 +15,10 @@ import pyarrow as pa
 _BATCH_ROWS = 1 << 18
 
 
-def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
-    """Register tables `parents` (op_index, parent_index) and `call_ops` (call_id, start_ns, op_index).
+def nest(con: duckdb.DuckDBPyConnection, spans_sql: str, parents_table: str = "parents",
+         calls_table: str = "call_ops") -> None:
+    """Register tables `parents` (op_index, parent_index) and `call_ops` (call_id, start_ns, op_index), or
+    under the names given (python_frames.py nests Python frames and the ops inside them as well).
 
     `spans_sql` yields (is_call, id, thread, start_ns, end_ns) ordered by thread, start, end descending,
     spans before calls at the same start; a span's id is its op_index (0..n-1), a call's any key the
@@ -46,8 +48,8 @@ def nest(con: duckdb.DuckDBPyConnection, spans_sql: str) -> None:
             span_ids.append(span_id)
             parents.append(stack[-1][0] if stack else -1)
             stack.append((span_id, end))
-    con.register("parents", pa.table({"op_index": pa.array(span_ids, pa.int64()),
+    con.register(parents_table, pa.table({"op_index": pa.array(span_ids, pa.int64()),
                                       "parent_index": pa.array(parents, pa.int64())}))
-    con.register("call_ops", pa.table({"call_id": pa.array(call_ids, pa.int64()),
+    con.register(calls_table, pa.table({"call_id": pa.array(call_ids, pa.int64()),
                                        "start_ns": pa.array(call_starts, pa.int64()),
                                        "op_index": pa.array(call_ops, pa.int64())}))

@@ -15,5 +15,7 @@ SELECT
     flops,
     flops_dtype,
     op_index,
-    parent_index
+    parent_index,
+    frame_index,
+    call_stack
 FROM {{ source('host_op') }}
