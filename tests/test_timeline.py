@@ -183,3 +183,18 @@ def test_a_size_limit_keeps_the_rules_and_cuts_flow_arrows_whole(limit_mb: float
 
     assert spans(trace["traceEvents"], True) == spans(full["traceEvents"], True)  # every step is kept
     assert spans(trace["traceEvents"], False) == [s for s in spans(full["traceEvents"], False) if s[1] < cut_us]
+
+
+def test_python_frames_are_a_flame_graph_on_their_host_thread(tmp_path: Path) -> None:
+    """with_stack: every python_function event of the real H100 trace is a slice on its host thread's track (or that
+    thread's "(overlapping)" track), at its own time; the ops run inside a frame nest under it."""
+    path = FIXTURES / "pytorch_cuda" / "rank-0.pt.trace.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    frames = sorted((e["name"], e["tid"], Decimal(str(e["ts"]))) for e in raw["traceEvents"]
+                    if e.get("cat") == "python_function")
+    trace = _load(run(path.parent, tmp_path / "out").output)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    base_us = Decimal(trace["baseTimeNanoseconds"] - raw["baseTimeNanoseconds"]) / 1000
+    ours = sorted((e["name"], int(names[e["pid"], e["tid"]].split()[2]), e["ts"] + base_us)
+                  for e in trace["traceEvents"] if e.get("cat") == "python_function")
+    assert ours == frames and len(frames) > 1000

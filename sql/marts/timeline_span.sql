@@ -69,6 +69,10 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     LEFT JOIN {{ ref('stg_data_cpu_sample') }} c
            ON q.queue = 'op_output' AND c.rank = q.rank AND c.capture = q.capture AND c.scope = 'device' AND c.sample = q.sample
     WHERE coalesce(q.ts_ns, c.ts_ns) IS NOT NULL
+    UNION ALL  -- the flame graph: Python frames (with_stack) on their host thread, around the ops they ran
+    SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, 'python_function', start_ns,
+           dur_ns, {'frame_kind': frame_kind, 'depth': depth}::JSON
+    FROM {{ ref('int_python_frame_path') }}
     UNION ALL  -- runtime and driver calls on their host thread, with its ops (as Kineto draws them)
     SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, category, start_ns, dur_ns,
            {'correlation': correlation}::JSON
