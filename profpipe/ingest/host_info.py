@@ -95,9 +95,10 @@ def _records(path, warn: Warn) -> pa.Table:
     fields = drop_rows(fields, ~pl.col("start_end").is_in(list(_KINDS)), warn, path, "unknown_tag",
                        "rows whose start_end is not 0 (start), 1 (end) or 2 (instant)", tables=_TABLE)
     fields = drop_rows(fields, ~(pl.col("ts_us").is_between(0, _MAX_US) & pl.col("memory_kb").is_between(0, _MAX_KB)
-                                 & (pl.col("tid") >= 0) & (pl.col("pid") >= 0)),
+                                 & (pl.col("tid") >= 0) & (pl.col("pid") >= 0) & (pl.col("parent_pid") >= 0)
+                                 & pl.col("level").is_between(0, 2**31 - 1)),
                        warn, path, "out_of_range",
-                       f"rows with a negative or out-of-range time (beyond {_MAX_US} us), memory or id", tables=_TABLE)
+                       f"rows with a negative or out-of-range time (beyond {_MAX_US} us), memory, id or level", tables=_TABLE)
     custom = pl.col("custom_info")
     return fields.select(
         pl.col("line_no").alias("line"), "tid", "pid", "parent_pid", "module", "event", "stage",
