@@ -97,7 +97,7 @@ def search(output_path: str | Path, term: str, kind: str = "all", limit: int = 2
     (subsequence) matches, each class by device time. `output_path` is an output folder of `profpipe analyse`
     or a warehouse (rows then carry their `run`); `kind` "op", "kernel" or "all"; `limit` 0 for every match.
     Each row: kind, name, type, rank, calls, total_ns, device_ns, source (the marts), side, match."""
-    from .search import search as find
+    from .op_search import search as find
     from .warehouse import connect, is_warehouse
 
     path = Path(output_path)

@@ -383,7 +383,7 @@ def search(
     import duckdb
 
     from .export.text_table import simple_table
-    from .search import search as find
+    from .op_search import search as find
 
     if kind not in ("op", "kernel", "all"):
         raise _usage("--kind must be op, kernel or all")

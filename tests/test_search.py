@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from conftest import FIXTURES, query, run
 from profpipe import api
 from profpipe.cli import app
-from profpipe.search import fuzzy_pattern
+from profpipe.op_search import fuzzy_pattern
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Search ops and kernels by name or type, over an analysis's marts (`profpipe search`, `profpipe.api.search`).
+"""Search ops and kernels by name or type, over an analysis's marts (`profpipe search`, `profpipe.search`).
 
 Where it sits: after the pipeline, beside `profpipe query`: it reads the op and kernel marts of an output folder's
 profile.duckdb (or of every run of a warehouse) and ranks what matches a term. MindInsight's op table filters with
