@@ -1,6 +1,6 @@
-"""The Python API, shaped like MindSpore's: `offline_analyse` and `op_analyse`.
+"""The Python API, shaped like MindSpore's: `offline_analyse` and `op_analyse`, and profpipe's `search`.
 
-Both are thin: `offline_analyse` calls the pipeline runner, `op_analyse` queries the
+All are thin: `offline_analyse` calls the pipeline runner, `op_analyse` and `search` query the
 profile.duckdb an analysis left behind.
 """
 from __future__ import annotations
@@ -89,3 +89,24 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             result[name] = found
         result["device_id"] = device_id
     return json.dumps(result)
+
+
+def search(output_path: str | Path, term: str, kind: str = "all", limit: int = 20) -> list[dict[str, object]]:
+    """Ops and kernels of an analysis whose name or type matches `term`, best first, as `profpipe search` prints
+    them: case-insensitive; exact (full name, short name or type), then prefix, substring and fuzzy
+    (subsequence) matches, each class by device time. `output_path` is an output folder of `profpipe analyse`
+    or a warehouse (rows then carry their `run`); `kind` "op", "kernel" or "all"; `limit` 0 for every match.
+    Each row: kind, name, type, rank, calls, total_ns, device_ns, source (the marts), side, match."""
+    from .op_search import search as find
+    from .warehouse import connect, is_warehouse
+
+    path = Path(output_path)
+    if is_warehouse(path):
+        con = connect(path)
+    else:
+        database = path / "profile.duckdb"
+        if not database.is_file():
+            raise ProfpipeError(f"{output_path}: not a profpipe output folder (no profile.duckdb)")
+        con = duckdb_connect(database, read_only=True)
+    with con:
+        return find(con, term, kind, limit)

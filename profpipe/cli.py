@@ -362,6 +362,59 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
     _out.print(listing)
 
 
+@app.command()
+def search(
+    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch` (every run).")],
+    term: Annotated[str, typer.Argument(help="What to look for in op and kernel names and op types; case does not matter.")],
+    kind: Annotated[str, typer.Option("--kind", "-k", help="op, kernel or all.")] = "all",
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Print at most this many matches, best first (0: all).")] = 20,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the matches as a JSON array of objects (times in ns).")] = False,
+) -> None:
+    """Find ops and kernels by name or type, best match first, as MindInsight's op table searches op_name and
+    op_type, but case-insensitive and ranked.
+
+    A match is exact (the full name, the short name after the last '/', or the op type equals TERM), a prefix, a
+    substring, or fuzzy (TERM's characters in order in the name or type: `cv2d` finds Conv2D); matches of one
+    class are ordered by device time, then own time. Ops come from the marts op_detail_stats (MindSpore CPU/GPU),
+    device_op_stats (Ascend) and host_op_stats (PyTorch, Paddle, NVTX), merged where an op is in several; kernels
+    from kernel_stats, summed over streams (their type column is the op that launched most of their time, not
+    searched). Times are printed in µs; --json gives ns.
+    """
+    import duckdb
+
+    from .export.text_table import simple_table
+    from .op_search import search as find
+
+    if kind not in ("op", "kernel", "all"):
+        raise _usage("--kind must be op, kernel or all")
+    if limit < 0:
+        raise _usage("--limit must be 0 (all matches) or more")
+    if not term.strip():
+        raise _usage("TERM is empty")
+    try:
+        rows = find(_open(output), term, kind, limit)
+    except (duckdb.Error, ProfpipeError) as exc:
+        raise _usage(str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        typer.echo(f"profpipe search: nothing matches {term!r}", err=True)
+        return
+
+    def micro(value: int | None) -> float | None:
+        return None if value is None else round(value / 1000, 3)
+
+    def short(text: str | None) -> str | None:
+        return text if text is None or len(text) <= 70 else "..." + text[-67:]
+
+    runs = ("run",) if "run" in rows[0] else ()
+    cells = [(row["match"], row["kind"], short(row["name"]), short(row["type"]), *(row[r] for r in runs), row["rank"],
+              row["calls"], micro(row["total_ns"]), micro(row["device_ns"]), row["source"]) for row in rows]
+    typer.echo(simple_table(("match", "kind", "name", "type / op", *runs, "rank", "calls", "total us", "device us",
+                             "from"), cells))
+
+
 #: Rows `diff` prints unless --top says otherwise.
 DEFAULT_DIFF_TOP = 20
 

@@ -53,6 +53,16 @@ MINDDATA_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 #: Role prefix of MindData files listed with another family's source.
 MINDDATA_ROLE = "minddata:"
 
+#: MindSpore 2.1-2.3's host info (`profile_framework`): `<profiler dir>/host_info/host_info_<id>.csv`, id the
+#: RANK_ID (GPU: the device id). Like MindData logs it adds to the rank's source found nearest it (the profiler
+#: folder above host_info/), or stands alone as a "host_info" source (MindSpore's `_offline_parse` reads such a
+#: folder after a crash). MindSpore's own derivations beside it (timeline_<id>.json, host_memory_<id>.csv,
+#: dataset_<id>.csv) are not read: they are made from the raw file.
+HOST_INFO_FILE = re.compile(r"host_info_(\d+)\.csv")
+#: Role of the host info file of a source of its own, and its prefix when listed with another family's source.
+HOST_INFO_ROLE = "host_info"
+HOST_INFO_PREFIX = "host_info:"
+
 #: Raw Ascend device files (eras A/B `JOB*` and era C `PROF_*/device_N/data`), by role. Group 1
 #: is the device id; the data files are split into `.slice_<n>` pieces, read in
 #: order. Markers (`.done`), archives (`.zip`) and MindSpore's own `.join` files never match.
@@ -206,6 +216,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     reports: dict[tuple[Path, int], Source] = {}
     minddata: dict[tuple[Path, int], Source] = {}
     memory: dict[tuple[Path, int], Source] = {}
+    host_info: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
     for dirpath, dirnames, filenames in walk:
         dirnames.sort()
@@ -225,6 +236,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
                         or _add_memory_file(memory, directory, filename)
+                        or _add_host_info_file(host_info, directory, filename)
                         or _add_trace_file(traces, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
     found = [s for s in sources.values() if any(r in s.files for r in _PRIMARY_ROLES)]
@@ -238,6 +250,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
     _rank_unranked(found)
     found += _attach_minddata(minddata, found)
+    found += _attach_side_logs(host_info, found, HOST_INFO_PREFIX, (*_MINDDATA_OWNERS, "mindspore_memory", "minddata"))
     for source in found:
         for paths in source.slices.values():
             paths.sort(key=_SLICE_ORDER[source.family])
@@ -258,8 +271,8 @@ def _ignore(message: str, **details: object) -> None:
 
 #: Names of every kind of file discover may open or hand to a reader.
 _INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
-                   *MEMORY_FILE_PATTERNS.values(), STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE, MSPROF_SUMMARY,
-                   MSPROF_PMU_SUMMARY, MSPROF_OUTPUT, MSPROF_MEMORY]
+                   *MEMORY_FILE_PATTERNS.values(), HOST_INFO_FILE, STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE,
+                   MSPROF_SUMMARY, MSPROF_PMU_SUMMARY, MSPROF_OUTPUT, MSPROF_MEMORY]
 
 
 def _regular_input(path: Path, warn: Warn) -> bool:
@@ -429,6 +442,18 @@ def _memory_home(directory: Path) -> Path:
         if folder.name.startswith("PROF_"):
             return _memory_home(folder.parent) if folder.parent.name.endswith("_ascend_ms") else folder.parent
     return directory
+
+
+def _add_host_info_file(host_info: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File a MindSpore host info CSV (`host_info/host_info_<id>.csv`) under its host_info folder."""
+    match = HOST_INFO_FILE.fullmatch(filename)
+    if not match or directory.name != "host_info":
+        return False
+    rank = int(match.group(1))
+    source = host_info.setdefault((directory, rank), Source(
+        family="host_info", layout="host_info", rank=rank, device_id=rank, directory=directory))
+    source.files[HOST_INFO_ROLE] = directory / filename
+    return True
 
 
 def _add_trace_file(traces: list[Source], directory: Path, filename: str) -> bool:
@@ -624,10 +649,18 @@ def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Sourc
     one whose folder is nearest theirs (same folder, above, below, then the longest shared path), wherever
     it is in the input; one source takes one set of logs. Return the MindData sources that stand alone
     (no such source of their rank, or every one already has logs)."""
+    return _attach_side_logs(minddata, found, MINDDATA_ROLE, _MINDDATA_OWNERS)
+
+
+def _attach_side_logs(logs: dict[tuple[Path, int], Source], found: list[Source], prefix: str,
+                      owner_families: tuple[str, ...]) -> list[Source]:
+    """List each set of side logs (MindData, host info) with the source of its rank among `owner_families` whose
+    folder is nearest theirs (same folder, above, below, then the longest shared path), under roles
+    `prefix` + role; one source takes one set. Return the sets that stand alone."""
     alone = []
-    for (folder, rank), source in sorted(minddata.items(), key=lambda item: _natural(str(item[0][0]))):
-        owners = [s for s in found if s.rank == rank and s.family in _MINDDATA_OWNERS
-                  and not any(r.startswith(MINDDATA_ROLE) for r in [*s.files, *s.slices])]
+    for (folder, rank), source in sorted(logs.items(), key=lambda item: _natural(str(item[0][0]))):
+        owners = [s for s in found if s.rank == rank and s.family in owner_families
+                  and not any(r.startswith(prefix) for r in [*s.files, *s.slices])]
         if not owners:
             alone.append(source)
             continue
@@ -638,8 +671,8 @@ def _attach_minddata(minddata: dict[tuple[Path, int], Source], found: list[Sourc
             return (not close, -shared, _natural(str(owner.directory)))
 
         owner = min(owners, key=nearness)
-        owner.files.update({MINDDATA_ROLE + role: path for role, path in source.files.items()})
-        owner.slices.update({MINDDATA_ROLE + role: paths for role, paths in source.slices.items()})
+        owner.files.update({prefix + role: path for role, path in source.files.items()})
+        owner.slices.update({prefix + role: paths for role, paths in source.slices.items()})
     return alone
 
 
@@ -722,10 +755,11 @@ _STAND_ALONE = (*KINETO_SUFFIXES, *NSYS_SUFFIXES)
 
 def _check_stands_alone(path: Path) -> None:
     """Refuse a single file that is part of a dump (not a format that stands alone), naming the folder to
-    pass instead. MindData logs and traces stand alone; other names are left to discover (which finds
+    pass instead. MindData logs, host info files and traces stand alone; other names are left to discover (which finds
     nothing in an unknown file and says so)."""
     name = path.name
-    if name.endswith(_STAND_ALONE) or any(p.fullmatch(name) for p in MINDDATA_FILE_PATTERNS.values()):
+    if name.endswith(_STAND_ALONE) or any(p.fullmatch(name) for p in MINDDATA_FILE_PATTERNS.values()) \
+            or HOST_INFO_FILE.fullmatch(name):
         return
     folder = None
     if any(p.fullmatch(name) for p in MINDSPORE_FILE_PATTERNS.values()):

@@ -1284,3 +1284,69 @@ def test_python_frame_device_time_gives_each_source_line_the_device_time_launche
          "device_total_ns": 7, "device_self_ns": 7, "device_self_share": 7 / total},
         {"stack_from": "call_stack", "calls": None, "total_ops": 1, "self_ops": 0, "device_total_ns": 7,
          "device_self_ns": 0}])
+
+
+# ------------------------------------------------------------------------------------ host info (profile_framework)
+
+def _host(line: int, kind: str, ts_us: int | None, event: str = "RunGraph", stage: str = "RunGraph", tid: int = 1,
+          module: str = "Runtime", custom: str = "", kb: int | None = None) -> dict:
+    return {"line": line, "tid": tid, "pid": 9, "parent_pid": 8, "module": module, "event": event, "stage": stage,
+            "level": 1, "kind": kind, "custom_info": custom, "memory_bytes": None if kb is None else kb * 1024,
+            "ts_ns": None if ts_us is None else ts_us * 1000}
+
+
+def test_host_span_pairs_as_mindspore_does():
+    records = [_host(2, "start", 100), _host(3, "start", 150),  # the second start replaces the first
+               _host(4, "start", 160, tid=2), _host(5, "instant", 170),  # another thread; an instant between
+               _host(6, "end", 400), _host(7, "end", 500),  # closes 150..400; then an end with no start held
+               _host(8, "end", 600, tid=2, module="GPU", custom="{{k:v}}"),  # module and custom info of the end row
+               _host(9, "start", None), _host(10, "end", 700),  # a start without a time takes no part
+               _host(11, "start", 800)]  # never ended
+    same(model_rows({"host_info_record": records}, "host_span"), [
+        {"line": 5, "kind": "instant", "start_ns": 170_000, "dur_ns": 0},
+        {"line": 6, "kind": "span", "start_ns": 150_000, "end_ns": 400_000, "dur_ns": 250_000, "start_line": 3},
+        {"line": 7, "kind": "orphan_end", "start_ns": None, "end_ns": 500_000, "dur_ns": None},
+        {"line": 8, "kind": "span", "tid": 2, "module": "GPU", "custom_info": "{{k:v}}", "dur_ns": 440_000,
+         "name": "RunGraph::RunGraph"},
+        {"line": 10, "kind": "orphan_end", "end_ns": 700_000},
+        {"line": 11, "kind": "open_start", "start_ns": 800_000, "end_ns": None},
+    ])
+
+
+def test_host_stage_stats_count_spans_and_what_did_not_pair():
+    records = [_host(1, "start", 0), _host(2, "end", 30), _host(3, "start", 40), _host(4, "end", 50),
+               _host(5, "start", 60), _host(6, "end", 70, stage="Run"), _host(7, "start", 80, stage="Run"),
+               _host(8, "end", 120, stage="Run"), _host(9, "instant", 130, stage="Run")]
+    same(model_rows({"host_info_record": records}, "host_stage_stats"), [
+        # Run: one span of 40 µs, an end without start, an instant; 40 / (40 + 40) of the module
+        {"stage": "Run", "spans": 1, "total_ns": 40_000, "orphan_ends": 1, "instants": 1, "open_starts": 0,
+         "module_share": 0.5},
+        # RunGraph: 30 and 10 µs, the start at 60 µs never ended
+        {"stage": "RunGraph", "spans": 2, "total_ns": 40_000, "avg_ns": 20_000.0, "min_ns": 10_000,
+         "max_ns": 30_000, "open_starts": 1, "orphan_ends": 0, "module_share": 0.5, "first_ns": 0},
+    ])
+
+
+def test_host_memory_curve_and_peak():
+    records = [_host(2, "start", 10, kb=100), _host(3, "end", 20), _host(4, "start", 30, kb=300),
+               _host(5, "end", 40, event="Other", kb=300), _host(6, "instant", None, kb=50)]
+    same(model_rows({"host_info_record": records}, "host_memory_curve"), [
+        {"sample": 1, "line": 2, "memory_bytes": 102_400}, {"sample": 2, "line": 4, "memory_bytes": 307_200},
+        {"sample": 3, "line": 5, "memory_bytes": 307_200}, {"sample": 4, "line": 6, "ts_ns": None}])
+    # the first sample at the peak (line 4); growth from 100 kB to the last, 50 kB
+    same(model_rows({"host_info_record": records}, "host_memory_stats"), [
+        {"samples": 4, "peak_bytes": 307_200, "peak_ts_ns": 30_000, "peak_line": 4, "peak_at": "RunGraph::RunGraph",
+         "min_bytes": 51_200, "first_bytes": 102_400, "last_bytes": 51_200, "growth_bytes": -51_200,
+         "avg_bytes": (100 + 300 + 300 + 50) * 1024 / 4, "first_ts_ns": 10_000, "last_ts_ns": 40_000}])
+
+
+def test_dataset_host_stats_group_dataset_spans_by_custom_info():
+    data = {"module": "Dataset", "event": "Batch(ID:1)", "stage": "WorkerProcess"}
+    records = [_host(1, "start", 0, **data), _host(2, "end", 10, custom="{{F:Data}}", **data),
+               _host(3, "start", 20, **data), _host(4, "end", 45, custom="{{F:Data}}", **data),
+               _host(5, "start", 50, **data), _host(6, "end", 51, custom="{{F:EOE}}", **data),
+               _host(7, "start", 60), _host(8, "end", 90)]  # a Runtime span: not a dataset time
+    same(model_rows({"host_info_record": records}, "dataset_host_stats"), [
+        {"custom_info": "{{F:Data}}", "occurrences": 2, "total_ns": 35_000, "avg_ns": 17_500.0, "min_ns": 10_000,
+         "max_ns": 25_000, "first_end_line": 2},
+        {"custom_info": "{{F:EOE}}", "occurrences": 1, "total_ns": 1_000, "first_end_line": 6}])

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from ..discover import MINDDATA_ROLE, Source
+from ..discover import HOST_INFO_PREFIX, MINDDATA_ROLE, Source
 from ..health import Warn
 
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
@@ -17,7 +17,7 @@ Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]
 #: is imported when a source of its family is met, so a run loads only the libraries its formats need
 #: (polars, for the line readers, is not loaded for PyTorch traces or Nsight exports).
 FAMILIES = ("mindspore_framework", "ascend_raw", "mindspore_ascend_reports", "msprof_export", "minddata", "kineto",
-            "nsys", "mindspore_memory")
+            "nsys", "mindspore_memory", "host_info")
 
 
 def _reader(family: str) -> Reader:
@@ -29,14 +29,16 @@ def _reader(family: str) -> Reader:
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield (table name, Arrow table) pieces for one source; recoverable problems go to `warn`.
 
-    MindData logs listed with another family's source (roles "minddata:<role>") are read by the
-    MindData reader after the family's own files.
+    Side logs listed with another family's source (roles "minddata:<role>", MindData logs; "host_info:<role>",
+    MindSpore's host info) are read by their own reader after the family's own files.
     """
-    own = replace(source, files={r: p for r, p in source.files.items() if not r.startswith(MINDDATA_ROLE)},
-                  slices={r: p for r, p in source.slices.items() if not r.startswith(MINDDATA_ROLE)})
+    side = (MINDDATA_ROLE, HOST_INFO_PREFIX)
+    own = replace(source, files={r: p for r, p in source.files.items() if not r.startswith(side)},
+                  slices={r: p for r, p in source.slices.items() if not r.startswith(side)})
     yield from _reader(source.family)(own, warn)
-    if own.files != source.files or own.slices != source.slices:
-        logs = replace(source, family="minddata",
-                       files={r.removeprefix(MINDDATA_ROLE): p for r, p in source.files.items() if r not in own.files},
-                       slices={r.removeprefix(MINDDATA_ROLE): p for r, p in source.slices.items() if r not in own.slices})
-        yield from importlib.import_module(f"{__name__}.minddata").read_logs(logs, warn)
+    for prefix, family in ((MINDDATA_ROLE, "minddata"), (HOST_INFO_PREFIX, "host_info")):
+        files = {r.removeprefix(prefix): p for r, p in source.files.items() if r.startswith(prefix)}
+        slices = {r.removeprefix(prefix): p for r, p in source.slices.items() if r.startswith(prefix)}
+        if files or slices:
+            logs = replace(source, family=family, files=files, slices=slices)
+            yield from importlib.import_module(f"{__name__}.{family}").read_logs(logs, warn)
