@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, run
+from conftest import FIXTURES, query, run
 from profpipe.export.timeline_tracks import MAX_LEVEL, place_slices
 
 
@@ -66,7 +66,7 @@ def assert_well_formed(trace: dict) -> None:
 
 @pytest.mark.parametrize("fixture", ["pytorch_cuda", "kineto/current", "kineto_nccl", "paddle", "nsys", "msprof_timeline",
                                      "ascend_ms_era_f", "ascend_ms_cluster", "mindspore_gpu", "mindspore_cpu",
-                                     "minddata_sink"])
+                                     "minddata_sink", "host_info", "mindspore_stack", "ascend_memory", "ascend_pmu"])
 def test_every_fixtures_timeline_keeps_the_format_rules(fixture: str, tmp_path: Path) -> None:
     trace = _load(run(FIXTURES / fixture, tmp_path / "out").output)
     assert_well_formed(trace)
@@ -198,3 +198,22 @@ def test_python_frames_are_a_flame_graph_on_their_host_thread(tmp_path: Path) ->
     ours = sorted((e["name"], int(names[e["pid"], e["tid"]].split()[2]), e["ts"] + base_us)
                   for e in trace["traceEvents"] if e.get("cat") == "python_function")
     assert ours == frames and len(frames) > 1000
+
+
+def test_host_info_events_and_memory_are_on_the_host_lanes(tmp_path: Path) -> None:
+    """MindSpore's host info: every paired event (host_span, but orphan ends) is a slice on its thread's host track
+    at its own time, and the resident-memory samples are a counter; oracle: the marts host_span and
+    host_memory_curve (themselves checked against MindSpore's own files in test_host_info.py)."""
+    out = run(FIXTURES / "host_info", tmp_path / "out").output
+    trace = _load(out)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    base = trace["baseTimeNanoseconds"]
+    ours = sorted((e["pid"] - 1, int(names[e["pid"], e["tid"]].split()[2]), e["name"], base + int(e["ts"] * 1000),
+                   int(e["dur"] * 1000)) for e in trace["traceEvents"] if e.get("cat") == "host_event")
+    spans = query(out, "SELECT rank, tid, name || CASE kind WHEN 'open_start' THEN ' (no end)' ELSE '' END, start_ns, "
+                       "coalesce(dur_ns, 0) FROM host_span WHERE kind <> 'orphan_end' ORDER BY ALL")
+    assert ours == [tuple(row) for row in spans] and spans
+    memory = sorted((e["pid"] - 1, base + int(e["ts"] * 1000), e["args"]["bytes"]) for e in trace["traceEvents"]
+                    if e["ph"] == "C" and e["name"] == "Host memory (VmRSS)")
+    assert memory == [tuple(r) for r in query(out, "SELECT rank, ts_ns, memory_bytes FROM host_memory_curve "
+                                                   "WHERE ts_ns IS NOT NULL ORDER BY ALL")] and memory

@@ -73,6 +73,13 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, 'python_function', start_ns,
            dur_ns, {'frame_kind': frame_kind, 'depth': depth}::JSON
     FROM {{ ref('int_python_frame_path') }}
+    UNION ALL  -- MindSpore's host info (profile_framework): its events on their host thread; an instant, or a start
+               -- the profiler stopped inside, as a slice of no length
+    SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0),
+           name || CASE kind WHEN 'open_start' THEN ' (no end)' ELSE '' END, 'host_event', start_ns, coalesce(dur_ns, 0),
+           {'module': module, 'level': level, 'custom_info': nullif(custom_info, '')}::JSON
+    FROM {{ ref('host_span') }}
+    WHERE kind <> 'orphan_end'
     UNION ALL  -- runtime and driver calls on their host thread, with its ops (as Kineto draws them)
     SELECT rank, capture, 1, coalesce(tid, 0), 'Thread ' || coalesce(tid, 0), name, category, start_ns, dur_ns,
            {'correlation': correlation}::JSON
@@ -82,6 +89,10 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
            'Memory in use ' || device_type || CASE WHEN device_id >= 0 THEN ':' || device_id ELSE '' END,
            'counter', ts_ns, NULL, {'bytes': in_use_bytes}::JSON
     FROM {{ ref('int_memory_in_use') }}
+    UNION ALL  -- the host process's resident memory (host info, profile_framework)
+    SELECT rank, capture, 7, 0, 'Allocator', 'Host memory (VmRSS)', 'counter', ts_ns, NULL, {'bytes': memory_bytes}::JSON
+    FROM {{ ref('host_memory_curve') }}
+    WHERE ts_ns IS NOT NULL
     UNION ALL  -- memory components' and NPU modules' totals (memory_curve; its allocator rows are the ones above)
     SELECT rank, capture, 7, 0, 'Allocator', 'Memory ' || component || coalesce(' ' || device, '') || ' ' || m.measure,
            'counter', ts_ns, NULL, {'bytes': m.bytes}::JSON
