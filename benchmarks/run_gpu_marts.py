@@ -24,8 +24,8 @@ from profpipe.tables import catalog
 
 HERE = Path(__file__).resolve().parent
 #: The marts and intermediates issue 20 added (GPU analyses beside HTA and Nsight Systems).
-GPU_MARTS = ("int_hta_gpu_event", "gpu_time_breakdown", "gpu_idle_breakdown", "kernel_launch", "gpu_queue_length",
-             "kernel_launch_stats", "cuda_api_stats", "gpu_memory_op_stats", "stg_collective_event", "collective_exec",
+GPU_MARTS = ("int_hta_gpu_event", "gpu_time_breakdown", "int_gpu_idle_gap", "gpu_idle_breakdown", "step_gpu_idle",
+             "kernel_launch", "gpu_queue_length", "kernel_launch_stats", "cuda_api_stats", "gpu_memory_op_stats", "stg_collective_event", "collective_exec",
              "collective_size_stats", "comm_comp_overlap", "collective_straggler", "op_flops")
 
 

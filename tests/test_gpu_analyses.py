@@ -233,7 +233,8 @@ def _device(events: list[dict]) -> list[dict]:
 def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
     """The profpipe rows, derived here from the raw events at ns precision: the window is the host steps' span,
     compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
-    only positive gaps after the latest earlier end are idle, by HTA's three causes."""
+    only positive gaps after the latest earlier end are idle, by HTA's three causes; per step, those gaps clipped to
+    the host steps."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     events = _events(CUDA_TRACE)
     base = 1790857026000000000  # the fixture's baseTimeNanoseconds
@@ -248,6 +249,7 @@ def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
         [(low, high - low, busy, compute, high - low - busy, busy - compute)]
     calls = {e["args"]["correlation"]: _ns(e["ts"]) for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
     expected: dict[tuple[int, str], list[int]] = defaultdict(list)
+    gaps: list[tuple[int, str, int, int]] = []
     by_stream: dict[int, list[dict]] = defaultdict(list)
     for event in _device(events):
         by_stream[event["args"]["stream"]].append(event)
@@ -259,11 +261,23 @@ def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
                 late = calls.get(event["args"]["correlation"], -1) > reach
                 cause = "host_wait" if late else "kernel_wait" if start - reach < 30_000 else "other"
                 expected[(stream, cause)].append(start - reach)
+                gaps.append((stream, cause, reach, start))
             reach = end if reach is None else max(reach, end)
     got = {(s, c): (n, idle) for s, c, n, idle in query(out, "SELECT stream_id, category, gaps, idle_ns FROM "
                                                             "gpu_idle_breakdown WHERE definition = 'profpipe'")}
     assert got == {(s, c): (len(expected[(s, c)]), sum(expected[(s, c)])) for s in by_stream
                    for c in ("host_wait", "kernel_wait", "other")}
+    # step_gpu_idle: the same gaps clipped to each host step
+    per_step: dict[tuple[int, int, str], list[int]] = defaultdict(list)
+    for step, (low, high) in _host_steps(events).items():
+        for stream, cause, gap_start, gap_end in gaps:
+            if gap_start < high and gap_end > low:
+                per_step[(step, stream, cause)].append(min(gap_end, high) - max(gap_start, low))
+    got = {(step, s, c): (n, idle) for step, s, c, n, idle in query(out, "SELECT step, stream_id, category, gaps, "
+                                                                        "idle_ns FROM step_gpu_idle")}
+    steps_streams = {(step, s) for step, s, _ in per_step}
+    assert got == {(step, s, c): (len(per_step[(step, s, c)]), sum(per_step[(step, s, c)]))
+                   for step, s in steps_streams for c in ("host_wait", "kernel_wait", "other")} and got
 
 
 def test_kernel_launches_their_delays_and_the_launch_queue(tmp_path: Path) -> None:

@@ -936,6 +936,22 @@ def test_gpu_idle_breakdown_by_hta_and_by_profpipe():
                    ("profpipe", "other"): (1, 75_000)}
 
 
+
+def test_step_gpu_idle_clips_each_gap_to_its_step():
+    """Steps [0, 50 µs) and [50, 200 µs); stream 7 gaps: 10-15 µs (host_wait: the call came at 12 µs), 25-100 µs
+    (other: launched in time, crossing the step boundary: 25 µs in step 1, 50 µs in step 2), 110-112 µs (kernel_wait)."""
+    tables = _gpu_tables(_launched(1, 0, 10_000, 0), _launched(2, 15_000, 10_000, 12_000),
+                         _launched(3, 100_000, 10_000, 20_000), _launched(4, 112_000, 1_000, 21_000),
+                         step_point=points(1, start=0, fp=1_000, end=50_000) + points(2, start=50_000, fp=51_000,
+                                                                                      end=200_000))
+    same(model_rows(tables, "step_gpu_idle"), [
+        {"step": 1, "stream_id": 7, "category": "host_wait", "gaps": 1, "idle_ns": 5_000, "step_share": 0.1},
+        {"step": 1, "stream_id": 7, "category": "kernel_wait", "gaps": 0, "idle_ns": 0, "step_share": 0.0},
+        {"step": 1, "stream_id": 7, "category": "other", "gaps": 1, "idle_ns": 25_000, "step_share": 0.5},
+        {"step": 2, "stream_id": 7, "category": "host_wait", "gaps": 0, "idle_ns": 0, "step_share": 0.0},
+        {"step": 2, "stream_id": 7, "category": "kernel_wait", "gaps": 1, "idle_ns": 2_000, "step_share": 0.02 / 1.5},
+        {"step": 2, "stream_id": 7, "category": "other", "gaps": 1, "idle_ns": 50_000, "step_share": 1 / 3}])
+
 def test_kernel_launch_delays_and_outliers():
     """Delays from the call's start and end; a 60 µs call is a runtime outlier, a kernel starting 139 µs after its
     call ended a launch-delay outlier, a 2 µs kernel behind a 5 µs call a short kernel."""
