@@ -115,3 +115,17 @@ def test_profiler_info_that_is_not_an_object_is_named(tmp_path: Path) -> None:
     result = run(folder, tmp_path / "out")
     assert result.ranks == [1]
     assert result.skipped[0]["error"] == f"{info}: expected MindSpore's profiler_info JSON object"
+
+
+def test_hccl_stragglers_across_ranks(tmp_path: Path) -> None:
+    """collective_straggler on Ascend (same table as NCCL): the generator starts rank 1 50 µs after rank 0
+    (RANK_DELAY_US) and each step's AllReduce 4000 µs into the step, so in both steps rank 1 arrives last and
+    rank 0 waits 50 µs; two ranks are too few for a statistical slow-rank test."""
+    out = run(FIXTURE, tmp_path / "out").output
+    epoch_us, delay_us, step_us = 1_767_225_600_000_000, 50, 10_000  # fixtures/generators/ascend_ms_cluster.py
+    expected = [(step, rank, 2, (epoch_us + delay_us * rank + step_us * (step - 1) + 4_000) * 1000, 1,
+                 (delay_us - delay_us * rank) * 1000, rank == 1, False)
+                for step in (1, 2) for rank in (0, 1)]
+    assert query(out, "SELECT occurrence, rank, ranks, start_ns, last_rank, wait_ns, is_last_arrival, is_slow "
+                      "FROM collective_straggler WHERE family = 'hccl' AND name = 'hcom_allReduce__123_0_1' "
+                      "ORDER BY occurrence, rank") == expected
