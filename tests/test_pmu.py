@@ -216,6 +216,19 @@ def _metric_cells(rows: list[list[str]]) -> list[tuple[int, int]]:
             if column not in TASK_COLUMNS and row[j] not in MISSING]
 
 
+
+def _damage(data: st.DataObject, path: Path, rows: list[list[str]], cells: list[tuple[int, int]], most: int,
+            texts: list[str]) -> tuple[list[tuple[int, int]], list[str]]:
+    """Write `path` again with up to `most` of `cells` (row, column) replaced by drawn `texts`; the cells and texts."""
+    picked = data.draw(st.lists(st.sampled_from(cells), min_size=1, max_size=most, unique=True))
+    replacements = [data.draw(st.sampled_from(texts)) for _ in picked]
+    for (i, j), text in zip(picked, replacements):
+        rows[i][j] = text
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    path.write_text(buffer.getvalue())
+    return picked, replacements
+
 @FUZZ
 @given(data=st.data())
 def test_damaged_metric_cells_are_missing_or_counted(data: st.DataObject, tmp_path_factory) -> None:
@@ -225,13 +238,7 @@ def test_damaged_metric_cells_are_missing_or_counted(data: st.DataObject, tmp_pa
     rows = list(csv.reader(io.StringIO(path.read_text())))
     cells = _metric_cells(rows)
     clean = ERA_F / KERNEL_DETAILS
-    picked = data.draw(st.lists(st.sampled_from(cells), min_size=1, max_size=12, unique=True))
-    replacements = [data.draw(st.sampled_from(MISSING + MALFORMED)) for _ in picked]
-    for (i, j), text in zip(picked, replacements):
-        rows[i][j] = text
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    path.write_text(buffer.getvalue())
+    picked, replacements = _damage(data, path, rows, cells, 12, MISSING + MALFORMED)
     outcome = read_damaged(folder.parent)
     assert not outcome.errors
     bad = [(i, j) for (i, j), text in zip(picked, replacements) if text in MALFORMED]
@@ -270,13 +277,7 @@ def test_damaged_summary_numbers_drop_their_rows_and_are_counted(name: str, data
     rows = list(csv.reader(io.StringIO(path.read_text())))
     header = rows[0]
     cells = [(i, header.index(c)) for i in range(1, len(rows)) for c in columns]
-    picked = data.draw(st.lists(st.sampled_from(cells), min_size=1, max_size=4, unique=True))
-    replacements = [data.draw(st.sampled_from(["N/A"] + MALFORMED)) for _ in picked]
-    for (i, j), text in zip(picked, replacements):
-        rows[i][j] = text
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    path.write_text(buffer.getvalue())
+    picked, replacements = _damage(data, path, rows, cells, 4, ["N/A"] + MALFORMED)
     outcome = read_damaged(folder.parent)
     assert not outcome.errors
     ids = {header.index(c) for c in ("Stream Id", "Task Id") if c in header}
