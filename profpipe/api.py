@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .database import connect as duckdb_connect
 from .errors import ProfpipeError
-from .options import Options, ReportOptions
+from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .run import RunResult, analyse
 
 
@@ -19,7 +19,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
                     data_simplification: bool = True, output_path: str | Path | None = None, *,
                     subgraph: str = "all", optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
                     is_show_op_path: bool = False, report_style: str = "latest", rank_map: str | Path | None = None,
-                    strict: bool = False, force: bool = False, workers: int | None = 1) -> RunResult:
+                    timeline_limit: float | None = DEFAULT_TIMELINE_LIMIT_MB, strict: bool = False,
+                    force: bool = False, workers: int | None = 1) -> RunResult:
     """Analyse the saved profiler folder (or one trace file) `path`, as MindSpore's
     `Profiler.offline_analyse(path, pretty, step_list, data_simplification)` does.
 
@@ -37,6 +38,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
       report_style: "latest" or "legacy" MindSpore behaviour for the compatible reports (README).
       rank_map: a file giving traces without a rank theirs (lines "<path or glob> <rank>" or a JSON
         object, paths relative to `path`; see `profpipe analyse --rank-map`).
+      timeline_limit: MindSpore's Profiler(timeline_limit=500): cap timeline/trace.json at this many MiB (the
+        latest events are dropped first, steps kept); None or 0: no cap.
       strict: make any data loss an error.  force: see output_path.
       workers: processes that read the sources (default 1: this one). More, or None (one per core once the input
         passes 64 MiB), start worker processes, which import the calling script's main module: call from
@@ -45,7 +48,7 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
     """
     options = Options(
         step_list=step_list, data_simplification=data_simplification, pretty=pretty, rank_map=rank_map,
-        strict=strict, force=force, workers=workers,
+        timeline_limit_mb=timeline_limit, strict=strict, force=force, workers=workers,
         report=ReportOptions(style=report_style, subgraph=subgraph,
                              optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
                              optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),
