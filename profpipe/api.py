@@ -58,6 +58,10 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
     return analyse(source, output, options)
 
 
+class OpNotFound(ProfpipeError, RuntimeError):
+    """op_analyse's unknown op type or rank: a RuntimeError, as MindSpore's Profiler.op_analyse raises."""
+
+
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
     """Per-op statistics for op types, grouped by input shapes, like MindSpore's `Profiler.op_analyse`.
 
@@ -66,6 +70,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     (sql/reports/op_analyse.sql). Where MindSpore takes the
     first op instance of a short name, this sums every instance that shares it; an instance
     launched with several shapes is reported under all of them, sorted and joined by ' | '.
+    An unknown op type or device_id raises a RuntimeError (profpipe.api.OpNotFound), as MindSpore's does.
     """
     names = [op_name] if isinstance(op_name, str) else list(op_name)
     if not names or not all(isinstance(n, str) and n for n in names):
@@ -80,7 +85,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
                 raise ProfpipeError(f"several ranks {ranks} in {output_path}: pass device_id")
             device_id = ranks[0]
         elif device_id not in ranks:
-            raise ProfpipeError(f"no rank {device_id} in {output_path} (ranks: {ranks})")
+            raise OpNotFound(f"no rank {device_id} in {output_path} (ranks: {ranks})")
         result: dict[str, object] = {}
         for name in names:
             rows = con.execute("SELECT * EXCLUDE (rank, op_type) FROM op_analyse WHERE rank = ? AND op_type = ? "
@@ -88,7 +93,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             columns = [c[0] for c in rows.description]
             found = [dict(zip(columns, row)) for row in rows.fetchall()]
             if not found:
-                raise ProfpipeError(f"op type {name!r} not found on rank {device_id}")
+                raise OpNotFound(f"op type {name!r} not found on rank {device_id}")
             result[name] = found
         result["device_id"] = device_id
     return json.dumps(result)

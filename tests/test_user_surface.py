@@ -145,3 +145,10 @@ def test_data_simplification_never_touches_the_input(tmp_path, simplify):
     result = profpipe.offline_analyse(source, data_simplification=simplify, output_path=tmp_path / "out")
     assert _tree(source) == before
     assert (result.output / "tables").exists() is (not simplify)
+
+
+def test_op_analyse_refuses_an_unknown_op_with_a_runtime_error_as_mindspore(out):
+    with pytest.raises(RuntimeError, match="not found"):
+        profpipe.op_analyse(out, "NoSuchOpType")
+    with pytest.raises(RuntimeError, match="no rank 99"):
+        profpipe.op_analyse(out, "MatMul", device_id=99)
