@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .database import connect as duckdb_connect
 from .errors import ProfpipeError
-from .options import Options, ReportOptions
+from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .run import RunResult, analyse
 
 
@@ -19,7 +19,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
                     data_simplification: bool = True, output_path: str | Path | None = None, *,
                     subgraph: str = "all", optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
                     is_show_op_path: bool = False, report_style: str = "latest", rank_map: str | Path | None = None,
-                    strict: bool = False, force: bool = False, workers: int | None = 1) -> RunResult:
+                    timeline_limit: float | None = DEFAULT_TIMELINE_LIMIT_MB, strict: bool = False,
+                    force: bool = False, workers: int | None = 1) -> RunResult:
     """Analyse the saved profiler folder (or one trace file) `path`, as MindSpore's
     `Profiler.offline_analyse(path, pretty, step_list, data_simplification)` does.
 
@@ -37,6 +38,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
       report_style: "latest" or "legacy" MindSpore behaviour for the compatible reports (README).
       rank_map: a file giving traces without a rank theirs (lines "<path or glob> <rank>" or a JSON
         object, paths relative to `path`; see `profpipe analyse --rank-map`).
+      timeline_limit: MindSpore's Profiler(timeline_limit=500): cap timeline/trace.json at this many MiB (the
+        latest events are dropped first, steps kept); None or 0: no cap.
       strict: make any data loss an error.  force: see output_path.
       workers: processes that read the sources (default 1: this one). More, or None (one per core once the input
         passes 64 MiB), start worker processes, which import the calling script's main module: call from
@@ -45,7 +48,7 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
     """
     options = Options(
         step_list=step_list, data_simplification=data_simplification, pretty=pretty, rank_map=rank_map,
-        strict=strict, force=force, workers=workers,
+        timeline_limit_mb=timeline_limit, strict=strict, force=force, workers=workers,
         report=ReportOptions(style=report_style, subgraph=subgraph,
                              optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
                              optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),
@@ -53,6 +56,10 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
     source = Path(path)
     output = Path(output_path) if output_path is not None else Path.cwd() / f"{source.resolve().name}.profpipe"
     return analyse(source, output, options)
+
+
+class OpNotFound(ProfpipeError, RuntimeError):
+    """op_analyse's unknown op type or rank: a RuntimeError, as MindSpore's Profiler.op_analyse raises."""
 
 
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
@@ -63,6 +70,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
     (sql/reports/op_analyse.sql). Where MindSpore takes the
     first op instance of a short name, this sums every instance that shares it; an instance
     launched with several shapes is reported under all of them, sorted and joined by ' | '.
+    An unknown op type or device_id raises a RuntimeError (profpipe.api.OpNotFound), as MindSpore's does.
     """
     names = [op_name] if isinstance(op_name, str) else list(op_name)
     if not names or not all(isinstance(n, str) and n for n in names):
@@ -77,7 +85,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
                 raise ProfpipeError(f"several ranks {ranks} in {output_path}: pass device_id")
             device_id = ranks[0]
         elif device_id not in ranks:
-            raise ProfpipeError(f"no rank {device_id} in {output_path} (ranks: {ranks})")
+            raise OpNotFound(f"no rank {device_id} in {output_path} (ranks: {ranks})")
         result: dict[str, object] = {}
         for name in names:
             rows = con.execute("SELECT * EXCLUDE (rank, op_type) FROM op_analyse WHERE rank = ? AND op_type = ? "
@@ -85,7 +93,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             columns = [c[0] for c in rows.description]
             found = [dict(zip(columns, row)) for row in rows.fetchall()]
             if not found:
-                raise ProfpipeError(f"op type {name!r} not found on rank {device_id}")
+                raise OpNotFound(f"op type {name!r} not found on rank {device_id}")
             result[name] = found
         result["device_id"] = device_id
     return json.dumps(result)

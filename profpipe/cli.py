@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
-from .options import Options, ReportOptions
+from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .version import VERSION
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def analyse(
     path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files), or one trace file that stands alone (PyTorch/Paddle trace, Nsight Systems export, MindData log).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
     rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
-    timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes; later events are dropped first, steps are always kept.")] = None,
+    timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes, as MindSpore's timeline_limit (default 500, MindSpore's, so the timeline of a multi-GB input still opens in a browser); later events are dropped first, steps are always kept. 0: no limit.")] = DEFAULT_TIMELINE_LIMIT_MB,
     timeline_summary: Annotated[bool, typer.Option("--timeline-summary", help="Timeline with steps, their phases and the overlap analysis only (no ops, kernels or tasks): small enough for many ranks.")] = False,
     model: Annotated[Optional[list[int]], typer.Option("--model", help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Make any data loss fatal (exit 1, the earlier output kept): an unreadable source, or a number dropped, clamped or repaired (see trace_health).")] = False,

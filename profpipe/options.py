@@ -17,6 +17,8 @@ from .errors import UsageError
 #: Which MindSpore version the compatible reports imitate (README, "Ascend reports").
 REPORT_STYLES = ("latest", "legacy")
 SUBGRAPHS = ("all", "Default", "Gradients")
+#: MindSpore's Profiler(timeline_limit=500): the timeline's default cap in MiB.
+DEFAULT_TIMELINE_LIMIT_MB = 500.0
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ class Options:
     data_simplification: bool = True
     #: Indent the JSON reports.
     pretty: bool = False
-    #: Cap timeline/trace.json at this many MiB (None: no cap).
-    timeline_limit_mb: float | None = None
+    #: Cap timeline/trace.json at this many MiB, as MindSpore's timeline_limit (default 500, MindSpore's: a default
+    #: run keeps a multi-GB input's timeline openable in a browser); None or 0: no cap.
+    timeline_limit_mb: float | None = DEFAULT_TIMELINE_LIMIT_MB
     #: Timeline with steps, phases and the overlap analysis only.
     timeline_summary: bool = False
     #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
@@ -97,9 +100,12 @@ class Options:
                 raise UsageError(f"step_list must be consecutive step numbers starting at 1 or later, "
                                  f"got {list(self.step_list)}")
             object.__setattr__(self, "step_list", tuple(steps))
-        if self.timeline_limit_mb is not None and not (math.isfinite(self.timeline_limit_mb)
-                                                       and self.timeline_limit_mb > 0):
-            raise UsageError(f"timeline limit must be a positive number of MiB, got {self.timeline_limit_mb}")
+        if self.timeline_limit_mb is not None:
+            if (isinstance(self.timeline_limit_mb, bool) or not isinstance(self.timeline_limit_mb, (int, float))
+                    or not math.isfinite(self.timeline_limit_mb) or self.timeline_limit_mb < 0):
+                raise UsageError(f"timeline limit must be a positive number of MiB (0: no limit), "
+                                 f"got {self.timeline_limit_mb!r}")
+            object.__setattr__(self, "timeline_limit_mb", float(self.timeline_limit_mb) or None)
         if self.peak_tflops is not None and (isinstance(self.peak_tflops, bool) or not isinstance(self.peak_tflops, (int, float))
                                              or not math.isfinite(self.peak_tflops) or self.peak_tflops <= 0):
             raise UsageError(f"peak TFLOP/s must be a positive number, got {self.peak_tflops!r}")

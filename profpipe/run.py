@@ -36,6 +36,7 @@ from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
+from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter, peak_rss_bytes
 from .options import Options
@@ -269,8 +270,10 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     reports, the timeline, summary.json and manifest.json. `meter` times each stage; `notices` are the
     earlier stages' (more are added)."""
     notices = notices if notices is not None else []
+    user_metadata = _user_metadata(path, sources, health)
     with meter.stage("merge"):
-        tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices)
+        tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices,
+                                                         user_metadata)
     con = duckdb_connect(tmp / "profile.duckdb")
     try:
         with meter.stage("models"):
@@ -285,13 +288,14 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
             cursor = con.cursor()
             with meter.stage("export"), _beside(lambda: _document(cursor, notices)):
-                summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices)
+                summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices,
+                                  user_metadata)
     finally:
         con.close()
     if exports:
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, meter,
-                        indent=2 if options.pretty else None)
+                        indent=2 if options.pretty else None, user_metadata=user_metadata)
     if options.data_simplification:  # the tables live on in profile.duckdb
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
@@ -330,8 +334,38 @@ def _beside(work: Callable[[], None]) -> Iterator[None]:
         raise errors[0]
 
 
+def _user_metadata(path: Path, sources: list[Source], health: HealthLedger) -> list[user_metadata.UserMetadata]:
+    """The profiler_metadata.json files of the input (MindSpore's add_metadata), their problems in the ledger
+    under the rank of a source beside them."""
+    def warn_for(file: Path) -> Any:
+        ranks = [s.rank for s in sources if file.parent == s.directory or file.parent in s.directory.parents]
+        return health.for_source(str(file), min(ranks) if ranks else 0)
+
+    return user_metadata.read_all(path, warn_for)
+
+
+def _with_user_metadata(run_info_path: Path, files: list[user_metadata.UserMetadata]) -> None:
+    """run_info.metadata_json with member `profiler_metadata`: the user metadata of each row's source."""
+    table = pq.read_table(run_info_path)
+    texts = []
+    for source_dir, text in zip(table.column("source_dir").to_pylist(), table.column("metadata_json").to_pylist()):
+        found = user_metadata.owner(source_dir, files) if source_dir else None
+        if found is not None:
+            try:
+                merged = json.loads(text) if text else {}
+            except ValueError:
+                merged = None
+            if isinstance(merged, dict):
+                text = json.dumps({**merged, "profiler_metadata": found.metadata})
+        texts.append(text)
+    index = table.schema.get_field_index("metadata_json")
+    table = table.set_column(index, table.schema.field(index), pa.array(texts, pa.string()))
+    pq.write_table(table, run_info_path)
+
+
 def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], options: Options, health: HealthLedger,
-           notices: list[str]) -> tuple[Path, list[int], list[dict[str, Any]], dict[str, int]]:
+           notices: list[str], user_files: list[user_metadata.UserMetadata] | None = None,
+           ) -> tuple[Path, list[int], list[dict[str, Any]], dict[str, int]]:
     """The sources' parts merged into `tmp`/tables (with the step filter, the clock findings and the
     trace-health ledger); returns that folder, the ranks read, the skipped sources and the row counts."""
     for outcome in outcomes:
@@ -349,6 +383,8 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
         raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
                             f"{first.message}")
     merge_parts(list(part_dirs.values()), tmp / "tables", captures)
+    if user_files:
+        _with_user_metadata(tmp / "tables" / "run_info.parquet", user_files)
     shutil.rmtree(tmp / "parts", ignore_errors=True)
     for part in part_dirs.values():  # parts written elsewhere (a batch's workers)
         shutil.rmtree(part, ignore_errors=True)
@@ -362,7 +398,8 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
 
 
 def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], skipped: list[dict[str, Any]],
-            health: HealthLedger, options: Options, reporter: Reporter, notices: list[str]) -> dict[str, Any]:
+            health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
+            user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
     summary.json (returned)."""
     reporter.stage("export", 3)
@@ -378,6 +415,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
                      "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
+    summary["user_metadata"] = _user_metadata_list(user_files)
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
     reporter.advance(1)
     if timeline.events_dropped:
@@ -432,9 +470,14 @@ def _location(source: Source) -> Path:
     return files[0][1] if len(files) == 1 else source.directory
 
 
+def _user_metadata_list(files: list[user_metadata.UserMetadata] | None) -> list[dict[str, Any]]:
+    """The user metadata for summary.json and the manifest: one entry per profiler_metadata.json."""
+    return [{"path": item.relative, "metadata": item.metadata} for item in files or []]
+
+
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
                     warnings: list[str], row_counts: dict[str, int], meter: StageMeter,
-                    indent: int | None) -> None:
+                    indent: int | None, user_metadata: list[user_metadata.UserMetadata] | None = None) -> None:
     """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
     versions = {"profpipe": VERSION, "python": platform.python_version()}
     for package in ("duckdb", "pyarrow", "polars"):
@@ -455,6 +498,7 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
                       for role, p in s.all_files()],
         } for s in sources],
         "skipped": skipped,
+        "user_metadata": _user_metadata_list(user_metadata),
         "warnings": warnings,
         "row_counts": row_counts,
         "timings_s": meter.timings,

@@ -118,3 +118,37 @@ def test_a_missing_phase_is_said_not_printed_as_none():
     from profpipe.cli import _ms
 
     assert _ms(None) == "n/a (no FP/BP point)" and _ms(1.23456) == "1.235"
+
+
+def test_timeline_limit_defaults_to_mindsporess_500_mb_and_0_means_no_limit():
+    assert Options().timeline_limit_mb == 500.0  # MindSpore's Profiler(timeline_limit=500)
+    assert Options(timeline_limit_mb=0).timeline_limit_mb is None
+    assert Options(timeline_limit_mb=None).timeline_limit_mb is None
+    assert Options(timeline_limit_mb=2).timeline_limit_mb == 2.0
+    help_text = invoke("analyse", "--help").stdout
+    assert "default 500" in " ".join(help_text.split()) and "0: no limit" in " ".join(help_text.split())
+
+
+def _tree(root):
+    return {p.relative_to(root): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("simplify", [True, False])
+def test_data_simplification_never_touches_the_input(tmp_path, simplify):
+    """MindSpore's data_simplification deletes files from the profiler folder; profpipe's leaves the input
+    byte-identical (and no file is added to it) and keeps only its own output lean."""
+    import shutil
+
+    source = tmp_path / "in"
+    shutil.copytree(GPU, source)
+    before = _tree(source)
+    result = profpipe.offline_analyse(source, data_simplification=simplify, output_path=tmp_path / "out")
+    assert _tree(source) == before
+    assert (result.output / "tables").exists() is (not simplify)
+
+
+def test_op_analyse_refuses_an_unknown_op_with_a_runtime_error_as_mindspore(out):
+    with pytest.raises(RuntimeError, match="not found"):
+        profpipe.op_analyse(out, "NoSuchOpType")
+    with pytest.raises(RuntimeError, match="no rank 99"):
+        profpipe.op_analyse(out, "MatMul", device_id=99)
