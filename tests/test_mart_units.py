@@ -1366,3 +1366,61 @@ def test_dataset_host_stats_group_dataset_spans_by_custom_info():
         {"custom_info": "{{F:Data}}", "occurrences": 2, "total_ns": 35_000, "avg_ns": 17_500.0, "min_ns": 10_000,
          "max_ns": 25_000, "first_end_line": 2},
         {"custom_info": "{{F:EOE}}", "occurrences": 1, "total_ns": 1_000, "first_end_line": 6}])
+
+
+# ------------------------------------------------------------------------------------ MindSpore's Scope Layer
+
+def _scoped_ops(*spans) -> list[dict]:
+    return [{"side": "Host", "tid": 0, "op_name": name, "start_ns": start, "dur_ns": end - start, "op_index": i}
+            for i, (name, start, end) in enumerate(spans)]
+
+
+def _mindspore_run(layout: str = "framework") -> list[dict]:
+    return [{"device_id": 0, "device_type": "cpu", "framework": "mindspore", "layout": layout}]
+
+
+SCOPED_OPS = _scoped_ops(
+    ("Default/net-A/conv-C/Conv-op0", 0, 10),
+    ("Default/net-A/conv-C/ReLU-op1", 10, 20),  # starts at the last end: kept, merges at every depth
+    ("Default/net-A/fc-D/MatMul-op2", 25, 30),  # depth 2 changes: conv-C ends at 20, fc-D opens
+    ("Default/net-A/MatMul-op3", 30, 32),  # a shorter path: fc-D is left open
+    ("Default/net-A/fc-D/Add-op4", 40, 45),  # ... and extended across the gap to 45
+    ("Default/Cast-op5", 42, 50),  # starts inside the last kept op (42 < 45): dropped, its end 50 does not count
+    ("Default/Cast-op6", 47, 48),  # 47 >= 45 (the last kept op's end, not the dropped one's 50): kept
+    ("Gradients/net-A/fc-D/Grad-op7", 50, 60),  # depth 0 changes: a new span at every depth, equal names too
+    ("Gradients/net-B/fc-D/Grad-op8", 60, 70),  # depth 1 changes: depth 0 extends, 1 and 2 open anew
+    ("Gradients/net-B/fc-D/Grad-op9", 70, 75),  # a contiguous run: extends every depth
+    ("MakeTuple-op10", 76, 200),  # no scope: skipped, so it hides nothing after it
+    ("Other/x/Op-op11", 80, 85),  # not under a top scope: skipped
+    ("DefaultXYZ/y/Op-op12", 95, 100))  # qualifies by plain prefix: a new top scope
+
+
+def test_scope_layer_span_merges_runs_of_ops_per_depth_as_mindspore():
+    same(model_rows({"run_info": _mindspore_run(), "host_op": SCOPED_OPS}, "scope_layer_span"), [
+        # depth 0: Default 0..48 (ops 0-4 and 6), Gradients 50..75 (7-9), DefaultXYZ 95..100
+        {"depth": 0, "scope": "Default", "start_ns": 0, "dur_ns": 48, "ops": 6, "first_op": 1, "last_op": 7},
+        {"depth": 0, "scope": "Gradients", "start_ns": 50, "dur_ns": 25, "ops": 3},
+        {"depth": 0, "scope": "DefaultXYZ", "start_ns": 95, "dur_ns": 5, "ops": 1},
+        # depth 1: net-A 0..45 (ops 0-4), net-A again at 50..60 (depth 0 broke), net-B 60..75, y 95..100
+        {"depth": 1, "scope": "net-A", "start_ns": 0, "dur_ns": 45, "ops": 5},
+        {"depth": 1, "scope": "net-A", "start_ns": 50, "dur_ns": 10, "ops": 1},
+        {"depth": 1, "scope": "net-B", "start_ns": 60, "dur_ns": 15, "ops": 2},
+        {"depth": 1, "scope": "y", "start_ns": 95, "dur_ns": 5, "ops": 1},
+        # depth 2: conv-C 0..20, fc-D 25..45 (ops 2 and 4, across op 3), fc-D 50..60, fc-D 60..75 (depth 1 broke)
+        {"depth": 2, "scope": "conv-C", "start_ns": 0, "dur_ns": 20, "ops": 2},
+        {"depth": 2, "scope": "fc-D", "start_ns": 25, "dur_ns": 20, "ops": 2, "first_op": 3, "last_op": 5},
+        {"depth": 2, "scope": "fc-D", "start_ns": 50, "dur_ns": 10, "ops": 1},
+        {"depth": 2, "scope": "fc-D", "start_ns": 60, "dur_ns": 15, "ops": 2},
+    ])
+
+
+def test_scope_layer_span_only_for_mindspore_2_5_dumps_and_on_the_timeline_lane_9():
+    # 2.4 and older dumps (layout flat) feed other inputs to MindSpore's Scope Layer: none here
+    assert model_rows({"run_info": _mindspore_run("flat"), "host_op": SCOPED_OPS}, "scope_layer_span") == []
+    lane = [r for r in model_rows({"run_info": _mindspore_run(), "host_op": SCOPED_OPS}, "timeline_span")
+            if r["lane"] == 9]
+    assert len(lane) == 11
+    same(sorted(lane, key=lambda r: (r["tid"], r["start_ns"]))[:2], [
+        {"process": "Scope Layer", "tid": 0, "thread": "Thread 0", "name": "Default", "category": "scope",
+         "start_ns": 0, "dur_ns": 48, "clock_domain": "main"},
+        {"tid": 0, "name": "Gradients", "start_ns": 50, "dur_ns": 25}])

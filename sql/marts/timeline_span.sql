@@ -2,7 +2,8 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT rank, lane, process
     FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM {{ ref('stg_run_info') }} GROUP BY rank),
          (VALUES (0, 'Step Trace'), (1, 'Host'), (2, 'GPU ops'), (3, NULL), (4, 'HCCL'), (5, 'Overlap Analysis'),
-                 (6, 'MindData'), (7, 'Memory'), (8, 'MindData get_next')) AS l(lane, label),
+                 (6, 'MindData'), (7, 'Memory'), (8, 'MindData get_next'),
+                 (9, 'Scope Layer')) AS l(lane, label),
          LATERAL (SELECT coalesce(label, CASE WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END) AS process)
 ), overlap_threads AS (
     SELECT * FROM (VALUES ('computation', 0, 'Computing'), ('communication', 1, 'Communication'),
@@ -101,6 +102,9 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
                                             {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
     WHERE kind <> 'allocator' AND m.bytes IS NOT NULL  -- of samples at one time, the last (the value after them)
     QUALIFY row_number() OVER (PARTITION BY rank, capture, component, device, m.measure, ts_ns ORDER BY seq DESC) = 1
+    UNION ALL  -- MindSpore's Scope Layer: a track per depth of the ops' scope paths (its thread names)
+    SELECT rank, capture, 9, depth, 'Thread ' || depth, scope, 'scope', start_ns, dur_ns, {'ops': ops}::JSON
+    FROM {{ ref('scope_layer_span') }}
 )
 SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,
        CASE s.lane WHEN 6 THEN 'minddata' WHEN 8 THEN 'get_next' ELSE 'main' END AS clock_domain
