@@ -245,20 +245,19 @@ def test_two_devices_merge_as_mindinsight_expects(tmp_path: Path) -> None:
     assert summary.ranks == [0, 1]
     assert sorted({m for rank in summary.summary["ranks"] for m in rank["models"]}) == [0, 2]
     trace = json.loads((summary.output / "timeline" / "trace.json").read_text())
-    assert _names(trace, "process_name") == ["Overlap Analysis rank0", "Overlap Analysis rank1",
-                                             "Step Trace rank0", "Step Trace rank1"]
-    overlap_threads = ["Communication", "Communication", "Communication(Not Overlapped)",
-                       "Communication(Not Overlapped)", "Computing", "Computing", "Free", "Free"]
-    assert _names(trace, "thread_name") == overlap_threads + ["iterations", "iterations"]
+    # one process per rank; MindInsight's process names are the lanes its threads are named by
+    assert _names(trace, "process_name") == ["rank 0", "rank 1"]
+    overlap_threads = [f"Overlap Analysis: {name}" for name in (
+        "Communication", "Communication", "Communication(Not Overlapped)", "Communication(Not Overlapped)",
+        "Computing", "Computing", "Free", "Free")]
+    steps = ["Step Trace: iterations"] * 2
+    assert _names(trace, "thread_name") == overlap_threads + steps
     detail = json.loads((run(folder, tmp_path / "detail").output / "timeline" / "trace.json").read_text())
-    assert _names(detail, "process_name") == [
-        "Ascend Hardware rank0", "Ascend Hardware rank1", "HCCL rank0", "HCCL rank1",
-        "Overlap Analysis rank0", "Overlap Analysis rank1", "Step Trace rank0", "Step Trace rank1"]
-    assert _names(detail, "thread_name") == sorted(overlap_threads + [
-        "Communication Kernel", "Communication Kernel", "Plane 0", "Plane 0", "Plane 1", "Plane 1",
-        "Plane 2", "Plane 2", "Plane 3", "Plane 3", "Stream 1", "Stream 10", "Stream 10",
-        "Stream 12", "Stream 12", "Stream 13", "Stream 2", "Stream 3", "Stream 4", "Stream 4",
-        "Stream 8", "Stream 9", "iterations", "iterations"])
+    assert _names(detail, "process_name") == ["rank 0", "rank 1"]
+    assert _names(detail, "thread_name") == sorted(overlap_threads + steps + [
+        f"HCCL: {name}" for name in ("Communication Kernel", "Communication Kernel", "Plane 0", "Plane 0", "Plane 1",
+                                     "Plane 1", "Plane 2", "Plane 2", "Plane 3", "Plane 3")] + [
+        f"Ascend Hardware: Stream {stream}" for stream in (1, 10, 10, 12, 12, 13, 2, 3, 4, 4, 8, 9)])
 
 
 def test_model_selection_keeps_the_ranks_that_ran_it(tmp_path: Path) -> None:

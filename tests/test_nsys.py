@@ -244,13 +244,13 @@ def test_the_input_folder_is_left_as_it_was(tmp_path: Path):
 def test_timeline_of_an_export(tmp_path: Path):
     out = run(NSYS, tmp_path / "out", step_range_name="train_step").output
     events = json.loads((out / "timeline" / "trace.json").read_text())["traceEvents"]
-    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
-    by_process: dict[str, int] = {}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    by_lane: dict[str, int] = {}
     for event in events:
         if event["ph"] == "X":
-            by_process[names[event["pid"]]] = by_process.get(names[event["pid"]], 0) + 1
-    # 2 steps; their 3 phases each; 15 NVTX ranges; 10 device activities; 11 runtime calls
-    overlap = by_process.pop("Overlap Analysis rank0")
-    assert by_process == {"Step Trace rank0": 2 + 6, "CPU ops rank0": 15, "GPU kernels rank0": 10,
-                          "CUDA API rank0": 11}
+            lane = threads[event["pid"], event["tid"]].split(":")[0]
+            by_lane[lane] = by_lane.get(lane, 0) + 1
+    # 2 steps; their 3 phases each; 15 NVTX ranges and 11 runtime calls on the host threads; 10 device activities
+    overlap = by_lane.pop("Overlap Analysis")
+    assert by_lane == {"Step Trace": 2 + 6, "Host": 15 + 11, "GPU kernels": 10}
     assert overlap == query(out, "SELECT count(*) FROM overlap_segment")[0][0] > 0

@@ -20,10 +20,10 @@ def test_trace_is_a_chrome_json_object_with_metadata(tmp_path):
     assert isinstance(trace["baseTimeNanoseconds"], int)
     events = trace["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    assert names == {"profpipe", "Step Trace rank0", "CPU ops rank0", "GPU ops rank0", "GPU kernels rank0",
-                     "Overlap Analysis rank0"}
+    assert names == {"profpipe", "rank 0"}
     threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert {"iterations", "Computing", "Free", "Stream 7", "Stream 13", "Thread 4242", "Ops"} <= threads
+    assert {"Step Trace: iterations", "Overlap Analysis: Computing", "Overlap Analysis: Free", "GPU kernels: Stream 7",
+            "GPU kernels: Stream 13", "Host: Thread 4242", "GPU ops: Ops"} <= threads
     complete = [e for e in events if e["ph"] == "X"]
     assert all(e["ts"] >= 0 and e["dur"] >= 0 and isinstance(e["pid"], int) for e in complete)
     assert "profpipe" not in trace
