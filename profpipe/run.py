@@ -150,8 +150,12 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
     if workers > 1:
         pool = process_pool(workers, options.memory_limit_mb)
         try:
-            futures = {pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict): i
-                       for i in sorted(range(len(sources)), key=lambda i: -sizes[i])}  # the largest first
+            futures: dict[cf.Future, int] = {}
+            for i in sorted(range(len(sources)), key=lambda i: -sizes[i]):  # the largest first
+                try:
+                    futures[pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict)] = i
+                except cf.process.BrokenProcessPool:  # a worker died already: the rest is read here, below
+                    break
             failed: dict[int, BaseException] = {}  # --strict: the error of the first source in order is raised
             pending = set(futures)
             while pending:

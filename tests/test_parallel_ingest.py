@@ -86,6 +86,37 @@ def test_a_worker_that_dies_costs_no_source(tmp_path: Path) -> None:
     assert _table_rows(tmp_path / "killed") == _table_rows(tmp_path / "serial")
 
 
+
+def test_a_pool_that_breaks_while_sources_are_handed_out_costs_no_source(tmp_path: Path, monkeypatch) -> None:
+    """A worker killed before every source was handed to the pool (submit itself raises BrokenProcessPool, a race
+    the OOM test above can hit): the sources not handed out are read here too; the tables are a serial run's."""
+    import concurrent.futures as cf
+
+    import profpipe.run
+
+    real_pool = profpipe.run.process_pool
+
+    class BreaksAfterOne:
+        def __init__(self, *args) -> None:
+            self.pool, self.handed = real_pool(*args), 0
+
+        def submit(self, *args):
+            self.handed += 1
+            if self.handed > 1:
+                raise cf.process.BrokenProcessPool("a child process terminated abruptly")
+            return self.pool.submit(*args)
+
+        def __getattr__(self, name: str):
+            return getattr(self.pool, name)
+
+    monkeypatch.setattr(profpipe.run, "process_pool", BreaksAfterOne)
+    source = _kineto_ranks(tmp_path / "run", 3)
+    result = run(source, tmp_path / "broken", workers=2)
+    assert result.ranks == [0, 1, 2] and not result.skipped
+    assert any("worker process died" in notice for notice in result.notices)
+    run(source, tmp_path / "serial", workers=1)
+    assert _table_rows(tmp_path / "broken") == _table_rows(tmp_path / "serial")
+
 def test_a_source_that_fails_in_a_worker_is_reported_as_it_is_here(tmp_path: Path) -> None:
     source = _kineto_ranks(tmp_path / "run", 3)
     (source / "rank-1.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, ')

@@ -33,7 +33,8 @@ WITH RECURSIVE scoped_run AS (  -- the captures whose MindSpore trace_view has a
 ), crowded AS (  -- the ops of clusters of more than one op: there the earlier op hides the ones starting inside it
     SELECT * FROM clustered
     QUALIFY count(*) OVER (PARTITION BY rank, capture, cluster) > 1
-), next_kept AS (  -- the op kept after an op if that one is kept: the next in order starting at or after its end
+), next_kept AS MATERIALIZED (  -- the op kept after an op if that one is kept: the next in order starting at or
+                               -- after its end (materialized: DuckDB plans no ASOF join inside a recursive CTE)
     SELECT a.rank, a.capture, a.cluster, a.seq, b.seq AS next_seq
     FROM (SELECT *, greatest(end_ns::HUGEINT * 4294967296, seq_key + 1) AS want FROM crowded) a
     ASOF LEFT JOIN crowded b ON b.rank = a.rank AND b.capture = a.capture AND b.cluster = a.cluster AND b.seq_key >= a.want
