@@ -100,7 +100,7 @@ MSPROF_SUMMARY = re.compile(r"(op_summary|step_trace)_(\d+)_(\d+)_(\d+)\.csv")
 MSPROF_PMU_SUMMARY = re.compile(r"(l2_cache|hbm|ddr|pcie)_(\d+)(?:_(\d+))?(?:_(\d+))?\.csv")
 PMU_KINDS = ("l2_cache", "hbm", "ddr", "pcie")
 #: Era E: `PROF_*/mindstudio_profiler_output/<kind>_<timestamp>.csv|json` (the newest of a kind counts).
-MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof|l2_cache|hbm|ddr|pcie)_(\d{8,})\.(csv|json)")
+MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof_tx|msprof|l2_cache|hbm|ddr|pcie)_(\d{8,})\.(csv|json)")
 #: Era F: the files of `<host>_<pid>_<time>_ascend_ms/ASCEND_PROFILER_OUTPUT/` that are read, by role
 #: (MindSpore 2.5+ copies msprof's first l2_cache_*, hbm_* and pcie_* export there under these names).
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
@@ -151,7 +151,8 @@ class Source:
     slices: dict[str, list[Path]] = field(default_factory=dict)
     #: msprof exports: the model ids the user asked for (None: any; the reader picks one).
     models: tuple[int, ...] | None = None
-    #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N).
+    #: Kineto and Nsight Systems: the name of the ranges that mark steps (None: ProfilerStep#N); msprof exports:
+    #: the MSTX ranges that replace the step_trace steps (None: step_trace's).
     step_range: str | None = None
     #: The profiling cycle of the rank this source holds (0-based, by time: set after ingest by profpipe/captures.py).
     capture: int = 0
@@ -192,7 +193,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     only the given ranks, ordered by rank.
 
     `models` narrows msprof exports to those model ids (the reader says when a rank has none);
-    `step_range` names the ranges that mark steps in Kineto traces and Nsight Systems exports.
+    `step_range` names the ranges that mark steps in Kineto traces, Nsight Systems exports and msprof
+    exports' MSTX markers.
     Paths named like profiler files that are not regular files (FIFOs, devices, sockets, broken links)
     are never opened: each goes to `warn` as a not_regular_file report.
 
@@ -247,6 +249,9 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += list(memory.values())
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
+    for source in found:  # msprof exports: MSTX ranges of that name replace the step_trace steps
+        if source.family == "msprof_export":
+            source.step_range = step_range
     _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
     _rank_unranked(found)
     found += _attach_minddata(minddata, found)

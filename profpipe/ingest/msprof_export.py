@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from ..discover import MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
-from . import json_files, msprof_csv, msprof_pmu
+from . import json_files, msprof_csv, msprof_pmu, msprof_tx
 from ..health import Warn
 from ..clocks import msprof_clock
 from .lines import MAX_NS, load_json, required_columns
@@ -186,37 +186,96 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
     if task_csv[0]:
         execs, tasks, metrics = msprof_csv.read_op_summary(*task_csv, warn)
+        op_tasks = _op_tasks(execs) if source.step_range is not None else None
         yield "device_exec", execs.to_arrow()
         yield "task_desc", tasks.to_arrow()
         if metrics.height:
             yield "device_exec_metric", metrics.to_arrow()
         del execs, tasks, metrics
+    else:
+        op_tasks = None
     yield from _pmu_summaries(files, warn)
+    steps: pa.Table | None = None  # held until the markers are known: --step-range-name may replace them
     if files.get("csv:step_trace"):
         points = msprof_csv.read_step_trace(files["csv:step_trace"], warn)
-        if points.height:
-            yield "step_point", points.to_arrow()
+        steps = points.to_arrow() if points.height else None
+    markers: pa.Table | None = None
+    if files.get("csv:msprof_tx"):
+        try:
+            frame = msprof_tx.read_csv(files["csv:msprof_tx"], warn)
+        except InputError as exc:  # the markers are left out, the rest of the rank is kept
+            warn(f"{exc}; the rank's MSTX markers are left out", check="malformed_record", action="dropped",
+                 path=exc.path, line=exc.line, offset=exc.offset, tables="host_op")
+            frame = pl.DataFrame()
+        markers = frame.to_arrow() if frame.height else None
     timeline_kinds = (["trace_view"] if source.layout == "ascend_era_f" else
                       ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"])
     timelines = sorted(p for kind in timeline_kinds for p in files.get(kind, []))
-    if not timelines:
-        return
-    queries = [("comm_task", _COMM_TASK_SQL)]
-    queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
-    if source.layout == "ascend_era_f":
-        queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL)]
-    elif not files.get("csv:step_trace"):
-        queries.append(("step_point", _STEP_POINT_SQL))
-    with memory_database() as con:
-        _load_events(con, timelines, warn)
-        for table, sql in queries:
-            rows = _complete(_query(con, sql, table, timelines), table, warn, timelines)
-            if table == "step_point":
-                rows = _forward_steps(rows, warn, timelines)
-            if rows.num_rows:
-                yield table, rows
+    tx_in_timelines = source.layout != "ascend_era_f" and files.get("msprof") and not files.get("csv:msprof_tx")
+    if timelines:
+        queries = [("comm_task", _COMM_TASK_SQL)]
+        queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
         if source.layout == "ascend_era_f":
-            yield from _read_frames(con, timelines, warn)
+            queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL)]
+        elif not files.get("csv:step_trace"):
+            queries.append(("step_point", _STEP_POINT_SQL))
+        if tx_in_timelines:
+            queries.append(("marker", msprof_tx.MARKER_SQL))
+        with memory_database() as con:
+            _load_events(con, timelines, warn)
+            for table, sql in queries:
+                rows = _complete(_query(con, sql, "host_op" if table == "marker" else table, timelines),
+                                 "host_op" if table == "marker" else table, warn, timelines)
+                if table == "step_point":
+                    rows = _forward_steps(rows, warn, timelines)
+                    steps = rows if rows.num_rows else None
+                elif table == "marker":
+                    markers = rows if rows.num_rows else None
+                elif rows.num_rows:
+                    if table == "device_exec" and source.step_range is not None:
+                        op_tasks = _op_tasks(pl.from_arrow(rows))
+                    yield table, rows
+            if source.layout == "ascend_era_f":
+                yield from _read_frames(con, timelines, warn)
+    if markers is None and files.get("msprof_tx") and source.layout != "ascend_era_f" and not tx_in_timelines:
+        markers = _tx_timeline(files["msprof_tx"], warn)
+    if markers is not None:
+        yield "host_op", markers
+    if source.step_range is not None:
+        steps = _marker_steps(source, markers, op_tasks, steps, warn)
+    if steps is not None:
+        yield "step_point", steps
+
+
+def _tx_timeline(files: list[Path], warn: Warn) -> pa.Table | None:
+    """host_op markers of msprof_tx_*.json (read where the export has neither msprof_tx CSV nor msprof JSON)."""
+    with memory_database() as con:
+        _load_events(con, files, warn)
+        rows = _complete(_query(con, msprof_tx.MARKER_SQL, "host_op", files), "host_op", warn, files)
+    return rows if rows.num_rows else None
+
+
+def _op_tasks(execs: pl.DataFrame) -> pa.Table:
+    """(op_name, start_ns) of the op tasks among device_exec rows: the FP points of marker steps."""
+    return execs.filter(pl.col("kind") == "task").select("op_name", "start_ns").to_arrow()
+
+
+def _marker_steps(source: Source, markers: pa.Table | None, op_tasks: pa.Table | None, steps: pa.Table | None,
+                  warn: Warn) -> pa.Table | None:
+    """--step-range-name on msprof data: the MSTX ranges of that name replace the step_trace steps; without any,
+    step_trace's steps are kept and the ledger says so."""
+    found = (msprof_tx.marker_steps(markers, op_tasks, source.step_range, warn, source.directory)
+             if markers is not None else None)
+    if found is not None and found.num_rows:
+        if steps is not None:
+            warn(f"{source.directory}: {len(set(found.column('step').to_pylist()))} steps from the MSTX ranges named {source.step_range!r} "
+                 f"replace msprof's step_trace steps (--step-range-name)", check="ambiguous", action="kept",
+                 rows=len(set(steps.column("step").to_pylist())), path=source.directory, tables="step_point")
+        return found
+    warn(f"{source.directory}: no MSTX ranges named {source.step_range!r} (--step-range-name); "
+         f"{'the step_trace steps are kept' if steps is not None else 'the rank has no steps'}", check="other",
+         action="kept", path=source.directory, tables="step_point")
+    return steps
 
 
 def _read_frames(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
