@@ -81,7 +81,7 @@ def analyse(
     bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
     peak_tflops: Annotated[Optional[float], typer.Option("--peak-tflops", metavar="TFLOPS", help="GPU traces: the device's peak in TFLOP/s that op_flops compares each op's achieved FLOP/s with. Default: the peak of the trace's device (deviceProperties name) for the op's input type, where profpipe knows it (A100, H100, H200, V100).")] = None,
     rank_map: Annotated[Optional[Path], typer.Option("--rank-map", metavar="FILE", help="Ranks of traces that name none (no distributedInfo, no rank-<n>/worker<n> in the name): lines '<path or glob> <rank>' (or a JSON object {\"path or glob\": rank}), paths relative to PATH; the first pattern that matches a source's file or folder wins. The file and the name come first.")] = None,
-    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N.")] = None,
+    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="PyTorch traces, Nsight Systems exports and msprof exports: the annotation, NVTX range or MSTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N (msprof: its step_trace).")] = None,
     report_style: Annotated[str, typer.Option("--report-style", help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
     subgraph: Annotated[str, typer.Option("--subgraph", help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
     optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", help="Ascend op detail report: only these comma-separated op types.")] = "",
@@ -147,7 +147,7 @@ def batch(
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="A run that loses any data fails (its last good tables stay).")] = False,
     memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="As for analyse: MiB each DuckDB database of a unit of work may hold before it spills to disk (each worker has its own).")] = None,
-    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces and Nsight Systems exports.")] = None,
+    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces, Nsight Systems and msprof exports.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print what the batch did as JSON.")] = False,
 ) -> None:
