@@ -23,6 +23,9 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
 * era F "CPU OP" process events -> host_op (side Host);
 * era F (MindSpore 2.6+, with_stack) "python_function" events of the "MindSpore" process -> python_frame (no ids:
   each frame's parent is the innermost frame that holds it on its thread, python_frames.py);
+* eras D/E: MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else
+  msprof_tx_*.json) -> host_op (category 'marker'), see msprof_tx; with --step-range-name NAME (Source.step_range)
+  the ranges named NAME replace the step_trace steps;
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
