@@ -66,7 +66,8 @@ def assert_well_formed(trace: dict) -> None:
 
 @pytest.mark.parametrize("fixture", ["pytorch_cuda", "kineto/current", "kineto_nccl", "paddle", "nsys", "msprof_timeline",
                                      "ascend_ms_era_f", "ascend_ms_cluster", "mindspore_gpu", "mindspore_cpu",
-                                     "minddata_sink", "host_info", "mindspore_stack", "ascend_memory", "ascend_pmu"])
+                                     "minddata_sink", "host_info", "mindspore_stack", "ascend_memory", "ascend_pmu",
+                                     "msprof_tx"])
 def test_every_fixtures_timeline_keeps_the_format_rules(fixture: str, tmp_path: Path) -> None:
     trace = _load(run(FIXTURES / fixture, tmp_path / "out").output)
     assert_well_formed(trace)
