@@ -33,7 +33,7 @@ from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter
 from .options import Options
-from .parallel import cores, local_workers, process_pool
+from .parallel import cores, local_workers, process_pool, submit
 from .resources import data_dir
 from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
 from .safety import raise_if_interrupted, stop_on_signals
@@ -470,7 +470,7 @@ class _Pool:
         self.host_threads = host_threads
 
     def submit(self, function: Callable[..., Any], *args: Any) -> cf.Future:
-        return self.executor.submit(function, *args)
+        return submit(self.executor, function, *args)
 
     def renew(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

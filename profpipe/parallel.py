@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+from collections.abc import Callable
+from typing import Any
 
 from .database import configure
 
@@ -59,3 +61,15 @@ def stop_workers(executor: cf.ProcessPoolExecutor) -> None:
             process.kill()
     for process in processes:
         process.join(timeout=10)
+
+
+def submit(executor: cf.Executor, function: Callable[..., Any], *args: Any) -> cf.Future:
+    """`executor.submit(function, *args)`; a process pool that broke before the work was handed over (a worker
+    died since the caller last waited) gives a future failed with BrokenProcessPool instead of raising, so the
+    caller meets a dead worker in one place: the future's result."""
+    try:
+        return executor.submit(function, *args)
+    except cf.process.BrokenProcessPool as broken:
+        failed: cf.Future = cf.Future()
+        failed.set_exception(broken)
+        return failed

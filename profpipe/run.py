@@ -40,7 +40,7 @@ from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter, peak_rss_bytes
 from .options import Options
-from .parallel import local_workers, process_pool, stop_workers
+from .parallel import local_workers, process_pool, stop_workers, submit
 from .version import VERSION
 from .output import check_output, fingerprint, staged_output
 from .safety import full_disk_error, out_of_space_named, raise_if_interrupted, stop_on_signals
@@ -150,12 +150,8 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
     if workers > 1:
         pool = process_pool(workers, options.memory_limit_mb)
         try:
-            futures: dict[cf.Future, int] = {}
-            for i in sorted(range(len(sources)), key=lambda i: -sizes[i]):  # the largest first
-                try:
-                    futures[pool.submit(ingest_source, sources[i], parts / f"source-{i}", options.strict)] = i
-                except cf.process.BrokenProcessPool:  # a worker died already: the rest is read here, below
-                    break
+            futures = {submit(pool, ingest_source, sources[i], parts / f"source-{i}", options.strict): i
+                       for i in sorted(range(len(sources)), key=lambda i: -sizes[i])}  # the largest first
             failed: dict[int, BaseException] = {}  # --strict: the error of the first source in order is raised
             pending = set(futures)
             while pending:

@@ -305,6 +305,33 @@ def test_a_worker_killed_mid_batch_costs_no_run(tmp_path: Path) -> None:
     assert sorted(_manifest(wh)["runs"]) == sorted(runs)
 
 
+
+def test_a_pool_that_breaks_while_units_are_handed_out_costs_no_run(tmp_path: Path, monkeypatch) -> None:
+    """A worker that died before a unit was handed to the pool (submit itself raises BrokenProcessPool): the unit
+    goes to a fresh pool with the ones in flight, as after a death seen in a result; every run is committed."""
+    import concurrent.futures as cf
+
+    real_pool, handed = batch_module.process_pool, [0]
+
+    class BreaksOnce:
+        def __init__(self, *args) -> None:
+            self.pool = real_pool(*args)
+
+        def submit(self, *args):
+            handed[0] += 1
+            if handed[0] == 2:
+                raise cf.process.BrokenProcessPool("a child process terminated abruptly")
+            return self.pool.submit(*args)
+
+        def __getattr__(self, name: str):
+            return getattr(self.pool, name)
+
+    monkeypatch.setattr(batch_module, "process_pool", BreaksOnce)
+    root = _root(tmp_path, RUNS)
+    result = _batch(root, tmp_path / "wh", workers=1)
+    assert handed[0] > 2 and not result.failed and sorted(result.analysed) == sorted(RUNS)
+    assert sorted(_manifest(tmp_path / "wh")["runs"]) == sorted(RUNS)
+
 def test_the_dask_executor_on_a_local_cluster_gives_the_same_tables(warehouse, tmp_path: Path) -> None:
     root, wh, _ = warehouse
     result = _batch(root, tmp_path / "dask", executor="dask")
