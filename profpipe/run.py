@@ -34,6 +34,7 @@ from .export.mart_csv import write_marts
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
+from .report import RunContext, write_run_report
 from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
@@ -402,7 +403,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
             user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
     summary.json (returned)."""
-    reporter.stage("export", 3)
+    reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file]
     write_reports(con, tmp / "reports", reports, options.report.style)
     write_ascend_reports(con, tmp / "reports", options.report)
@@ -413,10 +414,15 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
                               options.timeline_summary)
     reporter.advance(1)
     timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
-                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
+                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written,
+                     "limit_mb": options.timeline_limit_mb}
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
     summary["user_metadata"] = _user_metadata_list(user_files)
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
+    reporter.advance(1)
+    if options.visual_report:
+        write_run_report(con, tmp / "report.html", RunContext(input=str(path), profpipe_version=VERSION,
+                                                               timeline=timeline_info))
     reporter.advance(1)
     if timeline.events_dropped:
         notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
