@@ -14,6 +14,7 @@ from conftest import FIXTURES, REPO, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
 from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, documentation, load_models, run_models
+from profpipe.report import write_report
 from profpipe.tables import catalog
 
 #: One folder per format family: the model tests run on each one's output.
@@ -46,6 +47,13 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
         run(FIXTURES / name, out)
         found[name] = out
     return found
+
+
+def test_every_fixture_gets_a_report(outputs):
+    """The visual report's queries hold on every kind of dump profpipe reads (a failure: a query that assumed data)."""
+    for name, out in outputs.items():
+        report = write_report(out)
+        assert b'id="report-data"' in report.read_bytes(), name
 
 
 def test_layers_are_folders_and_each_model_reads_only_earlier_layers():

@@ -120,15 +120,15 @@ def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
         return _page("steps", "Step trace", [empty("Steps", "No step trace and no input-wait data in this dump: "
                                                    "profpipe found no steps to show.")])
     keys = ["rank", "step", "total_ms", "iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "communication_ms",
-            "input_wait_ms", "input_bound", "slowest_rank"]
+            "input_wait_ms", "input_bound", "slowest_rank", "is_slow"]
     data = {key: [r[key] for r in steps] for key in keys}
     phases = [{"key": key, "label": label, "color": PHASE_COLOURS[key]} for key, label in _PHASES]
     if all(v is None for v in data["total_ms"]):  # input logs without a step trace: the wait is what there is
         phases = [{"key": "input_wait_ms", "label": "wait for input", "color": PHASE_COLOURS["input_wait_ms"]}]
     cut = con.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM step_phases GROUP BY rank, capture)").fetchone()[0]
-    note = ("Pick a rank to see its steps, or a step to compare every rank in it. Input-bound steps (the wait "
-            "for the next batch above the threshold of step_input_wait) and the slowest rank of each step "
-            "(cluster_step_phases) are marked.")
+    note = ("Pick a rank to see its steps, or a step to compare every rank in it. Marked: input-bound steps (more "
+            "than 20 % of the step waited for the next batch, step_input_wait) and slow ranks (more than 5 % slower "
+            "than the step's fastest rank, cluster_step_phases).")
     if cut and cut > max_steps:
         note += f" The chart keeps the first {max_steps} of up to {cut} steps per rank."
     sections: list[Section] = [{"kind": "steps", "id": "steps", "title": "Step phases", "note": note, "data": data,

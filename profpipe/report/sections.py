@@ -76,8 +76,8 @@ def bars(categories: Sequence[Any], series: Sequence[tuple[str, Sequence[Any]]],
         if name in colours:
             trace["marker"] = {"color": colours[name]}
         data.append(trace)
-    value_axis, category_axis = ({"title": x_title}, {"title": y_title, "type": "category", "automargin": True}) \
-        if horizontal else ({"title": y_title}, {"title": x_title, "type": "category"})
+    value_axis, category_axis = ({"title": {"text": x_title}}, {"title": {"text": y_title}, "type": "category", "automargin": True}) \
+        if horizontal else ({"title": {"text": y_title}}, {"title": {"text": x_title}, "type": "category"})
     layout = {"barmode": "stack" if stacked else "group", "legend": {"orientation": "h", "traceorder": "normal"},
               "xaxis": value_axis if horizontal else category_axis, "yaxis": category_axis if horizontal else value_axis}
     if horizontal:
@@ -92,15 +92,15 @@ def lines(curves: Sequence[tuple[str, Sequence[float], Sequence[float]]], *, x_t
     shape = {"shape": "hv"} if step_shape else {}
     return {"data": [{"type": "scatter", "mode": "lines", "name": name, "x": list(x), "y": list(y), "line": shape}
                      for name, x, y in curves],
-            "layout": {"xaxis": {"title": x_title}, "yaxis": {"title": y_title}, "legend": {"orientation": "h"}}}
+            "layout": {"xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}}, "legend": {"orientation": "h"}}}
 
 
 def heatmap(x: Sequence[Any], y: Sequence[Any], z: Sequence[Sequence[Any]], *, x_title: str, y_title: str,
             value_title: str) -> Figure:
     return {"data": [{"type": "heatmap", "x": [str(v) for v in x], "y": [str(v) for v in y], "z": [list(r) for r in z],
                       "colorscale": "Blues", "colorbar": {"title": {"text": value_title}}}],
-            "layout": {"xaxis": {"title": x_title, "type": "category"},
-                       "yaxis": {"title": y_title, "type": "category", "autorange": "reversed"}}}
+            "layout": {"xaxis": {"title": {"text": x_title}, "type": "category"},
+                       "yaxis": {"title": {"text": y_title}, "type": "category", "autorange": "reversed"}}}
 
 
 def gantt(bars_by_track: dict[str, list[tuple[float, float, str]]], *, x_title: str) -> Figure:
@@ -111,6 +111,6 @@ def gantt(bars_by_track: dict[str, list[tuple[float, float, str]]], *, x_title: 
                      "y": [track] * len(spans), "base": [s for s, _, _ in spans],
                      "x": [max(e - s, 0.0) for s, e, _ in spans], "text": [label for _, _, label in spans],
                      "hovertemplate": "%{text}<br>%{base:.3f} ms + %{x:.3f} ms<extra>%{y}</extra>"})
-    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": x_title},
+    return {"data": data, "layout": {"barmode": "overlay", "xaxis": {"title": {"text": x_title}},
                                      "yaxis": {"type": "category", "automargin": True, "autorange": "reversed"},
                                      "height": max(300, 26 * len(bars_by_track) + 120)}}

@@ -157,8 +157,8 @@ function table(section) {
   return wrap;
 }
 
-/* The step chart: one rank's steps (stacked phases, input-bound and slowest-rank steps marked), or one step
- * across all ranks (the slowest rank marked). Its two selectors are the rank and the step. */
+/* The step chart: one rank's steps (stacked phases, input-bound and slow-rank steps marked), or one step
+ * across all ranks (slow ranks marked). Its two selectors are the rank and the step. */
 function steps(section) {
   const data = section.data;
   const ranks = [...new Set(data.rank)];
@@ -184,13 +184,13 @@ function steps(section) {
       traces.push({type: "scatter", mode: "markers", name: "input-bound step", x: bound.map(i => x[rows.indexOf(i)]),
         y: bound.map(i => top[rows.indexOf(i)] * 1.05), marker: {symbol: "triangle-down", size: 10, color: "#d62728"}});
     }
-    const slow = rows.filter(i => data.slowest_rank[i] === data.rank[i] && ranks.length > 1);
+    const slow = rows.filter(i => data.is_slow[i]);
     if (slow.length) {
-      traces.push({type: "scatter", mode: "markers", name: "slowest rank of the step", x: slow.map(i => x[rows.indexOf(i)]),
+      traces.push({type: "scatter", mode: "markers", name: "slow rank (over 5 % behind the fastest)", x: slow.map(i => x[rows.indexOf(i)]),
         y: slow.map(i => top[rows.indexOf(i)] * 1.1), marker: {symbol: "star", size: 12, color: "#ff7f0e"}});
     }
-    return {data: traces, layout: {barmode: "stack", xaxis: {title: step === "all" ? `steps of rank ${rankSelect.value}` : `step ${step}, every rank`,
-      type: "category"}, yaxis: {title: "ms"}, legend: {orientation: "h"}}};
+    return {data: traces, layout: {barmode: "stack", xaxis: {title: {text: step === "all" ? `steps of rank ${rankSelect.value}` : `step ${step}, every rank`},
+      type: "category"}, yaxis: {title: {text: "ms"}}, legend: {orientation: "h"}}};
   }
   const box = el("div", {class: "chart-box"},
     el("label", {class: "selector"}, "Rank ", rankSelect), el("label", {class: "selector"}, " Step ", stepSelect), holder);
@@ -231,7 +231,7 @@ function show(id) {
 function main() {
   document.title = REPORT.title;
   const nav = el("nav", {}, REPORT.pages.map(page => el("a", {href: "#" + page.id, "data-page": page.id,
-    class: page.sections.every(s => s.kind === "empty") ? "no-data" : ""}, page.title)));
+    class: page.sections.every(s => s.kind === "empty") ? "no-data" : "", onclick: () => show(page.id)}, page.title)));
   const pages = REPORT.pages.map(page => el("main", {class: "page", "data-page": page.id, hidden: ""}, el("h2", {}, page.title)));
   document.body.append(el("header", {}, el("h1", {}, REPORT.title), el("p", {class: "sub"}, REPORT.subtitle)), nav, ...pages,
     el("footer", {}, REPORT.footer));
