@@ -124,6 +124,9 @@ def analyse(
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     elif not quiet:
         _print_summary(result)
+        from dataclasses import asdict
+
+        _print_findings([asdict(f) for f in result.findings], CONSOLE_FINDINGS, f"{result.output} advise")
     if not quiet:
         for notice in result.notices:
             typer.echo(f"profpipe: note: {notice}", err=True)
@@ -437,6 +440,69 @@ def report(
     with _errors_as_exit("no report was written"):
         written = write_report(output, to, run=run)
     typer.echo(f"profpipe: wrote {written}")
+
+
+#: Findings the console prints after `analyse` (`profpipe advise OUT` prints them all).
+CONSOLE_FINDINGS = 5
+
+
+@app.command()
+def advise(
+    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch` (every run).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print every rule's row of advisor_finding as JSON (evidence rows decoded).")] = False,
+) -> None:
+    """Print the advisor's findings of an output (findings.json's rows, table advisor_finding): each rule that fired
+    with its severity, the ranks and steps it fired on, its worst value and what to do; then the rules that passed
+    or do not apply. Each finding's evidence_sql, run on OUTPUT/profile.duckdb, gives its evidence rows."""
+    import duckdb
+
+    from .advisor import read_findings
+
+    try:
+        rows = read_findings(_open(output))
+    except (duckdb.Error, ProfpipeError) as exc:
+        raise _usage(f"{exc} (outputs of profpipe before the advisor have no advisor_finding table: analyse again)"
+                     if "advisor_finding" in str(exc) else str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    _print_findings(rows, 0, None)
+    for row in rows:
+        if row["status"] == "fired":
+            typer.echo(f"\n[{row['severity']}] {row['rule_id']}{_run_of(row)}: {row['title']}\n  {row['suggestion']}\n"
+                       f"  evidence ({row['fired_rows']} rows): {_one_line(row['evidence_sql'])}")
+    quiet = [f"{row['rule_id']}{_run_of(row)} ({row['reason'] or row['status']})"
+             for row in rows if row["status"] != "fired"]
+    if quiet:
+        typer.echo("\nnot fired: " + "; ".join(quiet))
+
+
+def _one_line(sql: str) -> str:
+    """A rule's SQL on one line, without its comments."""
+    return " ".join(" ".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).split())
+
+
+def _run_of(row: dict) -> str:
+    return f" [run {row['run']}]" if "run" in row else ""
+
+
+def _print_findings(rows: list[dict], top: int, more: str | None) -> None:
+    """The fired findings as a plain-text table (severity, rule, ranks, steps, one line); `top` rows at most (0: all),
+    `more` the command that prints them all."""
+    from .advisor import headline, where
+    from .export.text_table import simple_table
+
+    fired = [row for row in rows if row["status"] == "fired"]
+    shown = fired[:top] if top else fired
+    not_applicable = sum(row["status"] == "not_applicable" for row in rows)
+    checked = len({(row.get("run"), row["rule_id"]) for row in rows})
+    typer.echo(f"advisor: {len(fired)} findings ({checked} rules checked, {not_applicable} not applicable)"
+               + (f"; all of them: profpipe {more}" if more and len(shown) < len(fired) else ""))
+    if shown:
+        runs = ("run",) if any("run" in row for row in shown) else ()
+        cells = [(row["severity"], row["rule_id"], *(row[r] for r in runs), where(row["ranks"]), where(row["steps"]),
+                  headline(row)) for row in shown]
+        typer.echo(simple_table(("severity", "rule", *runs, "ranks", "steps", "finding"), cells))
 
 
 #: Rows `diff` prints unless --top says otherwise.

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
+from .advisor import Finding, advise, findings_document, save_findings, write_findings
 from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .database import configured, connect as duckdb_connect
@@ -81,6 +82,8 @@ class RunResult:
     meter: StageMeter = field(default_factory=StageMeter)
     #: What the user should know beyond the trace-health ledger (a step_list a rank cannot apply, a timeline cut).
     notices: list[str] = field(default_factory=list)
+    #: The advisor's verdict on every rule (findings.json, table advisor_finding), fired ones first.
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def health(self) -> dict[str, Any]:
@@ -268,7 +271,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                  notices: list[str] | None = None) -> RunResult:
     """From the sources' parts (`outcomes`, one per source, in order) to the output folder `tmp`: captures,
     merged tables, the trace-health ledger, profile.duckdb with every model, and (with `exports`) the
-    reports, the timeline, summary.json and manifest.json. `meter` times each stage; `notices` are the
+    reports, the timeline, summary.json, findings.json and manifest.json. The advisor's findings are saved in
+    profile.duckdb (table advisor_finding) in both cases. `meter` times each stage; `notices` are the
     earlier stages' (more are added)."""
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
@@ -284,6 +288,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             create_macros(con)
             set_run_options(con, options.model_options)
             run_models(con, models_to_run)
+            findings = advise(con)
+            save_findings(con, findings)
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
@@ -294,13 +300,14 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     finally:
         con.close()
     if exports:
+        write_findings(findings_document(findings, VERSION), tmp / "findings.json", indent=2 if options.pretty else None)
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, meter,
                         indent=2 if options.pretty else None, user_metadata=user_metadata)
     if options.data_simplification:  # the tables live on in profile.duckdb
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
-                     notices=notices, meter=meter)
+                     notices=notices, meter=meter, findings=findings)
 
 
 def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:

@@ -1424,3 +1424,14 @@ def test_scope_layer_span_only_for_mindspore_2_5_dumps_and_on_the_timeline_lane_
         {"process": "Scope Layer", "tid": 0, "thread": "Thread 0", "name": "Default", "category": "scope",
          "start_ns": 0, "dur_ns": 48, "clock_domain": "main"},
         {"tid": 0, "name": "Gradients", "start_ns": 50, "dur_ns": 25}])
+
+
+def test_device_memory_capacity_reads_each_device_of_deviceproperties():
+    # two devices stated (ids 0 and 1), one without totalGlobalMem (no row), and a source with no deviceProperties
+    devices = [{"id": 0, "name": "A", "totalGlobalMem": 85_017_493_504}, {"id": 1, "name": "B", "totalGlobalMem": 1024},
+               {"id": 2, "name": "C"}]
+    info = [{"rank": 0, "device_type": "gpu", "metadata_json": json.dumps({"deviceProperties": devices})},
+            {"rank": 1, "device_type": "gpu", "metadata_json": json.dumps({"distributedInfo": {"rank": 1}})}]
+    assert model_rows({"run_info": info}, "device_memory_capacity") == [
+        {"rank": 0, "capture": 0, "device": "cuda:0", "device_name": "A", "capacity_bytes": 85_017_493_504},
+        {"rank": 0, "capture": 0, "device": "cuda:1", "device_name": "B", "capacity_bytes": 1024}]

@@ -50,8 +50,8 @@ def test_analyse_writes_a_self_contained_report(outputs: dict[str, Path]) -> Non
     assert 1_000_000 < report.stat().st_size < 10 * 1048576
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", text), "every asset must be inlined"
     assert "default-src 'none'" in text  # the page cannot fetch anything, even by mistake
-    assert [p["id"] for p in payload(report)["pages"]] == ["overview", "steps", "operators", "utilisation", "data",
-                                                          "communication", "memory", "timeline"]
+    assert [p["id"] for p in payload(report)["pages"]] == ["overview", "advisor", "steps", "operators", "utilisation",
+                                                          "data", "communication", "memory", "timeline"]
 
 
 def test_no_report_option_and_report_command(tmp_path: Path) -> None:

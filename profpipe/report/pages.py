@@ -9,11 +9,12 @@ MAX_STEP_ROWS rank-steps in all), so that a 1,000-rank run still opens in a mome
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
+from ..advisor import format_value, headline, read_findings, where
 from ..models import query
 from .sections import (PHASE_COLOURS, Section, bars, chart, chart_variants, column, drill, empty, facts, gantt,
                        heatmap, lines, table, text)
@@ -40,16 +41,15 @@ class RunContext:
     profpipe_version: str
     #: summary.json's timeline block (path, events_written, events_dropped, bytes, limit_mb); None for a warehouse run.
     timeline: dict[str, Any] | None = None
-    #: The advisor's findings (profpipe/advisor.py), best first.
-    findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]:
     """Every page of one run's report, in the order the report shows them."""
     ranks = con.execute("SELECT count(DISTINCT rank) FROM rank_summary").fetchone()[0] or 1
     max_steps = max(20, MAX_STEP_ROWS // ranks)
-    return [overview(con, context), step_trace(con, max_steps), operators(con), utilisation(con, max_steps),
-            data_pipeline(con), communication(con), memory(con), timeline(con, context)]
+    findings = _findings(con)
+    return [overview(con, context, findings), advisor(findings), step_trace(con, max_steps), operators(con),
+            utilisation(con, max_steps), data_pipeline(con), communication(con), memory(con), timeline(con, context)]
 
 
 def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
@@ -69,7 +69,7 @@ def _page(page_id: str, title: str, sections: list[Section]) -> Page:
 
 # ---- Overview ------------------------------------------------------------------------------------------------
 
-def overview(con: duckdb.DuckDBPyConnection, context: RunContext) -> Page:
+def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list[dict[str, Any]] | None) -> Page:
     info = con.execute("SELECT count(DISTINCT rank), count(DISTINCT (rank, capture)), string_agg(DISTINCT layout, ', '), "
                        "string_agg(DISTINCT framework, ', '), string_agg(DISTINCT device_type, ', ') FROM rank_info").fetchone()
     steps = con.execute("SELECT count(DISTINCT step), count(*) FROM step_phases").fetchone()
@@ -90,8 +90,7 @@ def overview(con: duckdb.DuckDBPyConnection, context: RunContext) -> Page:
     else:
         sections.append(empty("Average step time by phase, per rank",
                               "No step trace in this dump (no step_trace/ProfilerStep/MindSpore step data), so no phases."))
-    sections.append({"kind": "findings", "title": "Top findings of the advisor", "items": context.findings[:5],
-                     "none": "The advisor found nothing to report for this run."})
+    sections.append(_finding_list("Top findings of the advisor", findings, 5))
     sections.append(_health(con))
     return _page("overview", "Overview", sections)
 
@@ -110,6 +109,44 @@ def _health(con: duckdb.DuckDBPyConnection) -> Section:
                   column("events", "events", "int"), column("rows", "rows", "int"), column("message", "message", search=True)],
                  [dict(zip(keys, r)) for r in ledger[:TOP_ROWS]], total=len(ledger),
                  note="The trace-health ledger (table trace_health): each check that dropped, excluded or repaired data.")
+
+
+# ---- Advisor -------------------------------------------------------------------------------------------------
+
+def _findings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
+    """The advisor's verdicts (table advisor_finding), fired first; None for an output made before the advisor."""
+    try:
+        return read_findings(con)
+    except duckdb.CatalogException:
+        return None
+
+
+def _finding_list(title: str, findings: list[dict[str, Any]] | None, most: int | None = None) -> Section:
+    if findings is None:
+        return empty(title, "This output was made before profpipe had an advisor: analyse the dump again.")
+    fired = [f for f in findings if f["status"] == "fired"][:most]
+    items = [{"rule": f["rule_id"], "severity": f["severity"], "title": f["title"], "suggestion": f["suggestion"],
+              "evidence_sql": f["evidence_sql"],
+              "summary": f"{headline(f)}; ranks {where(f['ranks'])}; steps {where(f['steps'])} ({f['fired_rows']} "
+                         f"evidence rows)."} for f in fired]
+    return {"kind": "findings", "title": title, "items": items,
+            "none": f"None of the advisor's {len(findings)} rules fired on this run."}
+
+
+def advisor(findings: list[dict[str, Any]] | None) -> Page:
+    """Every finding with its suggestion and evidence SQL, then every rule checked and what it said."""
+    sections = [_finding_list("Findings", findings)]
+    if findings:
+        sections.append(table("rules", "Rules checked", [
+            column("rule_id", "rule", search=True), column("title", "looks for", search=True), column("severity", "severity"),
+            column("status", "status"), column("said", "worst value or why not"), column("threshold", "threshold"),
+            column("threshold_source", "threshold from")],
+            [{**f, "said": format_value(f["worst_value"], f["unit"]) if f["status"] in ("fired", "passed")
+              else f["reason"], "threshold": "" if f["threshold"] is None else
+              f"{f['direction']} {format_value(f['threshold'], f['unit'])}"} for f in findings],
+            note="Each rule's SQL (sql/advisor) reads the marts; run a finding's evidence SQL on profile.duckdb for "
+                 "every row it fired on. findings.json holds the same, for scripts."))
+    return _page("advisor", "Advisor", sections)
 
 
 # ---- Step trace ----------------------------------------------------------------------------------------------
