@@ -24,7 +24,10 @@ def chromium_path() -> str:
         found = name and shutil.which(name)
         if found:
             return found
-    pytest.skip("no system Chromium (apt-get install chromium): the report's browser tests cannot run")
+    why = "no system Chromium (apt-get install chromium): the report's browser tests cannot run"
+    if os.environ.get("PROFPIPE_REQUIRE_BROWSER"):  # CI installs it: a missing browser is a failure there
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 @dataclass

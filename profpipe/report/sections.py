@@ -78,7 +78,7 @@ def bars(categories: Sequence[Any], series: Sequence[tuple[str, Sequence[Any]]],
         data.append(trace)
     value_axis, category_axis = ({"title": {"text": x_title}}, {"title": {"text": y_title}, "type": "category", "automargin": True}) \
         if horizontal else ({"title": {"text": y_title}}, {"title": {"text": x_title}, "type": "category"})
-    layout = {"barmode": "stack" if stacked else "group", "legend": {"orientation": "h", "traceorder": "normal"},
+    layout = {"barmode": "stack" if stacked else "group", 
               "xaxis": value_axis if horizontal else category_axis, "yaxis": category_axis if horizontal else value_axis}
     if horizontal:
         layout["yaxis"]["autorange"] = "reversed"
@@ -92,7 +92,7 @@ def lines(curves: Sequence[tuple[str, Sequence[float], Sequence[float]]], *, x_t
     shape = {"shape": "hv"} if step_shape else {}
     return {"data": [{"type": "scatter", "mode": "lines", "name": name, "x": list(x), "y": list(y), "line": shape}
                      for name, x, y in curves],
-            "layout": {"xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}}, "legend": {"orientation": "h"}}}
+            "layout": {"xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": y_title}}}}
 
 
 def heatmap(x: Sequence[Any], y: Sequence[Any], z: Sequence[Sequence[Any]], *, x_title: str, y_title: str,

@@ -73,7 +73,9 @@ function plot(holder, figure) {
   const points = figure.data.reduce((sum, trace) =>
     sum + ((trace.x || trace.values || trace.z || []).length || 0), 0);
   holder.dataset.points = String(points);
-  Plotly.react(holder, figure.data, Object.assign({margin: {t: 30, r: 20}, autosize: true}, figure.layout), PLOT_CONFIG);
+  const layout = Object.assign({margin: {t: 40, r: 20}, autosize: true,
+    legend: {orientation: "h", traceorder: "normal", x: 0, y: 1.02, yanchor: "bottom"}}, figure.layout);
+  Plotly.react(holder, figure.data, layout, PLOT_CONFIG);
   holder.dataset.rendered = "true";
 }
 
@@ -190,7 +192,7 @@ function steps(section) {
         y: slow.map(i => top[rows.indexOf(i)] * 1.1), marker: {symbol: "star", size: 12, color: "#ff7f0e"}});
     }
     return {data: traces, layout: {barmode: "stack", xaxis: {title: {text: step === "all" ? `steps of rank ${rankSelect.value}` : `step ${step}, every rank`},
-      type: "category"}, yaxis: {title: {text: "ms"}}, legend: {orientation: "h"}}};
+      type: "category"}, yaxis: {title: {text: "ms"}}}};
   }
   const box = el("div", {class: "chart-box"},
     el("label", {class: "selector"}, "Rank ", rankSelect), el("label", {class: "selector"}, " Step ", stepSelect), holder);
