@@ -16,7 +16,8 @@ WITH run AS (
     FROM {{ ref('int_device_exec') }} e SEMI JOIN run r ON r.rank = e.rank AND r.capture = e.capture
     WHERE e.kind = 'task'
 ), listed AS (  -- in start order (ties: device ops before host ops, as MindSpore appends the host ops)
-    SELECT op.*, row_number() OVER (PARTITION BY op.rank, op.capture ORDER BY op.start_ns, op.source, op.name) AS idx
+    SELECT op.*, row_number() OVER (PARTITION BY op.rank, op.capture ORDER BY op.start_ns, op.source, op.name) AS idx,
+           string_split(op.name, '/') AS parts
     FROM op
     ANTI JOIN communication c ON c.rank = op.rank AND c.capture = op.capture AND c.short_name = op_short_name(op.name)
     ANTI JOIN left_out_task t ON t.rank = op.rank AND t.op_name = op.name
@@ -35,23 +36,23 @@ WITH run AS (
           GROUP BY s.rank, s.capture, s.start_idx, s.ops) e
     JOIN listed l ON l.rank = e.rank AND l.capture = e.capture AND l.idx = e.idx
 ), level AS (  -- one row per op and level of its scope path (every '/'-segment but the last), under a subgraph only
-    SELECT l.rank, l.capture, l.idx, l.start_ns, l.end_ns, l.name IS NOT DISTINCT FROM e.name AS ends_step,
-           p.parts[1] AS subgraph, d.level - 1 AS depth, p.parts[d.level] AS scope
-    FROM listed l
-    LEFT JOIN step_end e ON e.rank = l.rank AND e.capture = l.capture,
-    LATERAL (SELECT string_split(l.name, '/') AS parts) p,
-    generate_series(1, len(p.parts) - 1) AS d(level)
-    WHERE p.parts[1] IN ('Default', 'Gradients', 'recompute_Default')
-      AND NOT starts_with(l.name, 'Default/InitDataSetQueue')
-), opened AS (  -- a span runs over consecutive ops of the list; it also ends with the step's last op
-    SELECT *, coalesce(lag(idx) OVER w <> idx - 1 OR lag(ends_step) OVER w, TRUE) AS opens
+    SELECT rank, capture, idx, start_ns, end_ns, ends_step, parts[1] AS subgraph, level - 1 AS depth,
+           parts[level] AS scope
+    FROM (SELECT l.*, l.name = e.name AS ends_step, unnest(range(1, len(l.parts))) AS level
+          FROM listed l JOIN step_end e ON e.rank = l.rank AND e.capture = l.capture
+          WHERE l.parts[1] IN ('Default', 'Gradients', 'recompute_Default')
+            AND NOT starts_with(l.name, 'Default/InitDataSetQueue'))
+), opened AS (  -- a span runs over consecutive ops of the list (the previous op at its level is the list's
+                 -- previous op and has the same subgraph and segment there); it also ends with the step's last op
+    SELECT *, coalesce(lag(idx) OVER w <> idx - 1 OR lag(subgraph) OVER w <> subgraph OR lag(scope) OVER w <> scope
+                       OR lag(ends_step) OVER w, TRUE) AS opens
     FROM level
-    WINDOW w AS (PARTITION BY rank, capture, subgraph, depth, scope ORDER BY idx)
+    WINDOW w AS (PARTITION BY rank, capture, depth ORDER BY idx)
 ), numbered AS (
-    SELECT *, sum(opens::INTEGER) OVER (PARTITION BY rank, capture, subgraph, depth, scope ORDER BY idx) AS span
+    SELECT *, sum(opens::INTEGER) OVER (PARTITION BY rank, capture, depth ORDER BY idx) AS span
     FROM opened
 )
-SELECT rank, capture, depth::INTEGER AS depth, scope, min(start_ns) AS start_ns,
+SELECT rank, capture, depth::INTEGER AS depth, any_value(scope) AS scope, min(start_ns) AS start_ns,
        arg_max(end_ns, idx) - min(start_ns) AS dur_ns, count(*) AS ops, min(idx) AS first_op, max(idx) AS last_op
 FROM numbered
-GROUP BY rank, capture, subgraph, depth, scope, span
+GROUP BY rank, capture, depth, span
