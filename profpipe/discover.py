@@ -131,6 +131,9 @@ _TRACE_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 #: `.sqlite` file is taken for one (its reader says when it is not); the rank comes from the name.
 NSYS_SUFFIXES = (".sqlite", ".sqlite3")
 
+#: MindSpore's add_metadata file (2.4+, ingest/user_metadata.py): it belongs to every source at or below its folder.
+USER_METADATA_FILE = "profiler_metadata.json"
+
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
                          "task_desc_bin", "aicpu")
@@ -165,6 +168,8 @@ class Source:
     superseded_by: Path | None = None
     #: Why it was superseded (the record counts compared).
     superseded_why: str = ""
+    #: The nearest profiler_metadata.json in the source's folder or above it, inside the input (None: none).
+    user_metadata: Path | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -220,9 +225,12 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     memory: dict[tuple[Path, int], Source] = {}
     host_info: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
+    metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
         dirnames.sort()
         directory = Path(dirpath)
+        if root.is_file() or USER_METADATA_FILE in filenames:  # a file's folder is not walked: look beside it
+            _add_user_metadata(metadata_files, directory / USER_METADATA_FILE)
         for filename in sorted(filenames):
             if not _regular_input(directory / filename, warn):
                 continue
@@ -261,6 +269,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
+    _own_user_metadata(found, metadata_files)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
     if models is not None:
@@ -310,6 +319,23 @@ def _new_source(directory: Path, device_id: int) -> Source:
         pid = int(match.group(1)) if match else None
     return Source(family="mindspore_framework", layout="framework" if framework_layout else "flat",
                   rank=device_id, device_id=device_id, directory=directory, pid=pid)
+
+
+def _add_user_metadata(found: list[Path], path: Path) -> None:
+    """List a profiler_metadata.json that is a regular file (never a link: the input's own metadata only)."""
+    try:
+        if stat.S_ISREG(path.lstat().st_mode):
+            found.append(path)
+    except OSError:
+        pass
+
+
+def _own_user_metadata(sources: list[Source], metadata_files: list[Path]) -> None:
+    """Give each source the nearest metadata file in its folder or above it."""
+    listed = set(metadata_files)
+    for source in sources:
+        source.user_metadata = next((folder / USER_METADATA_FILE for folder in (source.directory, *source.directory.parents)
+                                     if folder / USER_METADATA_FILE in listed), None)
 
 
 def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, filename: str) -> None:
