@@ -105,6 +105,8 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof_tx|msprof|l2_cache|hb
 #: (MindSpore 2.5+ copies msprof's first l2_cache_*, hbm_* and pcie_* export there under these names).
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
                       "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
+#: Role prefix of the files of the msprof export inside an era F folder (PROF_*/mindstudio_profiler_output/).
+ERA_F_EXPORT_PREFIX = "export:"
 
 #: MindSpore's Ascend memory files (profile_memory=True; shared/reference/formats-mindspore-extras.md §2), by role:
 #: MindSpore's own (group 1: rank) in its profiler folder (1.x-2.4 flat, 2.5+ FRAMEWORK/), the files MindSpore writes
@@ -551,6 +553,10 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
     Ascend source: when it has a trace_view.json, that trace already holds the host ops of its
     FRAMEWORK/ files (on the trace's clock), which are listed with it and not read again. Without
     device data (MindSpore's CPU-only runs write the same folder) the FRAMEWORK files are the source.
+    The msprof export of its PROF_* job (`mindstudio_profiler_output/`, kept with data_simplification=False) is
+    what MindSpore made ASCEND_PROFILER_OUTPUT from: when the folder has kernel_details.csv or trace_view.json,
+    its files are listed with the Ascend source under roles "export:<role>" and not read as a source of their own
+    (the reader takes only its msprof_tx CSV from them, which MindSpore does not copy).
     """
     era_f = {}
     for key, source in list(reports.items()):
@@ -559,6 +565,11 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
         if "csv:kernel_details" in source.slices or any(source.directory.glob("PROF_*")):
             era_f[source.directory] = source
         else:
+            del reports[key]
+    for key, source in list(reports.items()):
+        owner = era_f.get(source.directory.parent) if source.layout == "ascend_era_e" else None
+        if owner is not None and {"csv:kernel_details", "trace_view"} & owner.slices.keys():
+            owner.slices.update({ERA_F_EXPORT_PREFIX + role: paths for role, paths in source.slices.items()})
             del reports[key]
     kept = []
     for source in framework:
