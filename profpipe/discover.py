@@ -105,6 +105,8 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof_tx|msprof|l2_cache|hb
 #: (MindSpore 2.5+ copies msprof's first l2_cache_*, hbm_* and pcie_* export there under these names).
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
                       "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
+#: Role prefix of the files of the msprof export inside an era F folder (PROF_*/mindstudio_profiler_output/).
+ERA_F_EXPORT_PREFIX = "export:"
 
 #: MindSpore's Ascend memory files (profile_memory=True; shared/reference/formats-mindspore-extras.md §2), by role:
 #: MindSpore's own (group 1: rank) in its profiler folder (1.x-2.4 flat, 2.5+ FRAMEWORK/), the files MindSpore writes
@@ -130,6 +132,9 @@ _TRACE_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 #: Nsight Systems SQLite exports (`nsys export --type sqlite`, default name `report<n>.sqlite`): every
 #: `.sqlite` file is taken for one (its reader says when it is not); the rank comes from the name.
 NSYS_SUFFIXES = (".sqlite", ".sqlite3")
+
+#: MindSpore's add_metadata file (2.4+, ingest/user_metadata.py): it belongs to every source at or below its folder.
+USER_METADATA_FILE = "profiler_metadata.json"
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -165,6 +170,8 @@ class Source:
     superseded_by: Path | None = None
     #: Why it was superseded (the record counts compared).
     superseded_why: str = ""
+    #: The nearest profiler_metadata.json in the source's folder or above it, inside the input (None: none).
+    user_metadata: Path | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -220,9 +227,12 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     memory: dict[tuple[Path, int], Source] = {}
     host_info: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
+    metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
         dirnames.sort()
         directory = Path(dirpath)
+        if root.is_file() or USER_METADATA_FILE in filenames:  # a file's folder is not walked: look beside it
+            _add_user_metadata(metadata_files, directory / USER_METADATA_FILE)
         for filename in sorted(filenames):
             if not _regular_input(directory / filename, warn):
                 continue
@@ -261,6 +271,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
+    _own_user_metadata(found, metadata_files)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
     if models is not None:
@@ -310,6 +321,23 @@ def _new_source(directory: Path, device_id: int) -> Source:
         pid = int(match.group(1)) if match else None
     return Source(family="mindspore_framework", layout="framework" if framework_layout else "flat",
                   rank=device_id, device_id=device_id, directory=directory, pid=pid)
+
+
+def _add_user_metadata(found: list[Path], path: Path) -> None:
+    """List a profiler_metadata.json that is a regular file (never a link: the input's own metadata only)."""
+    try:
+        if stat.S_ISREG(path.lstat().st_mode):
+            found.append(path)
+    except OSError:
+        pass
+
+
+def _own_user_metadata(sources: list[Source], metadata_files: list[Path]) -> None:
+    """Give each source the nearest metadata file in its folder or above it."""
+    listed = set(metadata_files)
+    for source in sources:
+        source.user_metadata = next((folder / USER_METADATA_FILE for folder in (source.directory, *source.directory.parents)
+                                     if folder / USER_METADATA_FILE in listed), None)
 
 
 def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, filename: str) -> None:
@@ -525,6 +553,10 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
     Ascend source: when it has a trace_view.json, that trace already holds the host ops of its
     FRAMEWORK/ files (on the trace's clock), which are listed with it and not read again. Without
     device data (MindSpore's CPU-only runs write the same folder) the FRAMEWORK files are the source.
+    The msprof export of its PROF_* job (`mindstudio_profiler_output/`, kept with data_simplification=False) is
+    what MindSpore made ASCEND_PROFILER_OUTPUT from: when the folder has kernel_details.csv or trace_view.json,
+    its files are listed with the Ascend source under roles "export:<role>" and not read as a source of their own
+    (the reader takes only its msprof_tx CSV from them, which MindSpore does not copy).
     """
     era_f = {}
     for key, source in list(reports.items()):
@@ -533,6 +565,11 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
         if "csv:kernel_details" in source.slices or any(source.directory.glob("PROF_*")):
             era_f[source.directory] = source
         else:
+            del reports[key]
+    for key, source in list(reports.items()):
+        owner = era_f.get(source.directory.parent) if source.layout == "ascend_era_e" else None
+        if owner is not None and {"csv:kernel_details", "trace_view"} & owner.slices.keys():
+            owner.slices.update({ERA_F_EXPORT_PREFIX + role: paths for role, paths in source.slices.items()})
             del reports[key]
     kept = []
     for source in framework:

@@ -343,28 +343,31 @@ def _beside(work: Callable[[], None]) -> Iterator[None]:
 
 
 def _user_metadata(path: Path, sources: list[Source], health: HealthLedger) -> list[user_metadata.UserMetadata]:
-    """The profiler_metadata.json files of the input (MindSpore's add_metadata), their problems in the ledger
-    under the rank of a source beside them."""
+    """The profiler_metadata.json files of the sources (MindSpore's add_metadata; discover found them), their
+    problems in the ledger under the rank of a source beside them."""
     def warn_for(file: Path) -> Any:
-        ranks = [s.rank for s in sources if file.parent == s.directory or file.parent in s.directory.parents]
+        ranks = [s.rank for s in sources if s.user_metadata == file]
         return health.for_source(str(file), min(ranks) if ranks else 0)
 
-    return user_metadata.read_all(path, warn_for)
+    files = {s.user_metadata for s in sources if s.user_metadata is not None}
+    return user_metadata.read_all(list(files), path.parent if path.is_file() else path, warn_for)
 
 
-def _with_user_metadata(run_info_path: Path, files: list[user_metadata.UserMetadata]) -> None:
+def _with_user_metadata(run_info_path: Path, sources: list[Source], files: list[user_metadata.UserMetadata]) -> None:
     """run_info.metadata_json with member `profiler_metadata`: the user metadata of each row's source."""
+    read = {item.path: item.metadata for item in files}
+    by_folder = {str(s.directory): read[s.user_metadata] for s in sources if s.user_metadata in read}
     table = pq.read_table(run_info_path)
     texts = []
     for source_dir, text in zip(table.column("source_dir").to_pylist(), table.column("metadata_json").to_pylist()):
-        found = user_metadata.owner(source_dir, files) if source_dir else None
+        found = by_folder.get(source_dir) if source_dir else None
         if found is not None:
             try:
                 merged = json.loads(text) if text else {}
             except ValueError:
                 merged = None
             if isinstance(merged, dict):
-                text = json.dumps({**merged, "profiler_metadata": found.metadata})
+                text = json.dumps({**merged, "profiler_metadata": found})
         texts.append(text)
     index = table.schema.get_field_index("metadata_json")
     table = table.set_column(index, table.schema.field(index), pa.array(texts, pa.string()))
@@ -392,7 +395,7 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
                             f"{first.message}")
     merge_parts(list(part_dirs.values()), tmp / "tables", captures)
     if user_files:
-        _with_user_metadata(tmp / "tables" / "run_info.parquet", user_files)
+        _with_user_metadata(tmp / "tables" / "run_info.parquet", sources, user_files)
     shutil.rmtree(tmp / "parts", ignore_errors=True)
     for part in part_dirs.values():  # parts written elsewhere (a batch's workers)
         shutil.rmtree(part, ignore_errors=True)

@@ -1090,6 +1090,28 @@ def test_op_shape_stats_sums_the_instances_of_a_type_launched_with_the_same_shap
     ])
 
 
+def test_op_instance_shape_gives_each_instance_the_shapes_of_its_short_name():
+    tables = {"op_meta": [{"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "ReLU-op1", "input_shapes": "input_1:[4]"}],
+              "host_op": [{"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 10},
+                          {"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 20, "dur_ns": 30},
+                          {"side": "Host", "op_name": "Gradients/MatMul-op0", "start_ns": 60, "dur_ns": 5},
+                          {"side": "Host", "op_name": "Default/ReLU-op1", "start_ns": 70, "dur_ns": 7},
+                          {"side": "Host", "op_name": "Default/Cast-op2", "start_ns": 80, "dur_ns": 1}]}
+    same(model_rows(tables, "op_instance_shape"), [
+        {"side": "Host", "op_name": "Default/Cast-op2", "short_name": "Cast-op2", "op_type": "Cast", "input_shape": "",
+         "occurrences": 1, "total_ns": 1},
+        # the repeated launch signature counts once; both scoped instances of MatMul-op0 get it
+        {"side": "Host", "op_name": "Default/MatMul-op0", "short_name": "MatMul-op0", "op_type": "MatMul",
+         "input_shape": "input_1:[2],input_2:[3]", "occurrences": 2, "total_ns": 40},
+        {"side": "Host", "op_name": "Default/ReLU-op1", "short_name": "ReLU-op1", "op_type": "ReLU",
+         "input_shape": "input_1:[4]", "occurrences": 1, "total_ns": 7},
+        {"side": "Host", "op_name": "Gradients/MatMul-op0", "short_name": "MatMul-op0", "op_type": "MatMul",
+         "input_shape": "input_1:[2],input_2:[3]", "occurrences": 1, "total_ns": 5},
+    ])
+
+
 # ---------------------------------------------------------------------------------------------- GPU collectives
 
 def _collective(rank: int, name: str, start: int, dur: int, **args) -> dict:
