@@ -179,17 +179,21 @@ class HostCounter:
     where: str
 
     def to_ns(self, syscnt: np.ndarray) -> np.ndarray:
-        """Counter values (uint64) -> ns (int64) as MindSpore computes them (float64 counter ns, as in Python)."""
+        """Counter values (uint64) -> ns (int64) as MindSpore computes them (float64 counter ns, as in Python);
+        OUT_OF_RANGE where the counter's ns are beyond ±2^61 (no int64 can hold them with the offset)."""
         delta = syscnt.astype(np.int64) - np.int64(self.cntvct)
         if not self.round_sum:  # 2.4: round(delta * (1000 / freq)) + offset
-            ns = np.clip(np.rint(delta.astype(np.float64) * (1000.0 / self.freq_mhz)), -_BOUND, _BOUND)
-            return ns.astype(np.int64) + np.int64(self.offset_ns)
-        scaled = (delta.astype(np.float64) * 1000.0) / self.freq_mhz  # 2.5+: Decimal(delta * 1000 / freq) + offset
-        whole = np.clip(np.floor(scaled), -_BOUND, _BOUND)  # beyond: out of range whatever the offset
-        fraction = scaled - np.floor(scaled)
-        total = whole.astype(np.int64) + np.int64(self.offset_ns)
-        up = (fraction > 0.5) | ((fraction == 0.5) & (total % 2 == 1))  # quantized to the ns, half to even
-        return total + up
+            scaled = np.rint(delta.astype(np.float64) * (1000.0 / self.freq_mhz))
+            whole, up = scaled, np.zeros(len(scaled), dtype=bool)
+        else:  # 2.5+: Decimal(delta * 1000 / freq) + offset, quantized to the ns half to even
+            scaled = (delta.astype(np.float64) * 1000.0) / self.freq_mhz
+            whole = np.floor(scaled)
+        beyond = ~(np.abs(whole) <= _BOUND)
+        total = np.where(beyond, 0, whole).astype(np.int64) + np.int64(self.offset_ns)
+        if self.round_sum:
+            fraction = scaled - whole
+            up = (fraction > 0.5) | ((fraction == 0.5) & (total % 2 == 1))
+        return np.where(beyond, OUT_OF_RANGE, total + up)
 
     def run_info(self) -> dict[str, Any]:
         """run_info's clock columns for times converted with these parameters."""
@@ -200,6 +204,8 @@ class HostCounter:
 
 #: Counter ns kept below this, so adding an offset (below 2^62) cannot overflow int64.
 _BOUND = float(2**61)
+#: What HostCounter.to_ns gives for a counter value whose ns no int64 holds (negative: never a time).
+OUT_OF_RANGE = np.iinfo(np.int64).min
 #: MindSpore's host counter frequency when the dump does not give one (MHz).
 DEFAULT_COUNTER_MHZ = 100.0
 

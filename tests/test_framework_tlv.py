@@ -246,3 +246,62 @@ def test_damaged_memory_usage(tmp_path_factory, steps):
     assert rows.get(("unlinked", "excluded"), 0) == leading
     for e in ledger.events:
         assert e.path == str(path) or e.path == path
+
+
+# --- damage: op_range ---------------------------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=st.sampled_from(["2.6", "2.4"]),
+       spans=st.lists(st.tuples(st.sampled_from([0, 1, 10**9, 2**62, 2**63 - 2 * 10**6]), st.integers(-5, 10**6),
+                                st.booleans(), st.booleans()), min_size=1, max_size=12),
+       cut=st.integers(0, 3))
+def test_damaged_op_range(tmp_path_factory, layout, spans, cut):
+    """Records with a zero start, an end before the start, a time beyond 2^62 ns, bad UTF-8 names and a cut tail:
+    the kept events' times are the counter at 100 MHz (no clock files: ticks x 10 ns), the rest counted."""
+    folder = tmp_path_factory.mktemp("oprange") / "worker_1_20260101000000000_ascend_ms"
+    chunks, want, counts = [], [], {"zero": 0, "bad": 0, "backwards": 0, "utf8": 0}
+    for i, (base, length, bad_name, stack) in enumerate(spans):
+        start = 0 if base == 0 else base + i
+        end = start + length
+        name = (b"\xff" if bad_name else b"") + f"op{i}".encode()
+        if layout == "2.6":
+            fixed = struct.pack("<5Qi3Hb3?", 7, FREE, 1, start, max(end, 0), 1, 2, 4, 0, 1, False, False, stack)
+            fields = struct.pack("<HI", 14, len(name)) + name + struct.pack("<HI", 13, 2) + b"op"
+        else:
+            stack = False
+            fixed = struct.pack("<3q6Qb?", start, max(end, 0), i, 1, 7, 7, 0, FREE, 1, 1, False)
+            fields = struct.pack("<HI", 3, len(name) + 18) + b"RuntimeFramework::" + name
+        chunks.append(struct.pack("<HI", 1, len(fixed) + len(fields)) + fixed + fields)
+        counts["utf8"] += bad_name
+        if start == 0:
+            counts["zero"] += 1
+        elif start * 10 > 2**62 or max(end, 0) * 10 > 2**62:
+            counts["bad"] += 1
+        elif max(end, 0) < start:
+            counts["backwards"] += 1
+        else:
+            want.append((stack, start * 10, max(end, 0) * 10))
+    tail = b"\x01\x00\xff\xff\x00\x00"[:cut + 2] if cut else b""
+    name = "mindspore.op_range" if layout == "2.6" else "op_range_0"
+    path = folder / "FRAMEWORK" / name
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(chunks) + tail)
+    source = next(s for s in discover(folder.parent) if s.family == "mindspore_op_range")
+    ledger = HealthLedger()
+    tables = dict(mindspore_op_range.read(source, ledger.for_source("s", 0)))
+    host = tables.get("host_info_record")
+    got_host = sorted(host["ts_ns"].to_pylist()) if host is not None else []
+    frames = tables.get("python_frame")
+    got_frames = sorted((s, s + d) for s, d in zip(frames["start_ns"].to_pylist(), frames["dur_ns"].to_pylist())) \
+        if frames is not None else []
+    assert got_host == sorted(t for stack, s, e in want if not stack for t in ((s,) if s == e else (s, e)))
+    assert got_frames == sorted((s, e) for stack, s, e in want if stack)
+    rows = {}
+    for e in ledger.events:
+        rows[e.check, e.action] = rows.get((e.check, e.action), 0) + (e.rows or 0)
+    assert rows.get(("malformed_record", "excluded"), 0) == counts["zero"]
+    assert rows.get(("out_of_range", "dropped"), 0) == counts["bad"]
+    assert rows.get(("negative_duration", "dropped"), 0) == counts["backwards"]
+    assert rows.get(("bad_encoding", "repaired"), 0) == counts["utf8"]
+    assert rows.get(("truncated", "dropped"), 0) == (1 if cut else 0)
+    assert rows.get(("clock", "kept"), 0) == 0 and any(e.check == "clock" for e in ledger.events)
