@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -61,6 +62,7 @@ from .lines import drop_rows, iter_csv_frames
 from .run_info import run_info
 from .units import MAX_NS, scaled_decimal
 
+T = TypeVar("T")
 KB = 1024
 #: memory_record.csv's "MB": KB / 1000 (MindSpore's MemoryRecordBean.KB_TO_MB).
 RECORD_MB = 1024 * 1000
@@ -76,7 +78,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                                **epoch_clock())
     files = source.slices
     tlv = [usage for path in files.get("fwk_memory_usage", [])[:1]
-           if (usage := _guarded_pair(warn, path, memory_usage_tlv.read)) is not None]
+           if (usage := _guarded(warn, path, "memory_block,memory_record", memory_usage_tlv.read)) is not None]
     if "output_record" in files:
         _superseded(files, ("ms_record", "msprof:memory_record", "msprof:npu_mem"), files["output_record"][0], warn)
         parts = [_guarded(warn, path, "memory_record", _output_record) for path in files["output_record"]]
@@ -123,8 +125,7 @@ def _table(name: str, parts: list[pl.DataFrame | None]) -> Iterator[tuple[str, p
         yield name, frame.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64)).to_arrow()
 
 
-def _guarded(warn: Warn, path: Path, table: str,
-             reader: Callable[[Path, Warn], pl.DataFrame]) -> pl.DataFrame | None:
+def _guarded(warn: Warn, path: Path, table: str, reader: Callable[[Path, Warn], T]) -> T | None:
     """The rows of one file; a file that cannot be read is one ledger row (its rows dropped), not the source."""
     try:
         return reader(path, warn)
@@ -135,17 +136,6 @@ def _guarded(warn: Warn, path: Path, table: str,
 
 
 # --- the file's text as typed columns ---------------------------------------------------------------------
-
-def _guarded_pair(warn: Warn, path: Path, reader: Callable[[Path, Warn], tuple[pl.DataFrame, pl.DataFrame]]
-                  ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The blocks and records of a memory_usage file; one that cannot be read is one ledger row."""
-    try:
-        return reader(path, warn)
-    except InputError as exc:
-        warn(f"{exc}; its rows are left out", check="malformed_record", action="dropped", path=path,
-             offset=exc.offset, tables="memory_block,memory_record")
-        return None
-
 
 def _text(path: Path, warn: Warn, table: str, names: dict[str, str | int], required: list[str],
           what: str) -> pl.DataFrame:

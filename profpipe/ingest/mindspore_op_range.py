@@ -35,7 +35,7 @@ flow links are not kept.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -130,7 +130,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         yield "python_frame", _frames(frames, path, warn)
 
 
-def _timed(records: TlvRecords, to_ns, path: Path, warn: Warn) -> pl.DataFrame:
+def _timed(records: TlvRecords, to_ns: Callable[[np.ndarray], np.ndarray], path: Path, warn: Warn) -> pl.DataFrame:
     """The records with start_ns / end_ns; zero starts, ends before starts and times beyond 2^62 ns left out."""
     fixed = records.fixed
     start, end = to_ns(fixed["start"]), to_ns(fixed["end"])
