@@ -28,6 +28,9 @@ _MAIN_TIMES = {"host_op": "start_ns", "device_exec": "start_ns", "host_api": "st
                "comm_task": "start_ns", "memory_event": "ts_ns", "collective_event": "start_ns",
                "memory_record": "ts_ns", "memory_block": "alloc_ns", "memory_module": "ts_ns"}
 _MINDDATA_TIMES = {"queue_sample": "ts_ns", "data_batch_time": "ts_ns", "data_cpu_sample": "ts_ns"}
+#: MindSpore's op-range data (host events, Python frames on the rank clock): the times of such a source. Not
+#: looked at for other sources: a host info file listed with another source may be on another host clock.
+_OP_RANGE_TIMES = {"host_info_record": "ts_ns", "python_frame": "start_ns"}
 #: Clocks whose times are Unix-epoch ns by definition (profpipe/clocks.py).
 _EPOCH_CLOCKS = ("unix_epoch", "cupti")
 EPOCH = "epoch"
@@ -65,6 +68,8 @@ def source_span(part: Path, rank: int, family: str, location: str) -> SourceSpan
     """The span of the source read into the part folder `part`."""
     clock, offset, host_offset = _clock(part)
     low, high = _range(part, _MAIN_TIMES)
+    if low is None and family == "mindspore_op_range":
+        low, high = _range(part, _OP_RANGE_TIMES)
     if low is None:  # MindData alone: its steady clock, on the epoch where the host's offset is known
         low, high = _range(part, _MINDDATA_TIMES)
         clock, offset = "steady", host_offset

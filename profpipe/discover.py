@@ -118,6 +118,14 @@ MEMORY_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 MEMORY_OUTPUT_ROLES = {"operator_memory.csv": "output_operator", "memory_record.csv": "output_record",
                        "npu_module_mem.csv": "output_module", "static_op_mem.csv": "output_static"}
+#: MindSpore 2.5+'s raw memory events (framework TLV) in `*_ascend_ms/FRAMEWORK/` (rank as for the output files).
+MEMORY_FRAMEWORK_ROLES = {"mindspore.memory_usage": "fwk_memory_usage"}
+#: MindSpore's binary op-range data (framework TLV: host framework events and, 2.6+, Python frames) in the
+#: FRAMEWORK/ folder of a profiler folder: 2.5+ `mindspore.op_range` (rank from profiler_info_<rank>.json beside
+#: FRAMEWORK/), 2.4 `op_range_<rank>` (era E: FRAMEWORK/ beside PROF_*). A source of its own (family
+#: mindspore_op_range), read by profpipe/ingest/mindspore_op_range.py.
+OP_RANGE_FILES = {"mindspore.op_range": "op_range"}
+OP_RANGE_RANKED = re.compile(r"op_range_(\d+)")
 MSPROF_MEMORY = re.compile(r"(memory_record|npu_mem|npu_module_mem|static_op_mem|operator_memory)_(\d+)(?:_\d+)*\.csv")
 
 #: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
@@ -226,6 +234,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     minddata: dict[tuple[Path, int], Source] = {}
     memory: dict[tuple[Path, int], Source] = {}
     host_info: dict[tuple[Path, int], Source] = {}
+    op_range: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
     metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
@@ -248,6 +257,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
                         or _add_memory_file(memory, directory, filename)
+                        or _add_op_range_file(op_range, directory, filename)
                         or _add_host_info_file(host_info, directory, filename)
                         or _add_trace_file(traces, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
@@ -257,6 +267,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
     found += list(memory.values())
+    found += _note_trace_views(list(op_range.values()), found)
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
     for source in found:  # msprof exports: MSTX ranges of that name replace the step_trace steps
@@ -287,7 +298,7 @@ def _ignore(message: str, **details: object) -> None:
 
 #: Names of every kind of file discover may open or hand to a reader.
 _INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
-                   *MEMORY_FILE_PATTERNS.values(), HOST_INFO_FILE, STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE,
+                   *MEMORY_FILE_PATTERNS.values(), OP_RANGE_RANKED, HOST_INFO_FILE, STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE,
                    MSPROF_SUMMARY, MSPROF_PMU_SUMMARY, MSPROF_OUTPUT, MSPROF_MEMORY]
 
 
@@ -301,7 +312,8 @@ def _regular_input(path: Path, warn: Warn) -> bool:
     if mode is not None and stat.S_ISREG(mode):
         return True
     name = path.name
-    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES))
+    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES,
+                           *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES))
             or any(p.fullmatch(name) for p in _INPUT_PATTERNS)):
         return False
     if mode is not None:
@@ -442,8 +454,9 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
             devices = [int(m.group(1)) for m in map(re.compile(r"device_(\d+)").fullmatch, os.listdir(directory.parent))
                        if m]
             rank = devices[0] if len(devices) == 1 else 0
-    elif directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES:
-        role = MEMORY_OUTPUT_ROLES[filename]
+    elif (directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES
+          or directory.name == "FRAMEWORK" and filename in MEMORY_FRAMEWORK_ROLES):
+        role = MEMORY_OUTPUT_ROLES.get(filename) or MEMORY_FRAMEWORK_ROLES[filename]
         ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
                                              os.listdir(directory.parent)) if m]
         named = re.match(r"rank-(\d+)_", directory.parent.name)
@@ -461,6 +474,39 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
                                                    device_id=rank, directory=home))
     source.slices.setdefault(role, []).append(directory / filename)
     return True
+
+
+def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File MindSpore's op_range data (OP_RANGE_FILES, OP_RANGE_RANKED) under the profiler folder above FRAMEWORK/."""
+    ranked = OP_RANGE_RANKED.fullmatch(filename)
+    if directory.name != "FRAMEWORK" or not (ranked or filename in OP_RANGE_FILES):
+        return False
+    folder = directory.parent
+    if ranked:
+        role, rank = "op_range_2_4", int(ranked.group(1))
+    else:
+        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, os.listdir(folder))
+                 if m]
+        named = re.match(r"rank-(\d+)_", folder.name)
+        role, rank = OP_RANGE_FILES[filename], ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+    match = _ASCEND_MS_DIR.fullmatch(folder.name)
+    source = op_range.setdefault((folder, rank), Source(
+        family="mindspore_op_range", layout="op_range", rank=rank, device_id=rank, directory=folder,
+        pid=int(match.group(1)) if match else None))
+    source.files[role] = directory / filename
+    return True
+
+
+def _note_trace_views(op_range: list[Source], found: list[Source]) -> list[Source]:
+    """An era F folder whose trace_view.json is read (an msprof_export source) already holds the Python frames of
+    its op_range data: the trace is listed with the op_range source (role trace_view), whose reader then leaves
+    its frames out."""
+    traces = {s.directory: s.slices["trace_view"][0] for s in found
+              if s.family == "msprof_export" and "trace_view" in s.slices}
+    for source in op_range:
+        if source.directory in traces:
+            source.files["trace_view"] = traces[source.directory]
+    return op_range
 
 
 def _memory_home(directory: Path) -> Path:
@@ -816,6 +862,9 @@ def _check_stands_alone(path: Path) -> None:
         folder = next((f for f in path.parents if f.name.startswith("PROF_") or _ASCEND_MS_DIR.fullmatch(f.name)),
                       path.parent.parent)
         kind = "an msprof export file"
+    elif path.parent.name == "FRAMEWORK" and (name in OP_RANGE_FILES or name in MEMORY_FRAMEWORK_ROLES
+                                              or OP_RANGE_RANKED.fullmatch(name)):
+        folder, kind = path.parent.parent, "a MindSpore framework data file"
     elif STEP_TRACE_CSV.fullmatch(name) or HCCL_TRACE.fullmatch(name):
         folder = path.parent if STEP_TRACE_CSV.fullmatch(name) else path.parent.parent.parent
         kind = "a MindSpore result file"
