@@ -43,9 +43,10 @@ def query(out: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-def assert_generator_reproduces(generator: str, fixture: Path, tmp_path: Path) -> None:
-    """Running fixtures/generators/<generator> again writes exactly the committed fixture files."""
-    subprocess.run([sys.executable, str(REPO / "fixtures" / "generators" / generator), str(tmp_path)], check=True)
+def assert_generator_reproduces(generator: str, fixture: Path, tmp_path: Path, *options: str) -> None:
+    """Running fixtures/generators/<generator> again (with `options`) writes exactly the committed fixture files."""
+    subprocess.run([sys.executable, str(REPO / "fixtures" / "generators" / generator), str(tmp_path), *options],
+                   check=True)
     for fresh in tmp_path.rglob("*"):
         if fresh.is_file():
             assert fresh.read_bytes() == (fixture / fresh.relative_to(tmp_path)).read_bytes(), fresh

@@ -20,10 +20,12 @@ from profpipe.models import load_models
 
 sys.path.insert(0, str(FIXTURES / "generators"))
 from kineto import rank_trace  # noqa: E402  (the fixture generator, with its trace changed below)
+from kineto_nccl import ARRIVALS, COLLECTIVES  # noqa: E402  (the NCCL fixtures' arrival lags)
 
 RULES = {rule.id: rule for rule in load_rules()}
 #: Analysed once for the module: fixtures on which rules fire.
-ANALYSED = ["mindspore_gpu/two_ranks", "minddata_sink", "ascend_raw/era_a", "mindspore_hccl", "pytorch_cuda"]
+ANALYSED = ["mindspore_gpu/two_ranks", "minddata_sink", "ascend_raw/era_a", "mindspore_hccl", "pytorch_cuda",
+            "kineto_nccl", "kineto_nccl_straggler"]
 #: The sync call and the device capacity the test writes into the generator's Kineto trace.
 SYNC_NS = 1_500_000
 CAPACITY_BYTES = 34 << 20
@@ -140,6 +142,42 @@ def test_sync_and_memory_rules_on_the_trace_the_test_wrote(outputs):
     # the real H100 trace: 126 MiB reserved of 79 GiB, and no synchronising call inside its steps
     quiet = {c["rule_id"]: c["status"] for c in json.loads((outputs["pytorch_cuda"] / "findings.json").read_text())["checked"]}
     assert quiet["memory_near_capacity"] == quiet["host_device_sync"] == "passed"
+
+
+#: One-sided critical value of Dixon's r10 for n = 4 at alpha = 0.005 (Rorabacher 1991, Table 1).
+DIXON_Q_CRITICAL_4 = 0.926
+
+
+def test_straggler_rule_fires_on_the_rank_the_generator_made_late(outputs):
+    """kineto_nccl_straggler: Dixon's Q test of the minimum on each collective's four kernel durations, which the
+    generator's arrival lags give (every rank's kernel ends with the last arrival's, so a rank's duration is the
+    kernel's own plus its lag behind the last rank: the constant cancels in Q)."""
+    arrivals = ARRIVALS["kineto_nccl_straggler"]
+    assert len(arrivals) == 4
+    flagged: dict[int, int] = {}
+    last_arrivals: dict[int, int] = {}
+    tested = 0
+    for index, collective in enumerate(COLLECTIVES):
+        if collective[6] is None:  # no kernel: the op-timed `wait` is not compared
+            continue
+        lags = [ranks[index] for ranks in arrivals]
+        waits = sorted((max(lags) - lag, rank) for rank, lag in enumerate(lags))
+        x = [wait for wait, _ in waits]
+        last_arrivals[waits[0][1]] = last_arrivals.get(waits[0][1], 0) + 1
+        if len(set(x)) <= 3:
+            continue
+        tested += 1
+        if (x[1] - x[0]) / (x[3] - x[0]) > DIXON_Q_CRITICAL_4:
+            flagged[waits[0][1]] = flagged.get(waits[0][1], 0) + 1
+    assert flagged == {3: 2} and tested == 3  # the allreduce and the allgather; the broadcast's Q is 0.85
+    finding = _findings(outputs["kineto_nccl_straggler"])["collective_straggler"]
+    assert finding["ranks"] == sorted(flagged) and finding["steps"] == []
+    assert finding["fired_rows"] == len(flagged) and finding["worst_value"] == max(flagged.values())
+    assert [(e["rank"], e["value"], e["instances_tested"], e["last_arrivals"], e["ranks"]) for e in finding["evidence"]] \
+        == [(rank, count, tested, last_arrivals[rank], 4) for rank, count in flagged.items()]
+    # two ranks are too few for the test: the rule is checked and stays quiet on kineto_nccl
+    checked = {c["rule_id"]: c["status"] for c in json.loads((outputs["kineto_nccl"] / "findings.json").read_text())["checked"]}
+    assert checked["collective_straggler"] == "passed" and "collective_straggler" not in _findings(outputs["kineto_nccl"])
 
 
 def test_input_rules_fire_on_the_sink_mode_pipeline(outputs):

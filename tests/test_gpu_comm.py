@@ -92,6 +92,10 @@ def test_the_generator_reproduces_the_fixture(tmp_path: Path):
     assert_generator_reproduces("kineto_nccl.py", FIXTURE, tmp_path)
 
 
+def test_the_generator_reproduces_the_straggler_fixture(tmp_path: Path):
+    assert_generator_reproduces("kineto_nccl.py", FIXTURES / "kineto_nccl_straggler", tmp_path, "--straggler")
+
+
 @pytest.fixture(scope="module")
 def fixture_out(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("kineto_nccl") / "out"
