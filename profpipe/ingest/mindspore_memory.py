@@ -49,6 +49,7 @@ from ..clocks import epoch_clock
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
+from . import memory_usage
 from .lines import drop_rows, iter_csv_frames
 from .run_info import run_info
 from .units import MAX_NS, scaled_decimal
@@ -83,6 +84,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     parts = [_guarded(warn, path, "memory_block", _operator) for path in operator]
     parts += [_guarded(warn, path, "memory_block", _operator) for path in files.get("msprof:operator_memory", [])]
     yield from _table("memory_block", parts)
+    for path in files.get("ms_usage", []):
+        try:
+            yield from memory_usage.read(path, warn)
+        except InputError as exc:
+            warn(f"{exc}; its rows are left out", check="malformed_record", action="dropped", path=path,
+                 tables="memory_graph")
 
 
 def _first_of(files: dict[str, list[Path]], copy: str, original: str, warn: Warn) -> list[Path]:
