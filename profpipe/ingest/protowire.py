@@ -42,10 +42,11 @@ class Field:
     end: int = 0
 
 
-def varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """The unsigned varint at `pos` (it must end before `end`) and the position after it."""
+def varint(data: bytes, pos: int, end: int, at: int | None = None) -> tuple[int, int]:
+    """The unsigned varint at `pos` (it must end before `end`) and the position after it; an error names the
+    offset `at` (the field the varint belongs to), else `pos`."""
     result = shift = 0
-    first = pos
+    first = pos if at is None else at
     while True:
         if pos >= end:
             raise WireError(first, "the data ends inside a varint",
@@ -67,7 +68,7 @@ def signed(value: int) -> int:
 
 
 def fields(data: bytes, start: int, end: int) -> Iterator[Field]:
-    """The fields of the message in data[start:end], in file order."""
+    """The fields of the message in data[start:end], in file order; an error names the offset of the field's tag."""
     pos = start
     while pos < end:
         offset = pos
@@ -76,10 +77,10 @@ def fields(data: bytes, start: int, end: int) -> Iterator[Field]:
         if number == 0:
             raise WireError(offset, "a field number 0")
         if wire_type == VARINT:
-            value, pos = varint(data, pos, end)
+            value, pos = varint(data, pos, end, offset)
             yield Field(number, wire_type, offset, value=value)
         elif wire_type == LEN:
-            length, pos = varint(data, pos, end)
+            length, pos = varint(data, pos, end, offset)
             if length > end - pos:
                 raise WireError(offset, f"field {number} says {length} bytes, {end - pos} are left",
                                 "truncated" if end == len(data) else "malformed_record")
