@@ -1,5 +1,5 @@
 """Stage 2, ingest: MindSpore's Ascend memory files (profile_memory=True) -> memory_block, memory_record,
-memory_module, static_op_memory.
+memory_module, static_op_memory (and, through memory_usage.py, the 1.x memory usage tables).
 
 One source is the memory files of one rank in one profiler folder (discover's `_memory_home`: a 2.5+
 `*_ascend_ms` folder, or a 2.3-2.4 profiler folder with its `*_ascend_ms` copy folder and PROF_* job);
@@ -32,9 +32,11 @@ with its own epoch rows, so the files share that clock); sizes become whole byte
 size that is not a number, negative or out of range, rows without a required value, and repeated rows are
 dropped and reported; a file that cannot be read at all costs only its own rows.
 
-Not read: MindSpore 1.x `memory_usage_<r>.pb` (a protobuf of tensor lifetimes by graph node index, no
-times; only its derived JSON is documented) and the 2.5+ TLV `FRAMEWORK/mindspore.memory_usage`, from
-which MindSpore writes the `operator_memory.csv` read here.
+* `ms_usage`: MindSpore 1.2-2.3's `memory_usage_<r>.pb` (tensor lifetimes by graph node index, no times) ->
+  memory_graph, memory_node, memory_tensor, memory_node_tensor, read by memory_usage.py.
+
+Not read: the 2.5+ TLV `FRAMEWORK/mindspore.memory_usage`, from which MindSpore writes the `operator_memory.csv`
+read here.
 """
 from __future__ import annotations
 
