@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given, strategies as st
 
 from conftest import FIXTURES, assert_generator_reproduces, query, run
+from profpipe.captures import SourceSpan, number_captures
 from fuzzing import FUZZ, byte_flips, read_damaged
 
 PB = FIXTURES / "ascend_memory_pb"
@@ -372,3 +373,16 @@ def test_a_huge_total_or_static_size_is_counted_not_summed(tmp_path: Path) -> No
     dropped = _ledger(outcome, "out_of_range", "dropped")
     assert sorted(e.example for e in dropped) == sorted([str((1 << 63) + 5 - (1 << 64)), str((1 << 62) - 1000)])
     _check_invariants(outcome)
+
+
+def test_a_source_without_times_joins_the_first_capture_that_lacks_its_family():
+    spans = [SourceSpan(Path("raw"), 0, "ascend_raw", "a", "epoch", 10, 20),
+             SourceSpan(Path("raw2"), 0, "ascend_raw", "b", "epoch", 100, 200),
+             SourceSpan(Path("pb"), 0, "mindspore_memory", "a/profiler", "unix_epoch", None, None),
+             SourceSpan(Path("pb2"), 0, "mindspore_memory", "b/profiler", "unix_epoch", None, None),
+             SourceSpan(Path("pb3"), 0, "mindspore_memory", "c/profiler", "unix_epoch", None, None)]
+    numbers, events = number_captures(spans)
+    # before this rule each .pb opened a capture of its own (2, 3 and 4), apart from the data it was written with
+    assert numbers == {Path("raw"): 0, Path("raw2"): 1, Path("pb"): 0, Path("pb2"): 1, Path("pb3"): 2}
+    assert [e.check for e in events] == ["ambiguous"]  # the third .pb's cycle can be placed by no time
+    assert number_captures(spans[:4]) == ({Path("raw"): 0, Path("raw2"): 1, Path("pb"): 0, Path("pb2"): 1}, [])

@@ -29,7 +29,7 @@ class WireError(Exception):
         self.offset, self.check = offset, check
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Field:
     """One field of a message: its number and wire type, the offset of its tag, and its value: the integer of
     a varint or fixed field, or for wire type LEN the payload's byte range [start, end)."""
