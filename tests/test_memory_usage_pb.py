@@ -386,3 +386,14 @@ def test_a_source_without_times_joins_the_first_capture_that_lacks_its_family():
     assert numbers == {Path("raw"): 0, Path("raw2"): 1, Path("pb"): 0, Path("pb2"): 1, Path("pb3"): 2}
     assert [e.check for e in events] == ["ambiguous"]  # the third .pb's cycle can be placed by no time
     assert number_captures(spans[:4]) == ({Path("raw"): 0, Path("raw2"): 1, Path("pb"): 0, Path("pb2"): 1}, [])
+
+
+def test_a_file_beyond_the_bound_is_refused_by_its_size_and_costs_only_itself(tmp_path: Path, monkeypatch) -> None:
+    from profpipe.ingest import memory_usage
+
+    big = _file(PAYLOADS, tail=gen.len_field(15, bytes(100_000)))  # rank 0's file, larger than rank 1's 79 kB
+    monkeypatch.setattr(memory_usage, "MAX_PROTOBUF_BYTES", 90_000)  # 64 MiB in earnest
+    outcome = _read(tmp_path, big, other_rank=True)
+    assert _rank(outcome, "memory_graph") == 0 and _rank(outcome, "memory_node", 1) == RANK1_NODES
+    [refused] = _ledger(outcome, "malformed_record", "dropped")
+    assert f"{len(big)} bytes, more than the 90000" in refused.message

@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..health import Warn
+from .lines import MAX_PROTOBUF_BYTES, read_capped
 from .protowire import LEN, VARINT, Field, WireError, expect, fields, repeated_varints, signed
 
 #: A file's sizes (static memory and tensors, all graphs) add up to at most this, so any sum of them is an int64.
@@ -98,7 +99,7 @@ class _Ledger:
 def read(path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the memory_graph, memory_node, memory_tensor and memory_node_tensor rows of one memory_usage file."""
     try:
-        data = path.read_bytes()
+        data = read_capped(path, MAX_PROTOBUF_BYTES, "a memory usage protobuf")
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     ledger = _Ledger(path)
