@@ -153,6 +153,29 @@ def test_the_summary_and_the_graph_peaks_are_mindspores(out):
         (268_449_280, 268_435_968, 13)]
 
 
+MINDSPORE = PB / "mindspore_1.10.1"  # MindSpore 1.10.1's own parser run on the fixture (its README)
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_the_reports_and_curve_equal_mindspore_1_10_1s_own_files(out, rank):
+    assert (out / "reports" / f"memory_usage_summary_{rank}.json").read_bytes() == \
+        (MINDSPORE / f"memory_usage_summary_{rank}.json").read_bytes()
+    details = json.loads((MINDSPORE / f"memory_usage_details_{rank}.json").read_text())
+    for graph_id, graph in details.items():
+        got = query(out, "SELECT node_name, node_id, allocated_tensors, allocated_bytes / 2^30, change_bytes / 2^30, "
+                         f"bytes / 2^30 FROM memory_node_curve WHERE rank = {rank} AND graph_id = {graph_id} "
+                         "AND in_mindspore_lines ORDER BY node_index")
+        assert [r[5] for r in got] == graph["lines"]  # exact: sums of 512-byte multiples / 2^30
+        assert [r[:5] for r in got] == [(n["name"], n["node_id"], n["allocations"], n["size"], n["allocated"])
+                                        for n in graph["nodes"]]
+        stats = query(out, f"SELECT static_bytes / 2^30 FROM memory_graph_stats WHERE rank = {rank} "
+                           f"AND graph_id = {graph_id}")
+        assert stats == [(graph["static_mem"],)]
+    # MindSpore writes no details for graphs without tensors (rank 0's graph 5)
+    assert sorted(details) == sorted(str(g) for g, in query(out, "SELECT graph_id FROM memory_graph_stats WHERE "
+                                                                 f"rank = {rank} AND in_mindspore_summary"))
+
+
 # --- damage -------------------------------------------------------------------------------------------------
 
 def _file(graph_payloads: list[bytes], total_mem: int = TRUTH["0"]["total_mem"], tail: bytes = b"") -> bytes:
