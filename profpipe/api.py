@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .database import connect as duckdb_connect
 from .errors import ProfpipeError
+from .models import query
 from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .run import RunResult, analyse
 
@@ -63,14 +64,17 @@ class OpNotFound(ProfpipeError, RuntimeError):
 
 
 def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int | None = None) -> str:
-    """Per-op statistics for op types, grouped by input shapes, like MindSpore's `Profiler.op_analyse`.
+    """Per-op statistics grouped by input shapes, like MindSpore's `Profiler.op_analyse`.
 
-    Returns MindSpore's JSON string: `{op_type: [{op_side, input_shape, op_occurrences,
-    op_total_time(us), op_avg_time(us)}, ...], "device_id": id}`: the rows of the report op_analyse
-    (sql/reports/op_analyse.sql). Where MindSpore takes the
-    first op instance of a short name, this sums every instance that shares it; an instance
+    `op_name` is one name or a list; each must equal an op type (MatMul), an op's name as MindSpore's framework
+    files write it (MatMul-op0: the name without its scope) or, beyond MindSpore, a full scoped name
+    (Default/network/MatMul-op0). Returns MindSpore's JSON string: `{name: [{op_side, input_shape,
+    op_occurrences, op_total_time(us), op_avg_time(us)}, ...], ..., "device_id": id}`, one entry per op side and
+    input shape of the ops the name matches (report op_analyse, summed by sql/queries/op_analyse.sql). Where
+    MindSpore takes the first op instance of a short name, this sums every instance that shares it; an instance
     launched with several shapes is reported under all of them, sorted and joined by ' | '.
-    An unknown op type or device_id raises a RuntimeError (profpipe.api.OpNotFound), as MindSpore's does.
+    A name that matches no op, or an unknown device_id, raises a RuntimeError (profpipe.api.OpNotFound), as
+    MindSpore's does.
     """
     names = [op_name] if isinstance(op_name, str) else list(op_name)
     if not names or not all(isinstance(n, str) and n for n in names):
@@ -88,12 +92,11 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             raise OpNotFound(f"no rank {device_id} in {output_path} (ranks: {ranks})")
         result: dict[str, object] = {}
         for name in names:
-            rows = con.execute("SELECT * EXCLUDE (rank, op_type) FROM op_analyse WHERE rank = ? AND op_type = ? "
-                               "ORDER BY op_side, input_shape", [device_id, name])
+            rows = con.execute(query("op_analyse"), {"rank": device_id, "name": name})
             columns = [c[0] for c in rows.description]
             found = [dict(zip(columns, row)) for row in rows.fetchall()]
             if not found:
-                raise OpNotFound(f"op type {name!r} not found on rank {device_id}")
+                raise OpNotFound(f"op type or op name {name!r} not found on rank {device_id}")
             result[name] = found
         result["device_id"] = device_id
     return json.dumps(result)

@@ -34,6 +34,7 @@ from .ingest.scratch import sweep_scratch_folders
 from .meter import StageMeter
 from .options import Options
 from .parallel import cores, local_workers, process_pool, submit
+from .report import write_warehouse_report
 from .resources import data_dir
 from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
 from .safety import raise_if_interrupted, stop_on_signals
@@ -205,6 +206,8 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
         if todo:
             _analyse_runs(todo, warehouse, version, options, reporter, result)
         warehouse.write_catalog()
+        if options.analysis.visual_report:
+            write_warehouse_report(root, root / "report.html")
     result.wall_s = time.perf_counter() - started
     return result
 

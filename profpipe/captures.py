@@ -7,8 +7,8 @@ footers of its part (the min and max start times of its timed tables) and put on
 its run_info row relates its clock to the epoch. Then, per rank, in time order: a source whose span
 overlaps a capture's span on a comparable clock, and whose family that capture does not hold yet,
 joins it; a source without any times (MindSpore 1.x's memory_usage .pb, tensor lifetimes by node index)
-joins the rank's first capture that lacks its family; any other source opens the next capture. So capture 0 is the rank's first cycle whatever the
-file names, and the sources of one cycle share its number. Sources whose clocks cannot be compared with
+joins the rank's first capture that lacks its family; any other source opens the next capture. So capture 0
+is the rank's first cycle whatever the file names, and the sources of one cycle share its number. Sources whose clocks cannot be compared with
 the epoch (device counters, a steady clock without an offset) follow, ordered by clock and start time;
 when a rank mixes such clocks the order across clocks is a guess, and a trace_health row (ambiguous,
 kept) says so.
@@ -29,6 +29,9 @@ _MAIN_TIMES = {"host_op": "start_ns", "device_exec": "start_ns", "host_api": "st
                "comm_task": "start_ns", "memory_event": "ts_ns", "collective_event": "start_ns",
                "memory_record": "ts_ns", "memory_block": "alloc_ns", "memory_module": "ts_ns"}
 _MINDDATA_TIMES = {"queue_sample": "ts_ns", "data_batch_time": "ts_ns", "data_cpu_sample": "ts_ns"}
+#: MindSpore's op-range data (host events, Python frames on the rank clock): the times of such a source. Not
+#: looked at for other sources: a host info file listed with another source may be on another host clock.
+_OP_RANGE_TIMES = {"host_info_record": "ts_ns", "python_frame": "start_ns"}
 #: Clocks whose times are Unix-epoch ns by definition (profpipe/clocks.py).
 _EPOCH_CLOCKS = ("unix_epoch", "cupti")
 EPOCH = "epoch"
@@ -66,6 +69,8 @@ def source_span(part: Path, rank: int, family: str, location: str) -> SourceSpan
     """The span of the source read into the part folder `part`."""
     clock, offset, host_offset = _clock(part)
     low, high = _range(part, _MAIN_TIMES)
+    if low is None and family == "mindspore_op_range":
+        low, high = _range(part, _OP_RANGE_TIMES)
     if low is None:  # MindData alone: its steady clock, on the epoch where the host's offset is known
         low, high = _range(part, _MINDDATA_TIMES)
         clock, offset = "steady", host_offset

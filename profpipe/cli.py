@@ -92,6 +92,7 @@ def analyse(
     pretty: Annotated[bool, typer.Option("--pretty", help="Indent the JSON reports.")] = False,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
     memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
+    visual_report: Annotated[bool, typer.Option("--report/--no-report", help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`).")] = True,
     profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
@@ -108,7 +109,8 @@ def analyse(
     with _errors_as_exit("nothing was written, the earlier output is kept"):
         options = Options(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
-            timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, msprof_models=model,
+            timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, visual_report=visual_report,
+            msprof_models=model,
             step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, peak_tflops=peak_tflops, rank_map=rank_map,
             strict=strict,
             force=force, workers=workers, memory_limit_mb=memory_limit, report=ReportOptions(style=report_style, subgraph=subgraph,
@@ -122,6 +124,9 @@ def analyse(
         sys.stdout.write(json.dumps(result.summary, indent=2) + "\n")
     elif not quiet:
         _print_summary(result)
+        from dataclasses import asdict
+
+        _print_findings([asdict(f) for f in result.findings], CONSOLE_FINDINGS, f"{result.output} advise")
     if not quiet:
         for notice in result.notices:
             typer.echo(f"profpipe: note: {notice}", err=True)
@@ -150,6 +155,7 @@ def batch(
     step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces, Nsight Systems and msprof exports.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print what the batch did as JSON.")] = False,
+    visual_report: Annotated[bool, typer.Option("--report/--no-report", help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
 ) -> None:
     """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
 
@@ -173,7 +179,7 @@ def batch(
                                verify=verify, keep_missing=keep_missing, retry_failed=retry_failed,
                                executor=executor, scheduler=scheduler, workers=workers,
                                analysis=Options(strict=strict, step_range_name=step_range_name,
-                                                memory_limit_mb=memory_limit))
+                                                memory_limit_mb=memory_limit, visual_report=visual_report))
         with _progress_bars(quiet) as bars:
             result = run_batch(options, reporter=bars)
     if json_out:
@@ -415,6 +421,90 @@ def search(
                              "from"), cells))
 
 
+@app.command()
+def report(
+    output: Annotated[Path, typer.Argument(help="An output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.", metavar="OUTPUT")],
+    to: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE (default: OUTPUT/report.html; a warehouse run: WAREHOUSE/report-<run>.html).")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", metavar="ID", help="A warehouse: the report of this run instead of the batch report.")] = None,
+) -> None:
+    """Write the visual report: one self-contained HTML file (no server, no network) to open in a browser.
+
+    For an output folder: the overview (run, formats, ranks, steps, phases, the advisor's top findings, the
+    trace health), the step trace, operators and kernels, GPU/NPU utilisation, the data pipeline,
+    communication, memory and a timeline preview; a page the dump has no data for says why. For a
+    warehouse: every run's step time and the regressions of the latest run against the one before
+    (--run ID: that run's own pages). `analyse` and `batch` write it by default (--no-report to skip).
+    """
+    from .report import write_report
+
+    with _errors_as_exit("no report was written"):
+        written = write_report(output, to, run=run)
+    typer.echo(f"profpipe: wrote {written}")
+
+
+#: Findings the console prints after `analyse` (`profpipe advise OUT` prints them all).
+CONSOLE_FINDINGS = 5
+
+
+@app.command()
+def advise(
+    output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch` (every run).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print every rule's row of advisor_finding as JSON (evidence rows decoded).")] = False,
+) -> None:
+    """Print the advisor's findings of an output (findings.json's rows, table advisor_finding): each rule that fired
+    with its severity, the ranks and steps it fired on, its worst value and what to do; then the rules that passed
+    or do not apply. Each finding's evidence_sql, run on OUTPUT/profile.duckdb, gives its evidence rows."""
+    import duckdb
+
+    from .advisor import read_findings
+
+    try:
+        rows = read_findings(_open(output))
+    except (duckdb.Error, ProfpipeError) as exc:
+        raise _usage(f"{exc} (outputs of profpipe before the advisor have no advisor_finding table: analyse again)"
+                     if "advisor_finding" in str(exc) else str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    _print_findings(rows, 0, None)
+    for row in rows:
+        if row["status"] == "fired":
+            typer.echo(f"\n[{row['severity']}] {row['rule_id']}{_run_of(row)}: {row['title']}\n  {row['suggestion']}\n"
+                       f"  evidence ({row['fired_rows']} rows): {_one_line(row['evidence_sql'])}")
+    quiet = [f"{row['rule_id']}{_run_of(row)} ({row['reason'] or row['status']})"
+             for row in rows if row["status"] != "fired"]
+    if quiet:
+        typer.echo("\nnot fired: " + "; ".join(quiet))
+
+
+def _one_line(sql: str) -> str:
+    """A rule's SQL on one line, without its comments."""
+    return " ".join(" ".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).split())
+
+
+def _run_of(row: dict) -> str:
+    return f" [run {row['run']}]" if "run" in row else ""
+
+
+def _print_findings(rows: list[dict], top: int, more: str | None) -> None:
+    """The fired findings as a plain-text table (severity, rule, ranks, steps, one line); `top` rows at most (0: all),
+    `more` the command that prints them all."""
+    from .advisor import headline, where
+    from .export.text_table import simple_table
+
+    fired = [row for row in rows if row["status"] == "fired"]
+    shown = fired[:top] if top else fired
+    not_applicable = sum(row["status"] == "not_applicable" for row in rows)
+    checked = len({(row.get("run"), row["rule_id"]) for row in rows})
+    typer.echo(f"advisor: {len(fired)} findings ({checked} rules checked, {not_applicable} not applicable)"
+               + (f"; all of them: profpipe {more}" if more and len(shown) < len(fired) else ""))
+    if shown:
+        runs = ("run",) if any("run" in row for row in shown) else ()
+        cells = [(row["severity"], row["rule_id"], *(row[r] for r in runs), where(row["ranks"]), where(row["steps"]),
+                  headline(row)) for row in shown]
+        typer.echo(simple_table(("severity", "rule", *runs, "ranks", "steps", "finding"), cells))
+
+
 #: Rows `diff` prints unless --top says otherwise.
 DEFAULT_DIFF_TOP = 20
 
@@ -427,6 +517,7 @@ def diff(
     json_out: Annotated[bool, typer.Option("--json", help="Print every row as JSON instead of the top list.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Also write the whole table to FILE (.parquet or .csv).")] = None,
     warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", metavar="W", help="A and B are run ids in the warehouse W.")] = None,
+    html: Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help="Also write the ranked changes as a self-contained HTML report to FILE.")] = None,
 ) -> None:
     """Compare run B with run A per kernel, op type and step phase: counts, total and per-step time, their
     change, ranked by the change of the per-step time, with Welch's t test over the steps.
@@ -454,6 +545,10 @@ def diff(
         raise _usage(str(exc)) from None
     if output is not None:
         _write_table(table, output)
+    if html is not None:
+        from .report import write_diff_report
+
+        write_diff_report(table, a, b, html)
     if json_out:
         rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
                 for row in table.to_pylist()]

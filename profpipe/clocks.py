@@ -32,6 +32,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 from typing import Any
 
 import duckdb
@@ -54,6 +56,8 @@ CLOCKS: dict[str, str] = {
                     "its UTC start",
     "kineto_relative": "Kineto times relative to a baseTimeNanoseconds the trace does not hold (cut short): "
                        "the base is unknown",
+    "host_syscnt": "MindSpore's host counter (syscnt) ticks as ns at MindSpore's default 100 MHz, where the dump "
+                   "lacks the files that relate the counter to the epoch (framework op_range data)",
     "host": "a host clock the source does not name (older rows; treated as host_monotonic)",
 }
 #: Clocks whose times may already be Unix-epoch ns without the format saying so (see the module doc).
@@ -160,6 +164,95 @@ def ascend_raw_clock(slices: dict[str, list[Path]], tick_hz: int) -> dict[str, A
     return {"clock": "device_syscnt", **_epoch(offset, uncertainty), **_host(host_epoch, host_uncertainty)}
 
 
+@dataclass(frozen=True)
+class HostCounter:
+    """How MindSpore turns its host counter (syscnt, in its framework op_range data) into Unix-epoch ns:
+    ns = (syscnt - cntvct) * 1000 / freq_mhz + offset_ns. 2.5+ (TimeConverter) rounds that sum half to even;
+    2.4 (ProfilerInfoParser) rounds the counter's ns first, then adds the offset. `where` names the files the
+    parameters came from; `known` is False when the dump lacks them (MindSpore's defaults: 100 MHz, no offset)."""
+
+    freq_mhz: float
+    cntvct: int
+    offset_ns: int
+    round_sum: bool
+    known: bool
+    where: str
+
+    def to_ns(self, syscnt: np.ndarray) -> np.ndarray:
+        """Counter values (uint64) -> ns (int64) as MindSpore computes them (float64 counter ns, as in Python);
+        OUT_OF_RANGE where the counter's ns are beyond ±2^61 (no int64 can hold them with the offset)."""
+        delta = syscnt.astype(np.int64) - np.int64(self.cntvct)
+        if not self.round_sum:  # 2.4: round(delta * (1000 / freq)) + offset
+            scaled = np.rint(delta.astype(np.float64) * (1000.0 / self.freq_mhz))
+            whole, up = scaled, np.zeros(len(scaled), dtype=bool)
+        else:  # 2.5+: Decimal(delta * 1000 / freq) + offset, quantized to the ns half to even
+            scaled = (delta.astype(np.float64) * 1000.0) / self.freq_mhz
+            whole = np.floor(scaled)
+        beyond = ~(np.abs(whole) <= _BOUND)
+        total = np.where(beyond, 0, whole).astype(np.int64) + np.int64(self.offset_ns)
+        if self.round_sum:
+            fraction = scaled - whole
+            up = (fraction > 0.5) | ((fraction == 0.5) & (total % 2 == 1))
+        return np.where(beyond, OUT_OF_RANGE, total + up)
+
+    def run_info(self) -> dict[str, Any]:
+        """run_info's clock columns for times converted with these parameters."""
+        if self.known:
+            return {"clock": "unix_epoch", **_epoch(0, 1_000), "tick_hz": round(self.freq_mhz * 1e6)}
+        return {"clock": "host_syscnt", **_epoch(None, None), "tick_hz": round(self.freq_mhz * 1e6)}
+
+
+#: Counter ns kept below this, so adding an offset (below 2^62) cannot overflow int64.
+_BOUND = float(2**61)
+#: What HostCounter.to_ns gives for a counter value whose ns no int64 holds (negative: never a time).
+OUT_OF_RANGE = np.iinfo(np.int64).min
+#: MindSpore's host counter frequency when the dump does not give one (MHz).
+DEFAULT_COUNTER_MHZ = 100.0
+
+
+def mindspore_host_counter(folder: Path, rank: int) -> HostCounter:
+    """The host counter parameters of a MindSpore profiler folder (the one holding FRAMEWORK/): 2.4's
+    profiler_info_<rank>.json `system_cnt` / `system_time` beside FRAMEWORK/, else 2.5+'s
+    `PROF_*/host/host_start.log` (cntvct, clock_monotonic_raw) with `PROF_*/host/start_info` (the epoch offset of
+    CLOCK_MONOTONIC_RAW), the frequency from `PROF_*/host/info.json` (CPU[0].Frequency, MHz: what msprof's
+    get_msprof_info reports to MindSpore), else 100 MHz. Without either pair the times stay on the counter."""
+    host = next((p / "host" for p in sorted(folder.glob("PROF_*")) if (p / "host").is_dir()), None)
+    freq = _host_frequency(host / "info.json") if host is not None else None
+    mhz = freq or DEFAULT_COUNTER_MHZ
+    info = _json_object(folder / f"profiler_info_{rank}.json")
+    system_cnt, system_time = info.get("system_cnt"), info.get("system_time")
+    if _is_int(system_cnt) and _is_int(system_time) and system_cnt > 0:  # 2.4
+        return HostCounter(mhz, system_cnt, system_time, False, True, f"profiler_info_{rank}.json")
+    if host is not None:
+        start = _key_values([host / "host_start.log"])
+        epoch = _start_info(host)
+        if (start.get("cntvct", 0) > 0 and start.get("clock_monotonic_raw", 0) > 0 and epoch is not None
+                and _is_int(start["cntvct"]) and _is_int(start["clock_monotonic_raw"] + epoch)):
+            return HostCounter(mhz, start["cntvct"], start["clock_monotonic_raw"] + epoch, True, True,
+                               f"{host}/host_start.log, start_info")
+    return HostCounter(mhz, 0, 0, True, False, "")
+
+
+def _host_frequency(path: Path) -> float | None:
+    try:
+        value = float(_json_object(path)["CPU"][0]["Frequency"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return value if np.isfinite(value) and 0 < value < 1e6 else None
+
+
+def _json_object(path: Path) -> dict:
+    try:
+        value = json.loads(_head(path, 1 << 20) or "")
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+
+
 def _int_member(text: str | None, key: str) -> int | None:
     try:
         value = json.loads(text).get(key) if text else None
@@ -175,7 +268,7 @@ def _key_values(paths: list[Path] | None) -> dict[str, int]:
     text = _head(paths[0])
     if text is None:
         return {}
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^[ \t]*([A-Za-z_]+)[ \t]*:[ \t]*(-?[0-9]{1,20})[ \t\r]*$", text,
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^[ \t]*([A-Za-z_]+)[ \t]*[:=][ \t]*(-?[0-9]{1,20})[ \t\r]*$", text,
                                                              re.MULTILINE)}
 
 
@@ -193,7 +286,7 @@ def _head(path: Path, limit: int = 65536) -> str | None:
 
 def _start_info(folder: Path) -> int | None:
     """collectionTimeBegin * 1000 - clockMonotonicRaw of a start_info.<n> in `folder` (None without one)."""
-    for path in sorted(folder.glob("start_info.*")):
+    for path in sorted(folder.glob("start_info*")):  # start_info.<n> (devices), start_info (2.5+ host/)
         if path.suffix == ".done":
             continue
         try:

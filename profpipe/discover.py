@@ -105,6 +105,8 @@ MSPROF_OUTPUT = re.compile(r"(op_summary|step_trace|msprof_tx|msprof|l2_cache|hb
 #: (MindSpore 2.5+ copies msprof's first l2_cache_*, hbm_* and pcie_* export there under these names).
 ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.json": "trace_view",
                       "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
+#: Role prefix of the files of the msprof export inside an era F folder (PROF_*/mindstudio_profiler_output/).
+ERA_F_EXPORT_PREFIX = "export:"
 
 #: MindSpore's Ascend memory files (profile_memory=True; shared/reference/formats-mindspore-extras.md §2), by role:
 #: MindSpore's own (group 1: rank) in its profiler folder (1.x-2.4 flat, 2.5+ FRAMEWORK/), the files MindSpore writes
@@ -117,6 +119,14 @@ MEMORY_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 MEMORY_OUTPUT_ROLES = {"operator_memory.csv": "output_operator", "memory_record.csv": "output_record",
                        "npu_module_mem.csv": "output_module", "static_op_mem.csv": "output_static"}
+#: MindSpore 2.5+'s raw memory events (framework TLV) in `*_ascend_ms/FRAMEWORK/` (rank as for the output files).
+MEMORY_FRAMEWORK_ROLES = {"mindspore.memory_usage": "fwk_memory_usage"}
+#: MindSpore's binary op-range data (framework TLV: host framework events and, 2.6+, Python frames) in the
+#: FRAMEWORK/ folder of a profiler folder: 2.5+ `mindspore.op_range` (rank from profiler_info_<rank>.json beside
+#: FRAMEWORK/), 2.4 `op_range_<rank>` (era E: FRAMEWORK/ beside PROF_*). A source of its own (family
+#: mindspore_op_range), read by profpipe/ingest/mindspore_op_range.py.
+OP_RANGE_FILES = {"mindspore.op_range": "op_range"}
+OP_RANGE_RANKED = re.compile(r"op_range_(\d+)")
 MSPROF_MEMORY = re.compile(r"(memory_record|npu_mem|npu_module_mem|static_op_mem|operator_memory)_(\d+)(?:_\d+)*\.csv")
 
 #: PyTorch profiler (Kineto) traces: a JSON object with a traceEvents array, plain or gzip, under any
@@ -131,6 +141,9 @@ _TRACE_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 #: Nsight Systems SQLite exports (`nsys export --type sqlite`, default name `report<n>.sqlite`): every
 #: `.sqlite` file is taken for one (its reader says when it is not); the rank comes from the name.
 NSYS_SUFFIXES = (".sqlite", ".sqlite3")
+
+#: MindSpore's add_metadata file (2.4+, ingest/user_metadata.py): it belongs to every source at or below its folder.
+USER_METADATA_FILE = "profiler_metadata.json"
 
 #: Roles that make a folder a raw Ascend source (clock and name files only add to one).
 _ASCEND_PRIMARY_ROLES = ("hwts", "hwts_c", "training_trace", "ts_track", "task_desc_text",
@@ -166,6 +179,8 @@ class Source:
     superseded_by: Path | None = None
     #: Why it was superseded (the record counts compared).
     superseded_why: str = ""
+    #: The nearest profiler_metadata.json in the source's folder or above it, inside the input (None: none).
+    user_metadata: Path | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""
@@ -220,10 +235,14 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     minddata: dict[tuple[Path, int], Source] = {}
     memory: dict[tuple[Path, int], Source] = {}
     host_info: dict[tuple[Path, int], Source] = {}
+    op_range: dict[tuple[Path, int], Source] = {}
     traces: list[Source] = []
+    metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
         dirnames.sort()
         directory = Path(dirpath)
+        if root.is_file() or USER_METADATA_FILE in filenames:  # a file's folder is not walked: look beside it
+            _add_user_metadata(metadata_files, directory / USER_METADATA_FILE)
         for filename in sorted(filenames):
             if not _regular_input(directory / filename, warn):
                 continue
@@ -239,6 +258,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
                         or _add_memory_file(memory, directory, filename)
+                        or _add_op_range_file(op_range, directory, filename)
                         or _add_host_info_file(host_info, directory, filename)
                         or _add_trace_file(traces, directory, filename)):
                     _add_ascend_file(ascend, directory, filename)
@@ -248,6 +268,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
     found += list(memory.values())
+    found += _note_trace_views(list(op_range.values()), found)
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
     for source in found:  # msprof exports: MSTX ranges of that name replace the step_trace steps
@@ -262,6 +283,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
+    _own_user_metadata(found, metadata_files)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
     if models is not None:
@@ -277,7 +299,7 @@ def _ignore(message: str, **details: object) -> None:
 
 #: Names of every kind of file discover may open or hand to a reader.
 _INPUT_PATTERNS = [*MINDSPORE_FILE_PATTERNS.values(), *MINDDATA_FILE_PATTERNS.values(), *ASCEND_RAW_PATTERNS.values(),
-                   *MEMORY_FILE_PATTERNS.values(), HOST_INFO_FILE, STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE,
+                   *MEMORY_FILE_PATTERNS.values(), OP_RANGE_RANKED, HOST_INFO_FILE, STEP_TRACE_CSV, HCCL_TRACE, MSPROF_TIMELINE,
                    MSPROF_SUMMARY, MSPROF_PMU_SUMMARY, MSPROF_OUTPUT, MSPROF_MEMORY]
 
 
@@ -291,7 +313,8 @@ def _regular_input(path: Path, warn: Warn) -> bool:
     if mode is not None and stat.S_ISREG(mode):
         return True
     name = path.name
-    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES))
+    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES,
+                           *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES))
             or any(p.fullmatch(name) for p in _INPUT_PATTERNS)):
         return False
     if mode is not None:
@@ -311,6 +334,23 @@ def _new_source(directory: Path, device_id: int) -> Source:
         pid = int(match.group(1)) if match else None
     return Source(family="mindspore_framework", layout="framework" if framework_layout else "flat",
                   rank=device_id, device_id=device_id, directory=directory, pid=pid)
+
+
+def _add_user_metadata(found: list[Path], path: Path) -> None:
+    """List a profiler_metadata.json that is a regular file (never a link: the input's own metadata only)."""
+    try:
+        if stat.S_ISREG(path.lstat().st_mode):
+            found.append(path)
+    except OSError:
+        pass
+
+
+def _own_user_metadata(sources: list[Source], metadata_files: list[Path]) -> None:
+    """Give each source the nearest metadata file in its folder or above it."""
+    listed = set(metadata_files)
+    for source in sources:
+        source.user_metadata = next((folder / USER_METADATA_FILE for folder in (source.directory, *source.directory.parents)
+                                     if folder / USER_METADATA_FILE in listed), None)
 
 
 def _add_ascend_file(ascend: dict[tuple[Path, int], Source], directory: Path, filename: str) -> None:
@@ -415,8 +455,9 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
             devices = [int(m.group(1)) for m in map(re.compile(r"device_(\d+)").fullmatch, os.listdir(directory.parent))
                        if m]
             rank = devices[0] if len(devices) == 1 else 0
-    elif directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES:
-        role = MEMORY_OUTPUT_ROLES[filename]
+    elif (directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES
+          or directory.name == "FRAMEWORK" and filename in MEMORY_FRAMEWORK_ROLES):
+        role = MEMORY_OUTPUT_ROLES.get(filename) or MEMORY_FRAMEWORK_ROLES[filename]
         ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
                                              os.listdir(directory.parent)) if m]
         named = re.match(r"rank-(\d+)_", directory.parent.name)
@@ -434,6 +475,39 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
                                                    device_id=rank, directory=home))
     source.slices.setdefault(role, []).append(directory / filename)
     return True
+
+
+def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path, filename: str) -> bool:
+    """File MindSpore's op_range data (OP_RANGE_FILES, OP_RANGE_RANKED) under the profiler folder above FRAMEWORK/."""
+    ranked = OP_RANGE_RANKED.fullmatch(filename)
+    if directory.name != "FRAMEWORK" or not (ranked or filename in OP_RANGE_FILES):
+        return False
+    folder = directory.parent
+    if ranked:
+        role, rank = "op_range_2_4", int(ranked.group(1))
+    else:
+        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, os.listdir(folder))
+                 if m]
+        named = re.match(r"rank-(\d+)_", folder.name)
+        role, rank = OP_RANGE_FILES[filename], ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+    match = _ASCEND_MS_DIR.fullmatch(folder.name)
+    source = op_range.setdefault((folder, rank), Source(
+        family="mindspore_op_range", layout="op_range", rank=rank, device_id=rank, directory=folder,
+        pid=int(match.group(1)) if match else None))
+    source.files[role] = directory / filename
+    return True
+
+
+def _note_trace_views(op_range: list[Source], found: list[Source]) -> list[Source]:
+    """An era F folder whose trace_view.json is read (an msprof_export source) already holds the Python frames of
+    its op_range data: the trace is listed with the op_range source (role trace_view), whose reader then leaves
+    its frames out."""
+    traces = {s.directory: s.slices["trace_view"][0] for s in found
+              if s.family == "msprof_export" and "trace_view" in s.slices}
+    for source in op_range:
+        if source.directory in traces:
+            source.files["trace_view"] = traces[source.directory]
+    return op_range
 
 
 def _memory_home(directory: Path) -> Path:
@@ -526,6 +600,10 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
     Ascend source: when it has a trace_view.json, that trace already holds the host ops of its
     FRAMEWORK/ files (on the trace's clock), which are listed with it and not read again. Without
     device data (MindSpore's CPU-only runs write the same folder) the FRAMEWORK files are the source.
+    The msprof export of its PROF_* job (`mindstudio_profiler_output/`, kept with data_simplification=False) is
+    what MindSpore made ASCEND_PROFILER_OUTPUT from: when the folder has kernel_details.csv or trace_view.json,
+    its files are listed with the Ascend source under roles "export:<role>" and not read as a source of their own
+    (the reader takes only its msprof_tx CSV from them, which MindSpore does not copy).
     """
     era_f = {}
     for key, source in list(reports.items()):
@@ -534,6 +612,11 @@ def _settle_era_f(framework: list[Source], reports: dict[tuple[Path, int], Sourc
         if "csv:kernel_details" in source.slices or any(source.directory.glob("PROF_*")):
             era_f[source.directory] = source
         else:
+            del reports[key]
+    for key, source in list(reports.items()):
+        owner = era_f.get(source.directory.parent) if source.layout == "ascend_era_e" else None
+        if owner is not None and {"csv:kernel_details", "trace_view"} & owner.slices.keys():
+            owner.slices.update({ERA_F_EXPORT_PREFIX + role: paths for role, paths in source.slices.items()})
             del reports[key]
     kept = []
     for source in framework:
@@ -780,6 +863,9 @@ def _check_stands_alone(path: Path) -> None:
         folder = next((f for f in path.parents if f.name.startswith("PROF_") or _ASCEND_MS_DIR.fullmatch(f.name)),
                       path.parent.parent)
         kind = "an msprof export file"
+    elif path.parent.name == "FRAMEWORK" and (name in OP_RANGE_FILES or name in MEMORY_FRAMEWORK_ROLES
+                                              or OP_RANGE_RANKED.fullmatch(name)):
+        folder, kind = path.parent.parent, "a MindSpore framework data file"
     elif STEP_TRACE_CSV.fullmatch(name) or HCCL_TRACE.fullmatch(name):
         folder = path.parent if STEP_TRACE_CSV.fullmatch(name) else path.parent.parent.parent
         kind = "a MindSpore result file"

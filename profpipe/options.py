@@ -61,6 +61,8 @@ class Options:
     timeline_limit_mb: float | None = DEFAULT_TIMELINE_LIMIT_MB
     #: Timeline with steps, phases and the overlap analysis only.
     timeline_summary: bool = False
+    #: Write report.html (the visual report, profpipe/report) into the output; a batch writes its warehouse's.
+    visual_report: bool = True
     #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
     msprof_models: tuple[int, ...] | None = None
     #: PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step.

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
+from .advisor import Finding, advise, findings_document, save_findings, write_findings
 from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .database import configured, connect as duckdb_connect
@@ -35,6 +36,7 @@ from .export.memory_reports import write_memory_reports
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
+from .report import RunContext, write_run_report
 from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
@@ -81,6 +83,8 @@ class RunResult:
     meter: StageMeter = field(default_factory=StageMeter)
     #: What the user should know beyond the trace-health ledger (a step_list a rank cannot apply, a timeline cut).
     notices: list[str] = field(default_factory=list)
+    #: The advisor's verdict on every rule (findings.json, table advisor_finding), fired ones first.
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def health(self) -> dict[str, Any]:
@@ -268,7 +272,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                  notices: list[str] | None = None) -> RunResult:
     """From the sources' parts (`outcomes`, one per source, in order) to the output folder `tmp`: captures,
     merged tables, the trace-health ledger, profile.duckdb with every model, and (with `exports`) the
-    reports, the timeline, summary.json and manifest.json. `meter` times each stage; `notices` are the
+    reports, the timeline, summary.json, findings.json and manifest.json. The advisor's findings are saved in
+    profile.duckdb (table advisor_finding) in both cases. `meter` times each stage; `notices` are the
     earlier stages' (more are added)."""
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
@@ -284,6 +289,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             create_macros(con)
             set_run_options(con, options.model_options)
             run_models(con, models_to_run)
+            findings = advise(con)
+            save_findings(con, findings)
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
@@ -294,13 +301,14 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     finally:
         con.close()
     if exports:
+        write_findings(findings_document(findings, VERSION), tmp / "findings.json", indent=2 if options.pretty else None)
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, meter,
                         indent=2 if options.pretty else None, user_metadata=user_metadata)
     if options.data_simplification:  # the tables live on in profile.duckdb
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
-                     notices=notices, meter=meter)
+                     notices=notices, meter=meter, findings=findings)
 
 
 def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:
@@ -336,28 +344,31 @@ def _beside(work: Callable[[], None]) -> Iterator[None]:
 
 
 def _user_metadata(path: Path, sources: list[Source], health: HealthLedger) -> list[user_metadata.UserMetadata]:
-    """The profiler_metadata.json files of the input (MindSpore's add_metadata), their problems in the ledger
-    under the rank of a source beside them."""
+    """The profiler_metadata.json files of the sources (MindSpore's add_metadata; discover found them), their
+    problems in the ledger under the rank of a source beside them."""
     def warn_for(file: Path) -> Any:
-        ranks = [s.rank for s in sources if file.parent == s.directory or file.parent in s.directory.parents]
+        ranks = [s.rank for s in sources if s.user_metadata == file]
         return health.for_source(str(file), min(ranks) if ranks else 0)
 
-    return user_metadata.read_all(path, warn_for)
+    files = {s.user_metadata for s in sources if s.user_metadata is not None}
+    return user_metadata.read_all(list(files), path.parent if path.is_file() else path, warn_for)
 
 
-def _with_user_metadata(run_info_path: Path, files: list[user_metadata.UserMetadata]) -> None:
+def _with_user_metadata(run_info_path: Path, sources: list[Source], files: list[user_metadata.UserMetadata]) -> None:
     """run_info.metadata_json with member `profiler_metadata`: the user metadata of each row's source."""
+    read = {item.path: item.metadata for item in files}
+    by_folder = {str(s.directory): read[s.user_metadata] for s in sources if s.user_metadata in read}
     table = pq.read_table(run_info_path)
     texts = []
     for source_dir, text in zip(table.column("source_dir").to_pylist(), table.column("metadata_json").to_pylist()):
-        found = user_metadata.owner(source_dir, files) if source_dir else None
+        found = by_folder.get(source_dir) if source_dir else None
         if found is not None:
             try:
                 merged = json.loads(text) if text else {}
             except ValueError:
                 merged = None
             if isinstance(merged, dict):
-                text = json.dumps({**merged, "profiler_metadata": found.metadata})
+                text = json.dumps({**merged, "profiler_metadata": found})
         texts.append(text)
     index = table.schema.get_field_index("metadata_json")
     table = table.set_column(index, table.schema.field(index), pa.array(texts, pa.string()))
@@ -385,7 +396,7 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
                             f"{first.message}")
     merge_parts(list(part_dirs.values()), tmp / "tables", captures)
     if user_files:
-        _with_user_metadata(tmp / "tables" / "run_info.parquet", user_files)
+        _with_user_metadata(tmp / "tables" / "run_info.parquet", sources, user_files)
     shutil.rmtree(tmp / "parts", ignore_errors=True)
     for part in part_dirs.values():  # parts written elsewhere (a batch's workers)
         shutil.rmtree(part, ignore_errors=True)
@@ -403,7 +414,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
             user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
     summary.json (returned)."""
-    reporter.stage("export", 3)
+    reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file]
     write_reports(con, tmp / "reports", reports, options.report.style)
     write_ascend_reports(con, tmp / "reports", options.report)
@@ -415,10 +426,15 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
                               options.timeline_summary)
     reporter.advance(1)
     timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
-                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written}
+                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written,
+                     "limit_mb": options.timeline_limit_mb}
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
     summary["user_metadata"] = _user_metadata_list(user_files)
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
+    reporter.advance(1)
+    if options.visual_report:
+        write_run_report(con, tmp / "report.html", RunContext(input=str(path), profpipe_version=VERSION,
+                                                               timeline=timeline_info))
     reporter.advance(1)
     if timeline.events_dropped:
         notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")

@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .advisor import ADVISOR_TABLE
 from .database import connect as duckdb_connect
 from .errors import UsageError
 from .models import create_macros, load_models, run_models, set_run_options
@@ -86,8 +87,9 @@ BATCH_RUNS_DOCS = {
 
 
 def public_tables() -> list[str]:
-    """The tables a run publishes: the normalized tables (trace_health included) and the marts."""
-    return list(catalog()) + [m.name for m in load_models() if m.layer == "marts"]
+    """The tables a run publishes: the normalized tables (trace_health included), the marts and the advisor's
+    findings (advisor_finding)."""
+    return list(catalog()) + [m.name for m in load_models() if m.layer == "marts"] + [ADVISOR_TABLE]
 
 
 @dataclass

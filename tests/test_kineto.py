@@ -707,7 +707,7 @@ def test_flops_of_damaged_input_dims_are_none_or_pytorchs(tmp_path_factory, firs
     op["name"] = "aten::mm"
     op["args"]["Input Dims"] = [first, second]
     result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
-    [(flops,)] = query(result.output, f"SELECT flops FROM host_op WHERE op_name = 'aten::mm' AND rank = 0")
+    [(flops,)] = query(result.output, "SELECT flops FROM host_op WHERE op_name = 'aten::mm' AND rank = 0")
     ints = all(isinstance(v, list) and all(isinstance(x, int) for x in v) or isinstance(v, int) and not isinstance(v, bool)
                for v in first + second) and all(isinstance(v, int) for v in first[:2] + second[1:2])
     if ints and len(first) >= 2 and len(second) >= 2 and abs(2 * first[0] * first[1] * second[1]) < 2**63:

@@ -1148,6 +1148,28 @@ def test_op_shape_stats_sums_the_instances_of_a_type_launched_with_the_same_shap
     ])
 
 
+def test_op_instance_shape_gives_each_instance_the_shapes_of_its_short_name():
+    tables = {"op_meta": [{"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "MatMul-op0", "input_shapes": "input_1:[2];input_2:[3]"},
+                          {"side": "Host", "short_name": "ReLU-op1", "input_shapes": "input_1:[4]"}],
+              "host_op": [{"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 0, "dur_ns": 10},
+                          {"side": "Host", "op_name": "Default/MatMul-op0", "start_ns": 20, "dur_ns": 30},
+                          {"side": "Host", "op_name": "Gradients/MatMul-op0", "start_ns": 60, "dur_ns": 5},
+                          {"side": "Host", "op_name": "Default/ReLU-op1", "start_ns": 70, "dur_ns": 7},
+                          {"side": "Host", "op_name": "Default/Cast-op2", "start_ns": 80, "dur_ns": 1}]}
+    same(model_rows(tables, "op_instance_shape"), [
+        {"side": "Host", "op_name": "Default/Cast-op2", "short_name": "Cast-op2", "op_type": "Cast", "input_shape": "",
+         "occurrences": 1, "total_ns": 1},
+        # the repeated launch signature counts once; both scoped instances of MatMul-op0 get it
+        {"side": "Host", "op_name": "Default/MatMul-op0", "short_name": "MatMul-op0", "op_type": "MatMul",
+         "input_shape": "input_1:[2],input_2:[3]", "occurrences": 2, "total_ns": 40},
+        {"side": "Host", "op_name": "Default/ReLU-op1", "short_name": "ReLU-op1", "op_type": "ReLU",
+         "input_shape": "input_1:[4]", "occurrences": 1, "total_ns": 7},
+        {"side": "Host", "op_name": "Gradients/MatMul-op0", "short_name": "MatMul-op0", "op_type": "MatMul",
+         "input_shape": "input_1:[2],input_2:[3]", "occurrences": 1, "total_ns": 5},
+    ])
+
+
 # ---------------------------------------------------------------------------------------------- GPU collectives
 
 def _collective(rank: int, name: str, start: int, dur: int, **args) -> dict:
@@ -1472,9 +1494,10 @@ def test_scope_layer_span_merges_runs_of_ops_per_depth_as_mindspore():
     ])
 
 
-def test_scope_layer_span_only_for_mindspore_2_5_dumps_and_on_the_timeline_lane_9():
-    # 2.4 and older dumps (layout flat) feed other inputs to MindSpore's Scope Layer: none here
-    assert model_rows({"run_info": _mindspore_run("flat"), "host_op": SCOPED_OPS}, "scope_layer_span") == []
+def test_scope_layer_span_for_mindspore_2_3_and_later_dumps_and_on_the_timeline_lane_9():
+    # 2.3-2.4 msprof exports (era E) get the same merge over what profpipe reads of them
+    assert model_rows({"run_info": _mindspore_run("ascend_era_e"), "host_op": SCOPED_OPS}, "scope_layer_span") == \
+        model_rows({"run_info": _mindspore_run(), "host_op": SCOPED_OPS}, "scope_layer_span")
     lane = [r for r in model_rows({"run_info": _mindspore_run(), "host_op": SCOPED_OPS}, "timeline_span")
             if r["lane"] == 9]
     assert len(lane) == 11
@@ -1482,3 +1505,63 @@ def test_scope_layer_span_only_for_mindspore_2_5_dumps_and_on_the_timeline_lane_
         {"process": "Scope Layer", "tid": 0, "thread": "Thread 0", "name": "Default", "category": "scope",
          "start_ns": 0, "dur_ns": 48, "clock_domain": "main"},
         {"tid": 0, "name": "Gradients", "start_ns": 50, "dur_ns": 25}])
+
+
+def test_device_memory_capacity_reads_each_device_of_deviceproperties():
+    # two devices stated (ids 0 and 1), one without totalGlobalMem (no row), and a source with no deviceProperties
+    devices = [{"id": 0, "name": "A", "totalGlobalMem": 85_017_493_504}, {"id": 1, "name": "B", "totalGlobalMem": 1024},
+               {"id": 2, "name": "C"}]
+    info = [{"rank": 0, "device_type": "gpu", "metadata_json": json.dumps({"deviceProperties": devices})},
+            {"rank": 1, "device_type": "gpu", "metadata_json": json.dumps({"distributedInfo": {"rank": 1}})}]
+    assert model_rows({"run_info": info}, "device_memory_capacity") == [
+        {"rank": 0, "capture": 0, "device": "cuda:0", "device_name": "A", "capacity_bytes": 85_017_493_504},
+        {"rank": 0, "capture": 0, "device": "cuda:1", "device_name": "B", "capacity_bytes": 1024}]
+
+
+def test_scope_name_spans_of_older_dumps_run_per_level_over_consecutive_ops():
+    # a flat profiler folder (MindSpore <= 2.4 CPU / GPU) gets 1.3-2.2's Scope Name thread over the same ops;
+    # the step's first op (Conv-op0) never comes again, so its last op is the list's last: no step break here
+    spans = model_rows({"run_info": _mindspore_run("flat"), "host_op": SCOPED_OPS}, "scope_layer_span")
+    assert {r["algorithm"] for r in spans} == {"scope_name"}
+    same(spans, [
+        # Default: ops 1-7 (every op of Default, overlapping ones too: nothing is dropped), 0..48 (op 7's end)
+        {"depth": 0, "scope": "Default", "start_ns": 0, "dur_ns": 48, "ops": 7, "first_op": 1, "last_op": 7},
+        {"depth": 0, "scope": "Gradients", "start_ns": 50, "dur_ns": 25, "ops": 3, "first_op": 8, "last_op": 10},
+        {"depth": 1, "scope": "net-A", "start_ns": 0, "dur_ns": 45, "ops": 5},  # ops 1-5; op 6 has no level 1
+        {"depth": 1, "scope": "net-A", "start_ns": 50, "dur_ns": 10, "ops": 1},  # Gradients' net-A: its own
+        {"depth": 1, "scope": "net-B", "start_ns": 60, "dur_ns": 15, "ops": 2},
+        {"depth": 2, "scope": "conv-C", "start_ns": 0, "dur_ns": 20, "ops": 2},
+        {"depth": 2, "scope": "fc-D", "start_ns": 25, "dur_ns": 5, "ops": 1},  # op 4 lacks level 2: closed at 30
+        {"depth": 2, "scope": "fc-D", "start_ns": 40, "dur_ns": 5, "ops": 1},  # (no gap bridging, unlike Scope Layer)
+        # ops 8-10: fc-D stays at level 2 while level 1 changes net-A -> net-B: one span (Scope Layer: two)
+        {"depth": 2, "scope": "fc-D", "start_ns": 50, "dur_ns": 25, "ops": 3, "first_op": 8, "last_op": 10},
+    ])  # MakeTuple (no '/'), Other/... and DefaultXYZ/... (not a subgraph) give nothing
+
+
+def test_scope_name_spans_end_with_the_steps_last_op_and_skip_communication_ops():
+    run = [{"device_id": 0, "device_type": "gpu", "framework": "mindspore", "layout": "flat"}]
+    gpu, cpu = "Device", "Host"
+    ops = [{"side": side, "op_name": name, "start_ns": start, "dur_ns": end - start}
+           for side, name, start, end in [
+               (gpu, "Default/InitDataSetQueue-op0", 0, 5),  # first: the step starts with the second op
+               (gpu, "Default/net/Conv-op1", 10, 20),  # 2: the step's first op
+               (cpu, "Default/net/Cast-op2", 20, 22),  # 4: a tie at 20 puts the GPU op first
+               (gpu, "Default/net/Relu-op3", 20, 25),  # 3
+               (gpu, "Default/AllReduce-op4", 26, 30),  # a communication op: not in the list, breaks nothing
+               (gpu, "Default/net/Add-op5", 30, 35),  # 5: before Conv-op1 comes again: the step's last op
+               (gpu, "Default/net/Conv-op1", 40, 50),  # 6
+               (gpu, "Default/net/Add-op5", 50, 55)]]  # 7: the list's last op
+    comm = [{"step": 1, "kind": kind, "op_name": "Default/AllReduce-op4", "seq": i, "ts_ns": ts}
+            for i, (kind, ts) in enumerate([("comm_start", 26), ("comm_end", 30)])]
+    tables = {"run_info": run, "host_op": ops, "step_point": comm}
+    same(model_rows(tables, "scope_layer_span"), [
+        {"algorithm": "scope_name", "depth": 0, "scope": "Default", "start_ns": 10, "dur_ns": 25, "ops": 4,
+         "first_op": 2, "last_op": 5},
+        {"depth": 0, "scope": "Default", "start_ns": 40, "dur_ns": 15, "ops": 2, "first_op": 6, "last_op": 7},
+        {"depth": 1, "scope": "net", "start_ns": 10, "dur_ns": 25, "ops": 4, "first_op": 2, "last_op": 5},
+        {"depth": 1, "scope": "net", "start_ns": 40, "dur_ns": 15, "ops": 2}])
+    lane = sorted((r for r in model_rows(tables, "timeline_span") if r["lane"] == 9),
+                  key=lambda r: (r["tid"], r["start_ns"]))
+    same(lane, [{"process": "Scope Name", "tid": 0, "thread": "Level 0", "start_ns": 10},
+                {"thread": "Level 0", "start_ns": 40}, {"thread": "Level 1", "start_ns": 10},
+                {"tid": 1, "thread": "Level 1", "name": "net", "start_ns": 40, "dur_ns": 15}])

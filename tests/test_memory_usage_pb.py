@@ -1,4 +1,4 @@
-"""MindSpore 1.x memory_usage_<r>.pb (profpipe/ingest/memory_usage.py, protowire.py) and its marts, against the
+"""MindSpore 1.x memory_usage_<r>.pb (profpipe/ingest/memory_usage_pb.py, protowire.py) and its marts, against the
 generator's ground truth (fixtures/ascend_memory_pb/expected.json) and MindSpore's algorithm written out here
 (memory_usage_parser.py of MindSpore 1.2-2.3: curve, node sizes, the N // 2000 thinning, the summary). Damage tests:
 hypothesis cuts, flips and rewrites the file, and checks the rows kept and the ledger's counts and offsets."""
@@ -412,10 +412,10 @@ def test_a_source_without_times_joins_the_first_capture_that_lacks_its_family():
 
 
 def test_a_file_beyond_the_bound_is_refused_by_its_size_and_costs_only_itself(tmp_path: Path, monkeypatch) -> None:
-    from profpipe.ingest import memory_usage
+    from profpipe.ingest import memory_usage_pb
 
     big = _file(PAYLOADS, tail=gen.len_field(15, bytes(100_000)))  # rank 0's file, larger than rank 1's 79 kB
-    monkeypatch.setattr(memory_usage, "MAX_PROTOBUF_BYTES", 90_000)  # 64 MiB in earnest
+    monkeypatch.setattr(memory_usage_pb, "MAX_PROTOBUF_BYTES", 90_000)  # 64 MiB in earnest
     outcome = _read(tmp_path, big, other_rank=True)
     assert _rank(outcome, "memory_graph") == 0 and _rank(outcome, "memory_node", 1) == RANK1_NODES
     [refused] = _ledger(outcome, "malformed_record", "dropped")

@@ -14,13 +14,14 @@ from conftest import FIXTURES, REPO, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
 from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, documentation, load_models, run_models
+from profpipe.report import write_report
 from profpipe.tables import catalog
 
 #: One folder per format family: the model tests run on each one's output.
 FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",
                 "ascend_ms_era_f", "ascend_ms_cluster", "msprof_timeline", "msprof_tx", "kineto", "kineto_nccl", "paddle", "nsys",
                 "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
-                "host_info"]
+                "host_info", "mindspore_fwk_tlv"]
 #: Unit endings no normalized or mart column may carry (README, "Units").
 FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_pct", "_percent", "_kb", "_mb", "_gb", "_kb_s", "_gb_s")
 
@@ -46,6 +47,13 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
         run(FIXTURES / name, out)
         found[name] = out
     return found
+
+
+def test_every_fixture_gets_a_report(outputs):
+    """The visual report's queries hold on every kind of dump profpipe reads (a failure: a query that assumed data)."""
+    for name, out in outputs.items():
+        report = write_report(out)
+        assert b'id="report-data"' in report.read_bytes(), name
 
 
 def test_layers_are_folders_and_each_model_reads_only_earlier_layers():

@@ -29,7 +29,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 def test_layout_and_manifest(tmp_path):
     out = tmp_path / "out"
     run(GPU, out)
-    assert {p.name for p in out.iterdir()} == {"tables", "profile.duckdb", "reports", "timeline", "manifest.json",
+    assert {p.name for p in out.iterdir()} == {"tables", "profile.duckdb", "reports", "timeline", "manifest.json", "findings.json",
                                                ".profpipe-output"}
     assert {p.stem for p in (out / "tables").glob("*.parquet")} == set(catalog())
     manifest = json.loads((out / "manifest.json").read_text())

@@ -3,6 +3,7 @@ a damaged file costs only itself, with a trace_health row (file and line)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, assert_generator_reproduces, query, run
+from profpipe.discover import discover
 from profpipe.ingest import user_metadata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "generators"))
@@ -45,6 +47,39 @@ def test_user_metadata_reaches_run_info_summary_and_manifest(tmp_path):
 def test_no_metadata_file_is_an_empty_list(tmp_path):
     out = run(GPU, tmp_path / "out").output
     assert json.loads((out / "reports" / "summary.json").read_text(encoding="utf-8"))["user_metadata"] == []
+
+
+def test_discovery_walks_once_and_gives_each_source_its_nearest_file(tmp_path, monkeypatch):
+    """One walk of the input finds the metadata files with the sources' files; each source owns the nearest file at or
+    above its folder (a rank's own `*_ascend_ms` copy over one at the top), and a linked file is never read."""
+    source = tmp_path / "in"
+    shutil.copytree(FIXTURES / "ascend_ms_cluster", source / "cluster")
+    shutil.copytree(GPU, source / "gpu")
+    (source / "profiler_metadata.json").write_bytes(META.read_bytes())
+    linked = source / "gpu" / "profiler" / "profiler_metadata.json"
+    linked.symlink_to(source / "cluster" / sorted((source / "cluster").iterdir())[0].name / "profiler_metadata.json")
+    walked: list[str] = []
+    real_walk = os.walk
+
+    def counting_walk(top, *args, **kwargs):
+        walked.append(str(top))
+        return real_walk(top, *args, **kwargs)
+
+    monkeypatch.setattr(os, "walk", counting_walk)
+    owners = {(s.family, s.rank): s.user_metadata.relative_to(source).as_posix() for s in discover(source)}
+    ranks = sorted((source / "cluster").iterdir())
+    assert owners == {("msprof_export", 0): f"cluster/{ranks[0].name}/profiler_metadata.json",
+                      ("msprof_export", 1): f"cluster/{ranks[1].name}/profiler_metadata.json",
+                      ("mindspore_framework", 0): "profiler_metadata.json"}
+    walked.clear()
+    out = run(source, tmp_path / "out").output
+    assert walked.count(str(source)) == 1 and not any(w.startswith(str(source) + os.sep) for w in walked)
+    assert [e["path"] for e in json.loads((out / "manifest.json").read_text())["user_metadata"]] == [
+        f"cluster/{ranks[0].name}/profiler_metadata.json", f"cluster/{ranks[1].name}/profiler_metadata.json",
+        "profiler_metadata.json"]
+    assert sorted(query(out, "SELECT rank, layout, metadata_json->'$.profiler_metadata' FROM run_info"), key=str) == sorted([
+        (0, "ascend_era_f", '{"rank_id":"0"}'), (1, "ascend_era_f", '{"rank_id":"1"}'),
+        (0, "flat", json.dumps(METADATA, ensure_ascii=False, separators=(",", ":")))], key=str)
 
 
 def _read(data: bytes, tmp_path: Path):

@@ -718,7 +718,7 @@ def _fault_offsets(con: duckdb.DuckDBPyConnection, array: TraceArray, tolerant: 
     file's bytes and is small enough to walk (trace_object.event_offset); read again with its position."""
     if not array.exact_copy:
         return {}
-    first = con.execute(f"""
+    first = con.execute("""
         SELECT kind, min(ordinal) FROM (
             SELECT ordinal, CASE
                 WHEN name IS NULL THEN 'name'

@@ -1,5 +1,5 @@
 """Stage 2, ingest: MindSpore's Ascend memory files (profile_memory=True) -> memory_block, memory_record,
-memory_module, static_op_memory (and, through memory_usage.py, the 1.x memory usage tables).
+memory_module, static_op_memory (and, through memory_usage_pb.py, the 1.x memory usage tables).
 
 One source is the memory files of one rank in one profiler folder (discover's `_memory_home`: a 2.5+
 `*_ascend_ms` folder, or a 2.3-2.4 profiler folder with its `*_ascend_ms` copy folder and PROF_* job);
@@ -32,17 +32,22 @@ with its own epoch rows, so the files share that clock); sizes become whole byte
 size that is not a number, negative or out of range, rows without a required value, and repeated rows are
 dropped and reported; a file that cannot be read at all costs only its own rows.
 
+* `fwk_memory_usage`: MindSpore 2.5+'s raw memory events, `FRAMEWORK/mindspore.memory_usage` (memory_usage_tlv.py)
+  -> memory_block (component MindSpore, each allocation paired with its free as MindSpore pairs them), and,
+  when the dump has no totals file of MindSpore's (`cpu_ms_memory_record_<r>.txt`, `memory_record.csv`), the
+  allocator totals each event carries -> memory_record (component MindSpore). The events win over the
+  `operator_memory.csv` MindSpore makes from them (reported superseded): they hold whole bytes and ns times,
+  where the CSV holds KB and µs as floats (an epoch µs as a float keeps about a quarter µs), and they are
+  there whether or not MindSpore's analysis ran.
 * `ms_usage`: MindSpore 1.2-2.3's `memory_usage_<r>.pb` (tensor lifetimes by graph node index, no times) ->
-  memory_graph, memory_node, memory_tensor, memory_node_tensor, read by memory_usage.py.
-
-Not read: the 2.5+ TLV `FRAMEWORK/mindspore.memory_usage`, from which MindSpore writes the `operator_memory.csv`
-read here.
+  memory_graph, memory_node, memory_tensor, memory_node_tensor, read by memory_usage_pb.py.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -51,11 +56,12 @@ from ..clocks import epoch_clock
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
-from . import memory_usage
+from . import memory_usage_pb, memory_usage_tlv
 from .lines import drop_rows, iter_csv_frames
 from .run_info import run_info
 from .units import MAX_NS, scaled_decimal
 
+T = TypeVar("T")
 KB = 1024
 #: memory_record.csv's "MB": KB / 1000 (MindSpore's MemoryRecordBean.KB_TO_MB).
 RECORD_MB = 1024 * 1000
@@ -70,6 +76,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     yield "run_info", run_info(source, device_type=source.device_type, framework="mindspore", layout="memory",
                                **epoch_clock())
     files = source.slices
+    tlv = [usage for path in files.get("fwk_memory_usage", [])[:1]
+           if (usage := _guarded(warn, path, "memory_block,memory_record", memory_usage_tlv.read)) is not None]
     if "output_record" in files:
         _superseded(files, ("ms_record", "msprof:memory_record", "msprof:npu_mem"), files["output_record"][0], warn)
         parts = [_guarded(warn, path, "memory_record", _output_record) for path in files["output_record"]]
@@ -77,21 +85,23 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         parts = [_guarded(warn, path, "memory_record", _ge_record) for path in files.get("msprof:memory_record", [])]
         parts += [_guarded(warn, path, "memory_record", _ms_record) for path in files.get("ms_record", [])]
         parts += [_guarded(warn, path, "memory_record", _app_record) for path in files.get("msprof:npu_mem", [])]
+        if "ms_record" not in files:  # MindSpore's totals, from its memory events when it wrote no totals file
+            parts += [usage[1] for usage in tlv]
     yield from _table("memory_record", parts)
     module = _first_of(files, "output_module", "msprof:npu_module_mem", warn)
     yield from _table("memory_module", [_guarded(warn, path, "memory_module", _module) for path in module])
     static = _first_of(files, "output_static", "msprof:static_op_mem", warn)[-1:]
     yield from _table("static_op_memory", [_guarded(warn, path, "static_op_memory", _static) for path in static])
-    operator = _first_of(files, "output_operator", "ms_operator", warn)
-    parts = [_guarded(warn, path, "memory_block", _operator) for path in operator]
+    if tlv:  # the raw events win over the operator_memory CSVs MindSpore made from them
+        _superseded(files, ("output_operator", "ms_operator"), files["fwk_memory_usage"][0], warn)
+        parts = [usage[0] for usage in tlv]
+    else:
+        operator = _first_of(files, "output_operator", "ms_operator", warn)
+        parts = [_guarded(warn, path, "memory_block", _operator) for path in operator]
     parts += [_guarded(warn, path, "memory_block", _operator) for path in files.get("msprof:operator_memory", [])]
     yield from _table("memory_block", parts)
     for path in files.get("ms_usage", []):
-        try:
-            yield from memory_usage.read(path, warn)
-        except InputError as exc:
-            warn(f"{exc}; its rows are left out", check="malformed_record", action="dropped", path=path,
-                 tables="memory_graph")
+        yield from _guarded(warn, path, memory_usage_pb.TABLES, memory_usage_pb.read) or []
 
 
 def _first_of(files: dict[str, list[Path]], copy: str, original: str, warn: Warn) -> list[Path]:
@@ -116,8 +126,7 @@ def _table(name: str, parts: list[pl.DataFrame | None]) -> Iterator[tuple[str, p
         yield name, frame.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64)).to_arrow()
 
 
-def _guarded(warn: Warn, path: Path, table: str,
-             reader: Callable[[Path, Warn], pl.DataFrame]) -> pl.DataFrame | None:
+def _guarded(warn: Warn, path: Path, table: str, reader: Callable[[Path, Warn], T]) -> T | None:
     """The rows of one file; a file that cannot be read is one ledger row (its rows dropped), not the source."""
     try:
         return reader(path, warn)

@@ -23,9 +23,12 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
 * era F "CPU OP" process events -> host_op (side Host);
 * era F (MindSpore 2.6+, with_stack) "python_function" events of the "MindSpore" process -> python_frame (no ids:
   each frame's parent is the innermost frame that holds it on its thread, python_frames.py);
-* eras D/E: MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else
-  msprof_tx_*.json) -> host_op (category 'marker'), see msprof_tx; with --step-range-name NAME (Source.step_range)
-  the ranges named NAME replace the step_trace steps;
+* MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else msprof_tx_*.json;
+  era F: the msprof_tx_*.csv of its PROF_*/mindstudio_profiler_output where data_simplification left it, else
+  the msprof process of trace_view.json) -> host_op (side Host, category 'marker'), and their device-side
+  records (tasks of "Ascend Hardware" without a Task Type, from a marker given a stream) -> host_op (side Device,
+  category 'marker'), see msprof_tx; with --step-range-name NAME (Source.step_range) the host ranges named NAME
+  replace the step_trace steps;
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
   Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
 
@@ -45,7 +48,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ..discover import MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
+from ..discover import ERA_F_EXPORT_PREFIX, MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv, msprof_pmu, msprof_tx
 from ..health import Warn
@@ -214,7 +217,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     timeline_kinds = (["trace_view"] if source.layout == "ascend_era_f" else
                       ["msprof"] if files.get("msprof") else ["task_time", "step_trace", "hccl"])
     timelines = sorted(p for kind in timeline_kinds for p in files.get(kind, []))
-    tx_in_timelines = source.layout != "ascend_era_f" and files.get("msprof") and not files.get("csv:msprof_tx")
+    every_process = timeline_kinds[0] in ("trace_view", "msprof")  # MSTX markers are among them
+    tx_in_timelines = every_process and bool(timelines) and not files.get("csv:msprof_tx")
     if timelines:
         queries = [("comm_task", _COMM_TASK_SQL)]
         queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
@@ -224,6 +228,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             queries.append(("step_point", _STEP_POINT_SQL))
         if tx_in_timelines:
             queries.append(("marker", msprof_tx.MARKER_SQL))
+        if every_process:
+            queries.append(("host_op", msprof_tx.DEVICE_MARKER_SQL))
         with memory_database() as con:
             _load_events(con, timelines, warn)
             for table, sql in queries:
@@ -240,7 +246,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                     yield table, rows
             if source.layout == "ascend_era_f":
                 yield from _read_frames(con, timelines, warn)
-    if markers is None and files.get("msprof_tx") and source.layout != "ascend_era_f" and not tx_in_timelines:
+    if markers is None and files.get("msprof_tx") and not tx_in_timelines:
         markers = _tx_timeline(files["msprof_tx"], warn)
     if markers is not None:
         yield "host_op", markers
@@ -369,8 +375,11 @@ def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Pat
 def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]], dict[str, list[Path]]]:
     """({"model_id", "models"} where the names carry models, the files to read per kind): era E/F,
     the newest export of each kind (no model in the names); era D, the files of the chosen model."""
-    if source.layout == "ascend_era_f":
-        return {}, dict(source.slices)
+    if source.layout == "ascend_era_f":  # of its msprof export (discover's ERA_F_EXPORT_PREFIX) only the MSTX CSV
+        files = dict(source.slices)
+        if files.get(ERA_F_EXPORT_PREFIX + "csv:msprof_tx"):
+            files["csv:msprof_tx"] = [_most_complete("csv:msprof_tx", files[ERA_F_EXPORT_PREFIX + "csv:msprof_tx"], warn)]
+        return {}, files
     if source.layout == "ascend_era_e":
         return {}, {kind: [_most_complete(kind, paths, warn)] for kind, paths in source.slices.items()}
     by_model: dict[int, dict[str, list[Path]]] = {}

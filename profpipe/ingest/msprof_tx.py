@@ -6,9 +6,16 @@ by CANN as msproftx data and exported (shared/reference/formats-mindspore-extras
 payload_value, Start_time(us), End_time(us), message_type, message`; older CANN wrote `Start_time(ns)` /
 `End_time(ns)`, or bare `Start_time` / `End_time` in ns, and no Device_id), to `msprof_tx_<ts>.json`, and
 into `msprof_<ts>.json` as complete events named by the message with args `Category`, `Payload_type`,
-`Payload_value`, `Message_type`, `event_type`. Each range or mark becomes a host_op row of category
-'marker' on its thread (tid; a mark has no duration), named by its message. Times are read as exact
-decimals (µs x 1000, or ns, rounded half to even), on the export's clock.
+`Payload_value`, `Message_type`, `event_type` (CANN 8's domain markers: `event_type`, `domain`). MindSpore 2.5+
+copies msprof_<ts>.json's processes into `ASCEND_PROFILER_OUTPUT/trace_view.json` unchanged, so the same events
+are read there (the msprof process is named after the application, `python` / `python3`). Each range or mark
+becomes a host_op row of category 'marker' on its thread (tid; a mark has no duration), named by its message.
+Times are read as exact decimals (µs x 1000, or ns, rounded half to even), on the export's clock. A marker given
+a stream also has a device-side record (DEVICE_MARKER_SQL).
+
+Not read: MindSpore's own "Mstx" API events and the "MsTx" flows in trace_view.json (they only link the Python
+call to its marker); the raw msproftx records of PROF_*/host/data/ (`aging|unaging.additional.msproftx.slice_N`,
+binary: only msprof's export of them is read).
 
 Damage is counted, never raised: rows without a message, without a start or end, with a time that is not a
 plain number, negative or beyond MAX_NS, ending before they start, or repeating an earlier row, are left out
@@ -45,6 +52,19 @@ SELECT 'Host' AS side, try_cast(tid AS BIGINT) AS tid, nullif(trim(name), '') AS
 FROM events
 WHERE args->>'$.event_type' IS NOT NULL AND process IS DISTINCT FROM 'Ascend Hardware'
 ORDER BY ts_ns, tid
+"""
+
+
+#: Device-side records of markers given a stream (mstx.mark / range_start with `stream`): msprof writes each as a task
+#: of the "Ascend Hardware" process on its stream, named by the host marker's message, with args "Physic Stream Id"
+#: and "Task Id" and no "Task Type" (which every other task has). They are not device work: host_op rows of side
+#: Device, without a thread (the stream is not kept).
+DEVICE_MARKER_SQL = """
+SELECT 'Device' AS side, NULL::BIGINT AS tid, nullif(trim(name), '') AS op_name, ts_ns AS start_ns, dur_ns,
+       'marker' AS category
+FROM events
+WHERE process = 'Ascend Hardware' AND args->>'$."Task Type"' IS NULL AND args->>'$."Physic Stream Id"' IS NOT NULL
+ORDER BY ts_ns
 """
 
 

@@ -1,6 +1,6 @@
 """Stage 2, ingest helper: a decoder of the protobuf wire format that knows where every value lies in the file.
 
-Readers of protobuf files (memory_usage.py) walk a message's fields with `fields` and decode the values of the
+Readers of protobuf files (memory_usage_pb.py) walk a message's fields with `fields` and decode the values of the
 fields their schema knows; anything the wire format does not allow raises `WireError` with the byte offset, so a
 reader can drop exactly the message that holds the damage and name the place in trace_health. The `protobuf`
 package is not used: its parser stops at the first bad byte without saying where, and loses the whole file.

@@ -2,7 +2,8 @@
 
 MindSpore (2.4+) writes what the user added as `profiler_metadata.json` beside the dump: a JSON object of
 string keys (2.4: in the profiler folder, copied into `*_ascend_ms/`; 2.5+: in `*_ascend_ms/`, with
-`parallel_group_info` added under HCCL). It belongs to every source at or below its folder. The object is
+`parallel_group_info` added under HCCL). It belongs to every source at or below its folder: discover's walk
+gives each source the nearest one (Source.user_metadata), and the run reads those files here. The object is
 carried into run_info.metadata_json (member `profiler_metadata`), summary.json and the manifest.
 
 Bad input costs the file, never the run: a file over MindSpore's own cap (100 MB), bad JSON or a value that
@@ -13,12 +14,10 @@ with a row, so that a report stays readable.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-FILE_NAME = "profiler_metadata.json"
 #: MindSpore 2.5+ refuses metadata of 100 MB or more (2.4: 50 KB); a larger file is not MindSpore's.
 FILE_LIMIT = 100 * 1024 * 1024
 #: The longest value (as JSON text) kept in the reports; MindSpore 2.4 caps each string at 4096 characters.
@@ -27,29 +26,14 @@ VALUE_LIMIT = 4096
 
 @dataclass
 class UserMetadata:
-    """One profiler_metadata.json: where it is (relative to the input) and what it holds."""
+    """One profiler_metadata.json: where it is (and relative to the input) and what it holds."""
 
-    folder: Path
+    path: Path
     relative: str
     metadata: dict[str, Any]
 
 
 Warn = Callable[..., None]
-
-
-def find(root: Path) -> list[Path]:
-    """Every profiler_metadata.json at or below `root` (its folder, when `root` is a file), in path order;
-    links are not followed."""
-    if root.is_file():
-        candidate = root.parent / FILE_NAME
-        return [candidate] if candidate.is_file() and not candidate.is_symlink() else []
-    found = []
-    for folder, _dirs, files in os.walk(root):
-        if FILE_NAME in files:
-            path = Path(folder) / FILE_NAME
-            if path.is_file() and not path.is_symlink():
-                found.append(path)
-    return sorted(found)
 
 
 def read(path: Path, warn: Warn) -> dict[str, Any] | None:
@@ -95,11 +79,11 @@ def read(path: Path, warn: Warn) -> dict[str, Any] | None:
     return kept
 
 
-def read_all(root: Path, warn_for: Callable[[Path], Warn]) -> list[UserMetadata]:
-    """The usable profiler_metadata.json files at or below `root`; `warn_for(file)` gives the Warn of its rows."""
-    base = root.parent if root.is_file() else root
+def read_all(paths: list[Path], base: Path, warn_for: Callable[[Path], Warn]) -> list[UserMetadata]:
+    """The usable ones of the metadata files `paths` (found by discover under the input `base`), in path order;
+    `warn_for(file)` gives the Warn of its rows."""
     found = []
-    for path in find(root):
+    for path in sorted(paths):
         warn = warn_for(path)
         try:
             metadata = read(path, warn)
@@ -108,16 +92,5 @@ def read_all(root: Path, warn_for: Callable[[Path], Warn]) -> list[UserMetadata]
                  check="source_failed", action="dropped", rows=1, path=path)
             continue
         if metadata is not None:
-            found.append(UserMetadata(path.parent, str(path.relative_to(base)), metadata))
+            found.append(UserMetadata(path, str(path.relative_to(base)), metadata))
     return found
-
-
-def owner(source_dir: str | Path, files: list[UserMetadata]) -> UserMetadata | None:
-    """The metadata file of a source: the nearest one in the source's folder or above it."""
-    directory = Path(source_dir)
-    best = None
-    for item in files:
-        if directory == item.folder or item.folder in directory.parents:
-            if best is None or len(item.folder.parts) > len(best.folder.parts):
-                best = item
-    return best

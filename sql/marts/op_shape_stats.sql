@@ -1,12 +1,4 @@
-WITH shapes AS (  -- the input shapes an op was launched with, every one of them
-    SELECT rank, side, short_name,
-           string_agg(DISTINCT replace(input_shapes, ';', ','), ' | '
-                      ORDER BY replace(input_shapes, ';', ',')) AS input_shape
-    FROM {{ ref('stg_op_meta') }}
-    GROUP BY rank, side, short_name
-)
-SELECT d.rank, d.side, d.op_type, coalesce(s.input_shape, '') AS input_shape, count(*) AS instances,
-       sum(d.occurrences)::BIGINT AS occurrences, sum(d.total_ns)::BIGINT AS total_ns
-FROM {{ ref('op_detail_stats') }} d
-LEFT JOIN shapes s USING (rank, side, short_name)
-GROUP BY d.rank, d.side, d.op_type, coalesce(s.input_shape, '')
+SELECT rank, side, op_type, input_shape, count(*) AS instances, sum(occurrences)::BIGINT AS occurrences,
+       sum(total_ns)::BIGINT AS total_ns
+FROM {{ ref('op_instance_shape') }}
+GROUP BY rank, side, op_type, input_shape

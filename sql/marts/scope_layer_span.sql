@@ -1,8 +1,5 @@
-WITH RECURSIVE scoped_run AS (  -- the captures whose MindSpore trace_view has a Scope Layer (2.5+ layouts)
-    SELECT rank, capture, bool_or(device_type = 'ascend') AS ascend
-    FROM {{ ref('stg_run_info') }}
-    WHERE framework = 'mindspore' AND layout IN ('framework', 'ascend_era_f')
-    GROUP BY rank, capture
+WITH RECURSIVE scoped_run AS (  -- the captures MindSpore of their era shows with the Scope Layer merge (2.3+)
+    SELECT rank, capture, ascend FROM {{ ref('int_scope_run') }} WHERE algorithm = 'scope_layer'
 ), op AS (  -- MindSpore's input: the CPU OP events, then (Ascend) the Ascend Hardware events
     SELECT o.rank, o.capture, 0 AS source, o.op_index AS source_order, o.start_ns, o.end_ns,
            string_split(o.op_name, '/')[:-2] AS path, o.op_name AS name
@@ -62,7 +59,11 @@ WITH RECURSIVE scoped_run AS (  -- the captures whose MindSpore trace_view has a
     SELECT *, sum(opens_span::INTEGER) OVER (PARTITION BY rank, capture, depth ORDER BY seq) AS span
     FROM opened
 )
-SELECT rank, capture, depth::INTEGER AS depth, any_value(scope) AS scope, min(start_ns) AS start_ns,
-       arg_max(end_ns, seq) - min(start_ns) AS dur_ns, count(*) AS ops, min(seq) AS first_op, max(seq) AS last_op
+SELECT rank, capture, 'scope_layer' AS algorithm, depth::INTEGER AS depth, any_value(scope) AS scope,
+       min(start_ns) AS start_ns, arg_max(end_ns, seq) - min(start_ns) AS dur_ns, count(*) AS ops, min(seq) AS first_op,
+       max(seq) AS last_op
 FROM numbered
 GROUP BY rank, capture, depth, span
+UNION ALL  -- MindSpore 1.3-2.2's (and GPU and CPU runs') Scope Name thread
+SELECT rank, capture, 'scope_name', depth, scope, start_ns, dur_ns, ops, first_op, last_op
+FROM {{ ref('int_scope_name_span') }}

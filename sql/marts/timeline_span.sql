@@ -1,10 +1,12 @@
 WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindInsight's names)
     SELECT rank, lane, process
-    FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM {{ ref('stg_run_info') }} GROUP BY rank),
+    FROM (SELECT rank, bool_or(device_type = 'ascend') AS ascend FROM {{ ref('stg_run_info') }} GROUP BY rank)
+         LEFT JOIN (SELECT rank, bool_and(algorithm = 'scope_name') AS scope_name  -- MindSpore <= 2.2's thread name
+                    FROM {{ ref('int_scope_run') }} GROUP BY rank) USING (rank),
          (VALUES (0, 'Step Trace'), (1, 'Host'), (2, 'GPU ops'), (3, NULL), (4, 'HCCL'), (5, 'Overlap Analysis'),
-                 (6, 'MindData'), (7, 'Memory'), (8, 'MindData get_next'),
-                 (9, 'Scope Layer')) AS l(lane, label),
-         LATERAL (SELECT coalesce(label, CASE WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END) AS process)
+                 (6, 'MindData'), (7, 'Memory'), (8, 'MindData get_next'), (9, NULL)) AS l(lane, label),
+         LATERAL (SELECT coalesce(label, CASE WHEN lane = 9 THEN CASE WHEN scope_name THEN 'Scope Name' ELSE 'Scope Layer' END
+                                              WHEN ascend THEN 'Ascend Hardware' ELSE 'GPU kernels' END) AS process)
 ), overlap_threads AS (
     SELECT * FROM (VALUES ('computation', 0, 'Computing'), ('communication', 1, 'Communication'),
                           ('pure_communication', 2, 'Communication(Not Overlapped)'), ('free', 3, 'Free'))
@@ -102,8 +104,9 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
                                             {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
     WHERE kind <> 'allocator' AND m.bytes IS NOT NULL  -- of samples at one time, the last (the value after them)
     QUALIFY row_number() OVER (PARTITION BY rank, capture, component, device, m.measure, ts_ns ORDER BY seq DESC) = 1
-    UNION ALL  -- MindSpore's Scope Layer: a track per depth of the ops' scope paths (its thread names)
-    SELECT rank, capture, 9, depth, 'Thread ' || depth, scope, 'scope', start_ns, dur_ns, {'ops': ops}::JSON
+    UNION ALL  -- MindSpore's scope timeline: a track per depth of the ops' scope paths (Scope Layer: its thread names)
+    SELECT rank, capture, 9, depth, CASE algorithm WHEN 'scope_layer' THEN 'Thread ' ELSE 'Level ' END || depth, scope,
+           'scope', start_ns, dur_ns, {'ops': ops}::JSON
     FROM {{ ref('scope_layer_span') }}
 )
 SELECT s.rank, s.capture, s.lane, n.process, s.tid, s.thread, s.name, s.category, s.start_ns, s.dur_ns, s.args,

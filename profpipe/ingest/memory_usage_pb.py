@@ -46,7 +46,8 @@ from .protowire import LEN, VARINT, Field, WireError, expect, fields, repeated_v
 #: A file's sizes (static memory and tensors, all graphs) add up to at most this, so any sum of them is an int64.
 MAX_BYTES = 1 << 62
 _ROLES = {3: "input", 4: "output", 5: "workspace"}
-_TABLES = "memory_graph,memory_node,memory_tensor,memory_node_tensor"
+#: The tables of a memory usage file (trace_health names them where a problem costs rows of all of them).
+TABLES = "memory_graph,memory_node,memory_tensor,memory_node_tensor"
 
 
 @dataclass
@@ -96,8 +97,8 @@ class _Ledger:
                  path=self.path, offset=offset, example=example or None, tables=tables)
 
 
-def read(path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    """Yield the memory_graph, memory_node, memory_tensor and memory_node_tensor rows of one memory_usage file."""
+def read(path: Path, warn: Warn) -> list[tuple[str, pa.Table]]:
+    """The memory_graph, memory_node, memory_tensor and memory_node_tensor rows of one memory_usage file."""
     try:
         data = read_capped(path, MAX_PROTOBUF_BYTES, "a memory usage protobuf")
     except OSError as exc:
@@ -110,16 +111,16 @@ def read(path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     for graph in graphs:
         if graph.graph_id in seen:
             ledger.add(graph.offset, "graphs whose graph_id an earlier graph has; left out", "duplicate_record",
-                       "dropped", _TABLES, str(graph.graph_id))
+                       "dropped", TABLES, str(graph.graph_id))
             continue
         if not 0 <= graph.static <= budget:
             ledger.add(graph.offset, "graphs whose static memory is negative or takes the file's sizes beyond 2^62 "
-                       "bytes; left out", "out_of_range", "dropped", _TABLES, str(graph.static))
+                       "bytes; left out", "out_of_range", "dropped", TABLES, str(graph.static))
             continue
         seen.add(graph.graph_id)
         budget = rows.add(graph, budget - graph.static, ledger)
     ledger.report(warn)
-    yield from rows.tables()
+    return list(rows.tables())
 
 
 def _message(data: bytes, ledger: _Ledger) -> tuple[list[_Graph], int | None]:
@@ -132,7 +133,7 @@ def _message(data: bytes, ledger: _Ledger) -> tuple[list[_Graph], int | None]:
                     graphs.append(_graph(data, top, ledger))
                 except WireError as exc:
                     ledger.add(exc.offset, f"graphs that break the wire format ({exc.args[0]}); left out whole",
-                               exc.check, "dropped", _TABLES)
+                               exc.check, "dropped", TABLES)
             elif top.number == 2 and top.wire_type == VARINT:
                 capacity = signed(top.value)
                 if not 0 <= capacity <= MAX_BYTES:
@@ -143,13 +144,13 @@ def _message(data: bytes, ledger: _Ledger) -> tuple[list[_Graph], int | None]:
                 _unknown(top, ledger, "MemoryProto")
     except WireError as exc:
         ledger.add(exc.offset, f"places where the file stops being a memory profile ({exc.args[0]}); the rest of "
-                   "the file is left out", exc.check, "dropped", _TABLES)
+                   "the file is left out", exc.check, "dropped", TABLES)
     return graphs, capacity
 
 
 def _unknown(item: Field, ledger: _Ledger, message: str) -> None:
     ledger.add(item.offset, f"fields that {message} does not define (number, wire type); left out", "unknown_tag",
-               "dropped", _TABLES, f"{item.number}, {item.wire_type}")
+               "dropped", TABLES, f"{item.number}, {item.wire_type}")
 
 
 def _text(data: bytes, item: Field, ledger: _Ledger, what: str) -> str:
@@ -159,7 +160,7 @@ def _text(data: bytes, item: Field, ledger: _Ledger, what: str) -> str:
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
         ledger.add(item.offset, f"{what} that are not UTF-8; bad bytes read as U+FFFD", "bad_encoding", "repaired",
-                   _TABLES, text)
+                   TABLES, text)
         return text
 
 

@@ -1,0 +1,457 @@
+"""Report, contents: the pages of one run's report, each built from the marts only (sql/queries/report_*.sql),
+as the sections of profpipe/report/sections.py.
+
+Where it sits: after the models; profpipe/report/__init__.py opens the run (an output folder's profile.duckdb, or a
+run of a warehouse) and hands the pages to profpipe/report/document.py. The report shows aggregates, never
+per-event data: every table keeps its TOP_ROWS largest rows and every per-step chart its first steps (at most
+MAX_STEP_ROWS rank-steps in all), so that a 1,000-rank run still opens in a moment. A page without data says why.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from ..advisor import format_value, headline, read_findings, where
+from ..models import query
+from .sections import (PHASE_COLOURS, Section, bars, chart, chart_variants, column, drill, empty, facts, gantt,
+                       heatmap, lines, table, text)
+
+Page = dict[str, Any]
+
+#: Rows a table of the report keeps (the largest first); the table says when rows were cut.
+TOP_ROWS = 2000
+#: Rank-steps the step charts keep in all: each rank keeps its first MAX_STEP_ROWS // ranks steps (at least 20).
+MAX_STEP_ROWS = 100_000
+#: Ranks that get a chart of their own where a chart is per rank (the others: in the tables).
+MAX_RANK_CHARTS = 32
+#: Samples a memory or queue curve keeps (every n-th, and the peak).
+MAX_CURVE_POINTS = 1000
+#: Steps and ranks the timeline preview draws.
+GANTT_STEPS, GANTT_RANKS = 50, 8
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the report says of the run beside its tables: where it came from and what was exported."""
+
+    input: str
+    profpipe_version: str
+    #: summary.json's timeline block (path, events_written, events_dropped, bytes, limit_mb); None for a warehouse run.
+    timeline: dict[str, Any] | None = None
+
+
+def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]:
+    """Every page of one run's report, in the order the report shows them."""
+    ranks = con.execute("SELECT count(DISTINCT rank) FROM rank_summary").fetchone()[0] or 1
+    max_steps = max(20, MAX_STEP_ROWS // ranks)
+    findings = _findings(con)
+    return [overview(con, context, findings), advisor(findings), step_trace(con, max_steps), operators(con),
+            utilisation(con, max_steps), data_pipeline(con), communication(con), memory(con), timeline(con, context)]
+
+
+def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+    """The rows of sql/queries/<name>.sql as dicts, with its $parameters."""
+    cursor = con.execute(query(name), params) if params else con.execute(query(name))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _count(con: duckdb.DuckDBPyConnection, table_name: str) -> int:
+    return con.execute(f"SELECT count(*) FROM {table_name}").fetchone()[0]
+
+
+def _page(page_id: str, title: str, sections: list[Section]) -> Page:
+    return {"id": page_id, "title": title, "sections": sections}
+
+
+# ---- Overview ------------------------------------------------------------------------------------------------
+
+def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list[dict[str, Any]] | None) -> Page:
+    info = con.execute("SELECT count(DISTINCT rank), count(DISTINCT (rank, capture)), string_agg(DISTINCT layout, ', '), "
+                       "string_agg(DISTINCT framework, ', '), string_agg(DISTINCT device_type, ', ') FROM rank_info").fetchone()
+    steps = con.execute("SELECT count(DISTINCT step), count(*) FROM step_phases").fetchone()
+    devices = con.execute("SELECT count(DISTINCT (rank, device_id)) FROM rank_info WHERE device_id IS NOT NULL").fetchone()[0]
+    sections: list[Section] = [facts("Run", [
+        ("input", context.input), ("profpipe", context.profpipe_version), ("formats", info[2] or "none"),
+        ("frameworks", info[3] or "unknown"), ("device types", info[4] or "unknown"), ("ranks", info[0]),
+        ("captures (rank × capture)", info[1]), ("devices", devices),
+        ("steps", f"{steps[0]} (rank-steps: {steps[1]})" if steps[0] else "no step trace")])]
+    phases = rows(con, "report_rank_phases")
+    with_steps = [r for r in phases if r["total_ms"] is not None]
+    if with_steps:
+        sections.append(chart("overview-phases", "Average step time by phase, per rank", bars(
+            [f"rank {r['rank']}" for r in with_steps],
+            [(label, [r[key] for r in with_steps]) for key, label in _PHASES],
+            x_title="rank", y_title="ms", colours={label: PHASE_COLOURS[key] for key, label in _PHASES}),
+            note="Iteration gap, FP+BP and tail add up to the step (step_phases, averaged per rank in rank_summary)."))
+    else:
+        sections.append(empty("Average step time by phase, per rank",
+                              "No step trace in this dump (no step_trace/ProfilerStep/MindSpore step data), so no phases."))
+    sections.append(_finding_list("Top findings of the advisor", findings, 5))
+    sections.append(_health(con))
+    return _page("overview", "Overview", sections)
+
+
+_PHASES = [("iteration_interval_ms", "iteration gap"), ("fp_and_bp_ms", "FP+BP"), ("tail_ms", "tail")]
+
+
+def _health(con: duckdb.DuckDBPyConnection) -> Section:
+    ledger = con.execute("SELECT rank, check_name, action, events, rows, message FROM trace_health "
+                         "ORDER BY rows DESC NULLS LAST, rank, check_name").fetchall()
+    if not ledger:
+        return text("Trace health", ["Nothing was dropped or repaired: every record was read as written."])
+    keys = ["rank", "check_name", "action", "events", "rows", "message"]
+    return table("health", "Trace health: what was dropped or repaired",
+                 [column("rank", "rank", "int"), column("check_name", "check", search=True), column("action", "action"),
+                  column("events", "events", "int"), column("rows", "rows", "int"), column("message", "message", search=True)],
+                 [dict(zip(keys, r)) for r in ledger[:TOP_ROWS]], total=len(ledger),
+                 note="The trace-health ledger (table trace_health): each check that dropped, excluded or repaired data.")
+
+
+# ---- Advisor -------------------------------------------------------------------------------------------------
+
+def _findings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
+    """The advisor's verdicts (table advisor_finding), fired first; None for an output made before the advisor."""
+    try:
+        return read_findings(con)
+    except duckdb.CatalogException:
+        return None
+
+
+def _finding_list(title: str, findings: list[dict[str, Any]] | None, most: int | None = None) -> Section:
+    if findings is None:
+        return empty(title, "This output was made before profpipe had an advisor: analyse the dump again.")
+    fired = [f for f in findings if f["status"] == "fired"][:most]
+    items = [{"rule": f["rule_id"], "severity": f["severity"], "title": f["title"], "suggestion": f["suggestion"],
+              "evidence_sql": f["evidence_sql"],
+              "summary": f"{headline(f)}; ranks {where(f['ranks'])}; steps {where(f['steps'])} ({f['fired_rows']} "
+                         f"evidence rows)."} for f in fired]
+    return {"kind": "findings", "title": title, "items": items,
+            "none": f"None of the advisor's {len(findings)} rules fired on this run."}
+
+
+def advisor(findings: list[dict[str, Any]] | None) -> Page:
+    """Every finding with its suggestion and evidence SQL, then every rule checked and what it said."""
+    sections = [_finding_list("Findings", findings)]
+    if findings:
+        sections.append(table("rules", "Rules checked", [
+            column("rule_id", "rule", search=True), column("title", "looks for", search=True), column("severity", "severity"),
+            column("status", "status"), column("said", "worst value or why not"), column("threshold", "threshold"),
+            column("threshold_source", "threshold from")],
+            [{**f, "said": format_value(f["worst_value"], f["unit"]) if f["status"] in ("fired", "passed")
+              else f["reason"], "threshold": "" if f["threshold"] is None else
+              f"{f['direction']} {format_value(f['threshold'], f['unit'])}"} for f in findings],
+            note="Each rule's SQL (sql/advisor) reads the marts; run a finding's evidence SQL on profile.duckdb for "
+                 "every row it fired on. findings.json holds the same, for scripts."))
+    return _page("advisor", "Advisor", sections)
+
+
+# ---- Step trace ----------------------------------------------------------------------------------------------
+
+def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
+    steps = rows(con, "report_steps", max_steps=max_steps)
+    if not steps:
+        return _page("steps", "Step trace", [empty("Steps", "No step trace and no input-wait data in this dump: "
+                                                   "profpipe found no steps to show.")])
+    keys = ["rank", "step", "total_ms", "iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "communication_ms",
+            "input_wait_ms", "input_bound", "slowest_rank", "is_slow"]
+    data = {key: [r[key] for r in steps] for key in keys}
+    phases = [{"key": key, "label": label, "color": PHASE_COLOURS[key]} for key, label in _PHASES]
+    if all(v is None for v in data["total_ms"]):  # input logs without a step trace: the wait is what there is
+        phases = [{"key": "input_wait_ms", "label": "wait for input", "color": PHASE_COLOURS["input_wait_ms"]}]
+    cut = con.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM step_phases GROUP BY rank, capture)").fetchone()[0]
+    note = ("Pick a rank to see its steps, or a step to compare every rank in it. Marked: input-bound steps (more "
+            "than 20 % of the step waited for the next batch, step_input_wait) and slow ranks (more than 5 % slower "
+            "than the step's fastest rank, cluster_step_phases).")
+    if cut and cut > max_steps:
+        note += f" The chart keeps the first {max_steps} of up to {cut} steps per rank."
+    sections: list[Section] = [{"kind": "steps", "id": "steps", "title": "Step phases", "note": note, "data": data,
+                                "phases": phases}]
+    points = rows(con, "report_step_points")
+    sections.append(table("step-points", "FP and BP points used", [
+        column("rank", "rank", "int"), column("capture", "capture", "int"), column("fp_op", "FP start op", search=True),
+        column("bp_op", "BP end op", search=True), column("steps", "steps", "int")], points) if points else
+        empty("FP and BP points used", "The step trace names no FP/BP ops (GPU and PyTorch steps are cut by "
+                                       "ProfilerStep or the iteration markers, not by FP/BP points)."))
+    slow = con.execute("SELECT slowest_rank, count(DISTINCT step) FROM cluster_step_phases WHERE ranks > 1 "
+                       "GROUP BY slowest_rank ORDER BY 2 DESC, 1").fetchall()
+    if slow:
+        sections.append(facts("Slowest rank per step", [(f"rank {r}", f"slowest in {n} steps") for r, n in slow[:10]]))
+    return _page("steps", "Step trace", sections)
+
+
+# ---- Operators and kernels -----------------------------------------------------------------------------------
+
+def operators(con: duckdb.DuckDBPyConnection) -> Page:
+    sections: list[Section] = []
+    types = rows(con, "report_op_types", top=15)
+    for side in sorted({r["side"] for r in types}):
+        mine = [r for r in types if r["side"] == side]
+        sections.append(chart(f"op-types-{side.lower()}", f"{side} time by op type (top 15, all ranks)", bars(
+            [r["op_type"] for r in mine], [("time (ms)", [r["total_ms"] for r in mine])],
+            x_title="ms", y_title="op type", horizontal=True)))
+    device_types = rows(con, "report_device_op_types", top=15)
+    if device_types:
+        sections.append(chart("device-op-types", "Device time by op type (top 15, all ranks)", bars(
+            [r["op_type"] for r in device_types], [("time (ms)", [r["total_ms"] for r in device_types])],
+            x_title="ms", y_title="op type", horizontal=True)))
+    split = rows(con, "report_side_split")
+    if {r["side"] for r in split} >= {"Host", "Device"}:
+        ranks = sorted({r["rank"] for r in split})
+        by = {(r["rank"], r["side"]): r["total_ms"] for r in split}
+        sections.append(chart("side-split", "Host and device op time per rank", bars(
+            [f"rank {r}" for r in ranks], [(side, [by.get((r, side), 0) for r in ranks]) for side in ("Host", "Device")],
+            x_title="rank", y_title="ms", stacked=False)))
+    ops = rows(con, "report_ops", top=TOP_ROWS)
+    if ops:
+        kernels = rows(con, "report_op_kernels", top=TOP_ROWS)
+        kernel_columns = [column("name", "kernel"), column("instances", "calls", "int"), column("total_ms", "total ms", "ms"),
+                          column("avg_ms", "avg ms", "ms"), column("share_of_op", "share of op", "pct")]
+        sections.append(table("ops", "Operators (click a row for its kernels)", [
+            column("rank", "rank", "int"), column("side", "side"), column("op_name", "op", search=True),
+            column("op_type", "type", search=True), column("occurrences", "calls", "int"), column("total_ms", "total ms", "ms"),
+            column("avg_ms", "avg ms", "ms"), column("max_ms", "max ms", "ms"), column("share", "share", "pct"),
+            column("device_ms", "device ms", "ms")], ops, total=_count(con, "op_detail_stats"),
+            drill=drill("Kernels of", [0, 2], kernel_columns, kernels, ["rank", "op_name"],
+                        "No kernel is linked to this op (host-only op, or a dump without op-kernel links).")))
+    kernel_rows = rows(con, "report_kernels", top=TOP_ROWS)
+    if kernel_rows:
+        sections.append(table("kernels", "Kernels", [
+            column("rank", "rank", "int"), column("name", "kernel", search=True), column("stream_id", "stream", "int"),
+            column("op_name", "launched by", search=True), column("instances", "calls", "int"),
+            column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("median_ms", "median ms", "ms"),
+            column("max_ms", "max ms", "ms"), column("share", "share", "pct")], kernel_rows, total=_count(con, "kernel_stats")))
+    shapes = rows(con, "report_kernel_shapes", top=TOP_ROWS)
+    if shapes:
+        sections.append(table("kernel-shapes", "Kernels by launch shape", [
+            column("rank", "rank", "int"), column("name", "kernel", search=True), column("grid", "grid"),
+            column("block", "block"), column("instances", "calls", "int"), column("total_ms", "total ms", "ms"),
+            column("avg_ms", "avg ms", "ms"), column("share", "share", "pct")], shapes, total=_count(con, "kernel_shape_stats")))
+    if not sections:
+        sections.append(empty("Operators", "This dump has no framework ops and no device executions."))
+    return _page("operators", "Operators and kernels", sections)
+
+
+# ---- Utilisation ---------------------------------------------------------------------------------------------
+
+_OVERLAP = [("computation_ms", "computation", "#2e86de"), ("pure_communication_ms", "communication not overlapped", "#7f3c8d"),
+            ("free_ms", "idle", "#c8cdd6")]
+
+
+def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
+    per_rank = rows(con, "report_rank_overlap")
+    if not per_rank:
+        return _page("utilisation", "GPU/NPU utilisation", [empty(
+            "Utilisation", "No device executions inside steps (a host-only dump, or one without a step trace).")])
+    sections: list[Section] = [chart("utilisation-ranks", "Share of step time per rank", bars(
+        [f"rank {r['rank']}" for r in per_rank],
+        [(label, [r[key] for r in per_rank]) for key, label in (
+            ("computation_share", "computation"), ("communication_share", "communication not overlapped"),
+            ("free_share", "idle"))],
+        x_title="rank", y_title="share of step time", colours={label: c for _, label, c in _OVERLAP}),
+        note="step_overlap summed over each rank's steps: computation, communication not hidden by computation, and "
+             "time with nothing on the device (memory copies count as computation on GPUs, as HTA counts them).")]
+    steps = rows(con, "report_step_overlap", max_steps=max_steps)
+    by_rank: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in steps:
+        by_rank[row["rank"]].append(row)
+    variants = []
+    for rank, mine in list(by_rank.items())[:MAX_RANK_CHARTS]:
+        series = [(label, [r[key] for r in mine]) for key, label, _ in _OVERLAP]
+        if any(r["memory_ms"] is not None for r in mine):
+            series.append(("of which memory copies/sets", [r["memory_ms"] for r in mine]))
+        figure = bars([r["step"] for r in mine], series, x_title="step", y_title="ms",
+                      colours={label: c for _, label, c in _OVERLAP})
+        if len(series) > len(_OVERLAP):  # the copies are inside computation: drawn beside, not stacked on top
+            figure["data"][-1].update({"type": "scatter", "mode": "lines+markers"})
+        variants.append((f"rank {rank}", figure))
+    sections.append(chart_variants("utilisation-steps", "Per step", "Rank", variants))
+    idle = rows(con, "report_idle_causes")
+    if idle:
+        ranks = sorted({r["rank"] for r in idle})
+        by = {(r["rank"], r["category"]): r["idle_ms"] for r in idle}
+        sections.append(chart("idle-causes", "GPU idle time by cause", bars(
+            [f"rank {r}" for r in ranks], [(cause, [by.get((r, cause), 0) for r in ranks])
+                                          for cause in ("host_wait", "kernel_wait", "other")],
+            x_title="rank", y_title="ms"),
+            note="HTA's causes: host_wait, the GPU waited for the host to launch the next kernel; kernel_wait, short "
+                 "gaps between queued kernels; other (gpu_idle_breakdown, profpipe's definition: the steps' window)."))
+    breakdown = rows(con, "report_gpu_breakdown")
+    if breakdown:
+        sections.append(table("gpu-breakdown", "GPU time breakdown (HTA's and profpipe's definitions)", [
+            column("rank", "rank", "int"), column("capture", "capture", "int"), column("definition", "definition"),
+            column("window_ms", "window ms", "ms"), column("compute_ms", "compute ms", "ms"),
+            column("communication_ms", "communication ms", "ms"), column("memory_ms", "memory ms", "ms"),
+            column("other_ms", "other ms", "ms"), column("idle_ms", "idle ms", "ms"), column("idle_share", "idle", "pct")],
+            breakdown))
+    return _page("utilisation", "GPU/NPU utilisation", sections)
+
+
+# ---- Data pipeline -------------------------------------------------------------------------------------------
+
+def data_pipeline(con: duckdb.DuckDBPyConnection) -> Page:
+    sections: list[Section] = []
+    wait = con.execute("SELECT count(*), count(*) FILTER (WHERE input_bound = 'highly'), count(*) FILTER (WHERE "
+                       "input_bound = 'moderately'), any_value(wait_source) FROM step_input_wait").fetchone()
+    if wait[0]:
+        sections.append(facts("Input-bound steps", [
+            ("steps measured", wait[0]), ("highly input-bound (over 20 % of the step waits for data)", wait[1]),
+            ("moderately input-bound (5 % to 20 %)", wait[2]), ("measured from", wait[3]),
+            ("on the step chart", "marked with a red triangle (Step trace page)")]))
+    queues = rows(con, "report_data_queues", max_samples=MAX_CURVE_POINTS)
+    if queues:
+        variants = [(f"rank {rank}", lines([(q["op"], q["seconds"], q["usage"]) for q in queues if q["rank"] == rank],
+                                           x_title="seconds since the first sample", y_title="queue usage (share of capacity)",
+                                           step_shape=True))
+                    for rank in sorted({q["rank"] for q in queues})[:MAX_RANK_CHARTS]]
+        sections.append(chart_variants("data-queues", "Output-queue usage of each MindData op over time", "Rank", variants,
+                                       note="An op whose output queue stays empty while its input queue is full is the "
+                                            "slow stage (data_op_stats' queue samples)."))
+    ops = rows(con, "report_data_ops")
+    if ops:
+        sections.append(table("data-ops", "MindData ops", [
+            column("rank", "rank", "int"), column("op_id", "id", "int"), column("op_name", "op", search=True),
+            column("op_type", "type"), column("num_workers", "workers", "int"),
+            column("avg_cpus_per_worker", "CPU per worker", "pct"), column("queue_usage_share", "queue usage", "pct"),
+            column("queue_empty_share", "queue empty", "pct"), column("queue_capacity", "capacity", "int")], ops))
+    batches = rows(con, "report_data_batches")
+    if batches:
+        sections.append(table("data-batches", "Batches delivered (throughput)", [
+            column("rank", "rank", "int"), column("trace", "trace"), column("batches", "batches", "int"),
+            column("batches_per_second", "batches/s", "num"), column("avg_batch_ms", "avg batch ms", "ms"),
+            column("avg_get_next_wait_ms", "avg wait for next ms", "ms"), column("empty_queue_share", "queue empty", "pct")],
+            batches))
+    verdicts = con.execute("SELECT rank, analyzer, rule, op, finding, suggestion FROM data_findings "
+                           "ORDER BY rank, analyzer DESC, rule").fetchall()
+    if verdicts:
+        keys = ["rank", "analyzer", "rule", "op", "finding", "suggestion"]
+        sections.append(table("data-findings", "Bottleneck verdicts and their evidence", [
+            column("rank", "rank", "int"), column("analyzer", "by"), column("rule", "rule"), column("op", "op", search=True),
+            column("finding", "evidence", search=True), column("suggestion", "suggestion")],
+            [dict(zip(keys, v)) for v in verdicts],
+            note="profpipe's slowest stage, MindSpore's MindData rules and MindInsight's proposer (data_findings)."))
+    if not sections:
+        sections.append(empty("Data pipeline", "No MindData logs (pipeline_profiling, device_queue/dataset_iterator "
+                                               "profiling) and no DataLoader time in this dump."))
+    return _page("data", "Data pipeline", sections)
+
+
+# ---- Communication -------------------------------------------------------------------------------------------
+
+def communication(con: duckdb.DuckDBPyConnection) -> Page:
+    sections: list[Section] = []
+    ops = rows(con, "report_comm_ops")
+    if ops:
+        sections.append(chart("comm-ops", "Time per communication op (all ranks)", bars(
+            [r["op_label"] for r in ops[:20]], [("communication (ms)", [r["total_ms"] for r in ops[:20]]),
+                                               ("waiting for peers (ms)", [r["wait_ms"] for r in ops[:20]])],
+            x_title="ms", y_title="op", horizontal=True, stacked=False)))
+        sections.append(table("comm-op-table", "Communication ops", [
+            column("op_label", "op", search=True), column("executions", "executions", "int"), column("ranks", "ranks", "int"),
+            column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("max_ms", "max ms", "ms"),
+            column("wait_ms", "wait ms", "ms")], ops[:TOP_ROWS], total=len(ops)))
+    matrix = rows(con, "report_comm_matrix")
+    if matrix:
+        ranks = sorted({r["src_rank"] for r in matrix} | {r["dst_rank"] for r in matrix})
+        by = {(r["src_rank"], r["dst_rank"]): r["bytes"] for r in matrix}
+        sections.append(chart("comm-matrix", "Bytes sent between ranks", heatmap(
+            ranks, ranks, [[by.get((s, d)) for d in ranks] for s in ranks], x_title="to rank", y_title="from rank",
+            value_title="bytes"), note="comm_matrix over every op; empty cells: no traffic recorded between the pair."))
+    stragglers = rows(con, "report_stragglers")
+    if stragglers:
+        sections.append(chart("stragglers", "Last arrivals at collectives per rank", bars(
+            [f"rank {r['rank']}" for r in stragglers], [("last to arrive", [r["last_arrivals"] for r in stragglers]),
+                                                        ("flagged slow", [r["flagged_slow"] for r in stragglers])],
+            x_title="rank", y_title="collectives", stacked=False),
+            note="collective_straggler: the rank that starts a collective last keeps the others waiting; 'flagged slow' "
+                 "applies msprof-analyze's test (Dixon's Q up to 100 ranks, 3 sigma beyond)."))
+    links = rows(con, "report_slow_links", top=TOP_ROWS)
+    if links:
+        sections.append(table("slow-links", "Links, slowest bandwidth first", [
+            column("rank", "rank", "int"), column("link", "link", search=True), column("transport", "transport"),
+            column("tasks", "tasks", "int"), column("bytes", "bytes", "bytes"), column("time_ms", "time ms", "ms"),
+            column("bandwidth_bytes_per_second", "bandwidth", "bw"), column("wait_ms", "wait ms", "ms")], links,
+            total=_count(con, "comm_link_stats")))
+    if not sections:
+        sections.append(empty("Communication", "No collective communication in this dump (no HCCL data, NCCL "
+                                               "kernels or communication ops)."))
+    return _page("communication", "Communication", sections)
+
+
+# ---- Memory --------------------------------------------------------------------------------------------------
+
+def memory(con: duckdb.DuckDBPyConnection) -> Page:
+    sections: list[Section] = []
+    curves = rows(con, "report_memory_curves", max_points=MAX_CURVE_POINTS)
+    if curves:
+        variants = [(f"rank {rank}", lines([(f"{c['kind']} {c['component']} {c['device']}".strip(), c["seconds"], c["mib"])
+                                            for c in curves if c["rank"] == rank],
+                                           x_title="seconds since the curve's first sample", y_title="MiB", step_shape=True))
+                    for rank in sorted({c["rank"] for c in curves})[:MAX_RANK_CHARTS]]
+        sections.append(chart_variants("memory-curves", "Memory over time", "Rank", variants,
+                                       note="Reserved memory where the dump has it, else allocated (memory_curve); the "
+                                            "host's resident memory (host_memory_curve)."))
+    peaks = rows(con, "report_memory_peaks")
+    if peaks:
+        sections.append(table("memory-peaks", "Peak memory per rank and curve", [
+            column("rank", "rank", "int"), column("kind", "kind"), column("component", "component", search=True),
+            column("device", "device"), column("samples", "samples", "int"),
+            column("peak_allocated_mib", "peak allocated MiB", "mib"), column("peak_reserved_mib", "peak reserved MiB", "mib"),
+            column("peak_at_s", "peak at s", "num"), column("end_reserved_mib", "reserved at end MiB", "mib")], peaks))
+    owners = rows(con, "report_memory_ops", top=TOP_ROWS)
+    if owners:
+        sections.append(table("memory-ops", "Allocations per op", [
+            column("rank", "rank", "int"), column("component", "component"), column("owner", "op / owner", search=True),
+            column("blocks", "blocks", "int"), column("total_mib", "total MiB", "mib"), column("max_mib", "largest MiB", "mib"),
+            column("avg_lifetime_ms", "avg lifetime ms", "ms")], owners, total=_count(con, "memory_op_stats")))
+    if not sections:
+        sections.append(empty("Memory", "No memory data in this dump (profile_memory / profile_memory=True in PyTorch, "
+                                        "or msprof memory exports, were not on)."))
+    return _page("memory", "Memory", sections)
+
+
+# ---- Timeline preview ----------------------------------------------------------------------------------------
+
+def timeline(con: duckdb.DuckDBPyConnection, context: RunContext) -> Page:
+    sections: list[Section] = []
+    spans = rows(con, "report_timeline_gantt", max_steps=GANTT_STEPS, max_ranks=GANTT_RANKS)
+    if spans:
+        variants = []
+        for rank in sorted({s["rank"] for s in spans}):
+            tracks: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+            for s in spans:
+                if s["rank"] == rank:
+                    tracks[s["track"]].append((s["start_ms"], s["end_ms"], f"{s['step']}: {s['spans']} spans"))
+            variants.append((f"rank {rank}", gantt(tracks, x_title="ms since the rank's first step")))
+        sections.append(chart_variants("timeline-gantt", "Tracks per step", "Rank", variants,
+                                       note=f"Each bar spans a track's first start to its last end inside one step (the "
+                                            f"first {GANTT_STEPS} steps of the first {GANTT_RANKS} ranks); hover for the step "
+                                            "and how many slices it holds. The full timeline is timeline/trace.json."))
+    else:
+        sections.append(empty("Tracks per step", "No step trace to cut the timeline into steps."))
+    sections.append(text("Open the full timeline", _how_to_open(context)))
+    return _page("timeline", "Timeline", sections)
+
+
+def _how_to_open(context: RunContext) -> list[str]:
+    paragraphs = ["Open https://ui.perfetto.dev in a browser, choose 'Open trace file' and pick timeline/trace.json "
+                  "from the output folder (Perfetto reads the file locally: nothing is uploaded). Or open chrome://tracing "
+                  "in Chrome or Chromium and press 'Load'. Each rank is a process; its threads are the host threads, "
+                  "device streams, communication planes and the overlap analysis."]
+    if context.timeline:
+        size = context.timeline["bytes"] / 1048576
+        limit_mb = context.timeline.get("limit_mb")
+        limit = (f"the limit is {limit_mb:g} MiB (--timeline-limit, as MindSpore's timeline_limit)"
+                 if limit_mb else "no size limit was set")
+        kept = f"{context.timeline['events_written']:,} events, {size:.1f} MiB; {limit}."
+        if context.timeline["events_dropped"]:
+            kept += (f" {context.timeline['events_dropped']:,} later events were left out to stay under it: every step "
+                     "is kept, and slices and flow arrows are cut whole at one point in time.")
+        paragraphs.append(f"This run's timeline holds {kept}")
+    else:
+        paragraphs.append("A warehouse keeps the tables, not the timeline: run `profpipe analyse` on the run's folder "
+                          "for its trace.json.")
+    return paragraphs

@@ -1,0 +1,16 @@
+-- Communication links whose bandwidth (bytes over link time, summed over the op executions of a rank's capture,
+-- comm_link_stats) is below the threshold times the median bandwidth of all links of the same transport.
+WITH links AS (
+    SELECT rank, capture, link, transport, sum(bytes) AS bytes, sum(time_ns) AS time_ns,
+           sum(bytes) / (sum(time_ns) / 1e9) AS bandwidth_bytes_per_second
+    FROM {{ ref('comm_link_stats') }}
+    WHERE bytes > 0
+    GROUP BY rank, capture, link, transport HAVING sum(time_ns) > 0
+), medians AS (
+    SELECT transport, median(bandwidth_bytes_per_second) AS median_bytes_per_second, count(*) AS links
+    FROM links GROUP BY transport
+)
+SELECT l.rank, l.capture, NULL::BIGINT AS step, l.bandwidth_bytes_per_second / m.median_bytes_per_second AS value,
+       l.link, l.transport, l.bandwidth_bytes_per_second, m.median_bytes_per_second, l.bytes, l.time_ns, m.links
+FROM links l JOIN medians m USING (transport)
+WHERE m.links > 1 AND l.bandwidth_bytes_per_second < {{ threshold }} * m.median_bytes_per_second

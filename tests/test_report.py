@@ -1,0 +1,224 @@
+"""The visual report (profpipe/report): its file, its pages' numbers against the marts, and, in headless Chromium,
+that it draws every chart with data, filters its tables, switches its step chart, and loads nothing."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from browser import ARTIFACTS, browser, open_report
+from conftest import FIXTURES, query, run
+from profpipe.cli import app
+from profpipe.report import write_report
+
+#: Fixtures whose reports the browser opens: GPU (Kineto with memory), an Ascend cluster with HCCL, MindData.
+BROWSED = ["pytorch_cuda", "ascend_ms_cluster", "minddata_mindspore/slow_map"]
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("reports")
+    found = {}
+    for name in BROWSED:
+        out = root / name.replace("/", "_")
+        run(FIXTURES / name, out, visual_report=True)
+        found[name] = out
+    return found
+
+
+def payload(report: Path) -> dict:
+    """The JSON the report's script draws."""
+    text = report.read_text(encoding="utf-8")
+    data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S).group(1)
+    return json.loads(data)
+
+
+def sections(report: Path, page_id: str) -> dict[str, dict]:
+    page = next(p for p in payload(report)["pages"] if p["id"] == page_id)
+    return {s.get("id") or s["title"]: s for s in page["sections"]}
+
+
+# ---- the file ------------------------------------------------------------------------------------------------
+
+def test_analyse_writes_a_self_contained_report(outputs: dict[str, Path]) -> None:
+    report = outputs["pytorch_cuda"] / "report.html"
+    text = report.read_text(encoding="utf-8")
+    assert 1_000_000 < report.stat().st_size < 10 * 1048576
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", text), "every asset must be inlined"
+    assert "default-src 'none'" in text  # the page cannot fetch anything, even by mistake
+    assert [p["id"] for p in payload(report)["pages"]] == ["overview", "advisor", "steps", "operators", "utilisation",
+                                                          "data", "communication", "memory", "timeline"]
+
+
+def test_no_report_option_and_report_command(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["analyse", str(FIXTURES / "kineto_nccl"), "-o", str(out), "-q", "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert not (out / "report.html").exists()
+    result = CliRunner().invoke(app, ["report", str(out), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert payload(tmp_path / "r.html")["pages"][0]["id"] == "overview"
+    refused = CliRunner().invoke(app, ["report", str(FIXTURES / "kineto_nccl")])
+    assert refused.exit_code == 2 and "not an output folder" in refused.output
+    assert not (FIXTURES / "kineto_nccl" / "report.html").exists()
+
+
+def test_pages_without_data_say_why(outputs: dict[str, Path]) -> None:
+    report = outputs["minddata_mindspore/slow_map"] / "report.html"
+    for page in ("operators", "communication", "memory"):
+        kinds = {s["kind"] for s in sections(report, page).values()}
+        assert kinds == {"empty"}, page
+        assert all(s["why"] for s in sections(report, page).values())
+
+
+# ---- numbers against the marts -------------------------------------------------------------------------------
+
+def test_step_chart_data_is_the_step_phases(outputs: dict[str, Path]) -> None:
+    out = outputs["ascend_ms_cluster"]
+    data = sections(out / "report.html", "steps")["steps"]["data"]
+    expected = query(out, "SELECT p.rank, p.step, p.total_ns / 1e6, c.slowest_rank FROM step_phases p "
+                          "JOIN cluster_step_phases c USING (rank, capture, step) ORDER BY p.rank, p.step")
+    assert list(zip(data["rank"], data["step"], data["total_ms"], data["slowest_rank"])) == \
+        [(r, s, pytest.approx(t), slow) for r, s, t, slow in expected]
+    # the generator gives both ranks the same step time (STEP_US): no rank is marked slow
+    assert not any(data["is_slow"])
+
+
+def test_slow_ranks_are_marked(tmp_path: Path) -> None:
+    """A rank is marked slow in a step when its step is more than 5 % longer than the step's fastest rank's."""
+    out = tmp_path / "out"
+    run(FIXTURES / "mindspore_gpu" / "two_ranks", out, visual_report=True)
+    data = sections(out / "report.html", "steps")["steps"]["data"]
+    totals = {(r, s): t for r, s, t in zip(data["rank"], data["step"], data["total_ms"])}
+    fastest = {s: min(t for (_, s2), t in totals.items() if s2 == s) for _, s in totals}
+    expected = [totals[r, s] > 1.05 * fastest[s] for r, s in zip(data["rank"], data["step"])]
+    assert data["is_slow"] == expected and any(expected) and not all(expected)
+
+
+def test_input_bound_steps_are_marked(outputs: dict[str, Path]) -> None:
+    out = outputs["minddata_mindspore/slow_map"]
+    data = sections(out / "report.html", "steps")["steps"]["data"]
+    bound = query(out, "SELECT step FROM step_input_wait WHERE input_bound = 'highly' ORDER BY step")
+    assert [s for s, b in zip(data["step"], data["input_bound"]) if b] == [s for (s,) in bound]
+    assert bound, "the slow_map fixture's pipeline starves the device"
+
+
+def test_overview_phases_sum_to_the_step(outputs: dict[str, Path]) -> None:
+    figure = sections(outputs["ascend_ms_cluster"] / "report.html", "overview")["overview-phases"]["figure"]
+    totals = [sum(v or 0 for v in values) for values in zip(*(trace["y"] for trace in figure["data"]))]
+    expected = query(outputs["ascend_ms_cluster"], "SELECT avg(total_ns) / 1e6 FROM step_phases GROUP BY rank ORDER BY rank")
+    assert totals == [pytest.approx(t) for (t,) in expected]
+
+
+def test_report_tables_are_capped_and_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    run(FIXTURES / "pytorch_cuda", out)
+    monkeypatch.setattr("profpipe.report.pages.TOP_ROWS", 5)
+    write_report(out)
+    ops = sections(out / "report.html", "operators")["ops"]
+    assert len(ops["rows"]) == 5 and ops["total"] == query(out, "SELECT count(*) FROM op_detail_stats")[0][0] > 5
+
+
+def test_warehouse_and_diff_reports(tmp_path: Path) -> None:
+    warehouse = tmp_path / "w"
+    result = CliRunner().invoke(app, ["batch", str(FIXTURES / "mindspore_gpu"), "-w", str(warehouse), "-q"])
+    assert result.exit_code == 0, result.output
+    batch = sections(warehouse / "report.html", "batch")
+    with duckdb.connect(str(warehouse / "catalog.duckdb"), read_only=True) as con:
+        runs = [r for (r,) in con.execute("SELECT run FROM batch_runs ORDER BY analysed_at, run").fetchall()]
+    assert [row[0] for row in batch["runs"]["rows"]] == runs
+    assert "run-trend" in batch
+    a, b = tmp_path / "a", tmp_path / "b"
+    run(FIXTURES / "mindspore_gpu" / "graph_2x", a)
+    run(FIXTURES / "mindspore_gpu" / "async_1x", b)
+    result = CliRunner().invoke(app, ["diff", str(a), str(b), "--report", str(tmp_path / "diff.html"), "--json"])
+    assert result.exit_code == 0, result.output
+    changes = json.loads(result.output)["rows"]
+    table = sections(tmp_path / "diff.html", "diff")["diff-table"]
+    assert [(r[0], r[1]) for r in table["rows"]] == [(c["kind"], c["key"]) for c in changes]
+
+
+# ---- in the browser ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as instance:
+        yield instance
+
+
+def _page_charts(page, page_id: str) -> list[dict]:
+    return page.eval_on_selector_all(f'.page[data-page="{page_id}"] .chart',
+                                     "els => els.map(e => ({id: e.dataset.chart, rendered: e.dataset.rendered, "
+                                     "points: Number(e.dataset.points || 0)}))")
+
+
+@pytest.mark.parametrize("name", BROWSED)
+def test_every_page_draws_without_errors_or_requests(chromium, outputs: dict[str, Path], name: str) -> None:
+    visit = open_report(chromium, outputs[name] / "report.html")
+    page = visit.page
+    shots = ARTIFACTS / "report" / name.replace("/", "_")
+    shots.mkdir(parents=True, exist_ok=True)
+    drawn = 0
+    for page_id in page.eval_on_selector_all("nav a", "els => els.map(e => e.dataset.page)"):
+        page.click(f'nav a[data-page="{page_id}"]')
+        assert page.is_visible(f'.page[data-page="{page_id}"]')
+        for chart in _page_charts(page, page_id):
+            assert chart["rendered"] == "true" and chart["points"] > 0, (page_id, chart)
+            drawn += 1
+        page.screenshot(path=str(shots / f"{page_id}.png"), full_page=True)
+    charts = sum(s["kind"] in ("chart", "steps") for p in payload(outputs[name] / "report.html")["pages"] for s in p["sections"])
+    assert drawn == charts > 0
+    assert page.eval_on_selector_all(".js-plotly-plot", "els => els.length") == drawn
+    assert visit.errors == []
+    assert visit.requests == []
+    page.close()
+
+
+def test_search_filters_the_op_table(chromium, outputs: dict[str, Path]) -> None:
+    out = outputs["pytorch_cuda"]
+    visit = open_report(chromium, out / "report.html")
+    page = visit.page
+    page.click('nav a[data-page="operators"]')
+    table = '[data-table="ops"]'
+    every = page.eval_on_selector_all(f"{table} tbody tr", "rows => rows.length")
+    page.fill(f"{table} input.search", "linear")
+    names = page.eval_on_selector_all(f"{table} tbody tr", "rows => rows.map(r => [r.cells[2].textContent, r.cells[3].textContent])")
+    expected = query(out, "SELECT count(*) FROM op_detail_stats WHERE op_name ILIKE '%linear%' OR op_type ILIKE '%linear%'")[0][0]
+    assert 0 < expected <= len(names) < every  # substring matches first; fuzzy (letters in order) ones after them
+    assert all("linear" in (op + " " + kind).lower() for op, kind in names[:expected])
+    page.fill(f"{table} input.search", "")
+    assert page.eval_on_selector_all(f"{table} tbody tr", "rows => rows.length") == every
+    # the drill-down: an op's row lists the kernels it launched
+    page.fill(f"{table} input.search", "aten::addmm")
+    page.click(f"{table} tbody tr >> nth=0")
+    rank, op = page.eval_on_selector(f"{table} tbody tr", "r => [Number(r.cells[0].textContent), r.cells[2].textContent]")
+    kernels = page.eval_on_selector_all(f"{table} .drill tbody tr", "rows => rows.map(r => r.cells[0].textContent)")
+    assert sorted(kernels) == sorted(k for (k,) in query(out, f"SELECT name FROM op_kernel_stats WHERE rank = {rank} AND op_name = '{op}'"))
+    assert visit.errors == []
+    page.close()
+
+
+def test_step_selector_changes_the_step_chart(chromium, outputs: dict[str, Path]) -> None:
+    out = outputs["ascend_ms_cluster"]
+    visit = open_report(chromium, out / "report.html")
+    page = visit.page
+    page.click('nav a[data-page="steps"]')
+    chart = '[data-chart="steps"]'
+    before = page.eval_on_selector(chart, "gd => gd.data[0].x")
+    assert before == [s for (s,) in query(out, "SELECT step FROM step_phases WHERE rank = 0 ORDER BY step")] and before
+    step = before[-1]
+    page.select_option('select[data-selector="step"]', str(step))
+    after = page.eval_on_selector(chart, "gd => gd.data.filter(t => t.type === 'bar').map(t => [t.x, t.y])")
+    phases = query(out, f"SELECT iteration_interval_ns / 1e6, fp_and_bp_ns / 1e6, tail_ns / 1e6 FROM step_phases "
+                        f"WHERE step = {step} ORDER BY rank")
+    assert [x for x, _ in after] == [["rank 0", "rank 1"]] * 3
+    assert [y for _, y in after] == [[pytest.approx(p[i]) for p in phases] for i in range(3)]
+    page.select_option('select[data-selector="rank"]', "1")
+    page.select_option('select[data-selector="step"]', "all")
+    assert page.eval_on_selector(chart, "gd => gd.layout.xaxis.title.text") == "steps of rank 1"
+    assert visit.errors == []
+    page.close()
