@@ -8,10 +8,10 @@ its run_info row relates its clock to the epoch. Then, per rank, in time order: 
 overlaps a capture's span on a comparable clock, and whose family that capture does not hold yet,
 joins it; a source without any times (MindSpore 1.x's memory_usage .pb, tensor lifetimes by node index)
 joins the rank's first capture that lacks its family; any other source opens the next capture. So capture 0
-is the rank's first cycle whatever the file names, and the sources of one cycle share its number. Sources whose clocks cannot be compared with
-the epoch (device counters, a steady clock without an offset) follow, ordered by clock and start time;
-when a rank mixes such clocks the order across clocks is a guess, and a trace_health row (ambiguous,
-kept) says so.
+is the rank's first cycle whatever the file names, and the sources of one cycle share its number. Sources whose
+clocks cannot be compared with the epoch (device counters, a steady clock without an offset) follow, ordered
+by clock and start time; when a rank mixes such clocks the order across clocks is a guess, and a trace_health
+row (ambiguous, kept) says so.
 """
 from __future__ import annotations
 
