@@ -6,11 +6,12 @@ traces of one rank, raw jobs of successive runs). Each source's time span is rea
 footers of its part (the min and max start times of its timed tables) and put on the Unix epoch where
 its run_info row relates its clock to the epoch. Then, per rank, in time order: a source whose span
 overlaps a capture's span on a comparable clock, and whose family that capture does not hold yet,
-joins it; any other source opens the next capture. So capture 0 is the rank's first cycle whatever the
-file names, and the sources of one cycle share its number. Sources whose clocks cannot be compared with
-the epoch (device counters, a steady clock without an offset) follow, ordered by clock and start time;
-when a rank mixes such clocks the order across clocks is a guess, and a trace_health row (ambiguous,
-kept) says so.
+joins it; a source without any times (MindSpore 1.x's memory_usage .pb, tensor lifetimes by node index)
+joins the rank's first capture that lacks its family; any other source opens the next capture. So capture 0
+is the rank's first cycle whatever the file names, and the sources of one cycle share its number. Sources whose
+clocks cannot be compared with the epoch (device counters, a steady clock without an offset) follow, ordered
+by clock and start time; when a rank mixes such clocks the order across clocks is a guess, and a trace_health
+row (ambiguous, kept) says so.
 """
 from __future__ import annotations
 
@@ -91,6 +92,8 @@ def number_captures(spans: list[SourceSpan]) -> tuple[dict[Path, int], list[Heal
         captures: list[_Capture] = []
         for span in own:
             capture = next((c for c in captures if c.takes(span)), None)
+            if capture is None and span.low is None:  # no times (MindSpore 1.x memory_usage .pb): the first
+                capture = next((c for c in captures if span.family not in c.families), None)  # cycle lacking it
             if capture is None:
                 capture = _Capture(span.clock, span.low, span.high)
                 captures.append(capture)

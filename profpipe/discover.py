@@ -115,6 +115,7 @@ ERA_F_EXPORT_PREFIX = "export:"
 MEMORY_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
     "ms_record": re.compile(r"cpu_ms_memory_record_(\d+)\.txt"),
     "ms_operator": re.compile(r"operator_memory_(\d{1,7})\.csv"),
+    "ms_usage": re.compile(r"memory_usage_(\d+)\.pb"),  # 1.2-2.3: tensor lifetimes by graph node (protobuf)
 }
 MEMORY_OUTPUT_ROLES = {"operator_memory.csv": "output_operator", "memory_record.csv": "output_record",
                        "npu_module_mem.csv": "output_module", "static_op_mem.csv": "output_static"}

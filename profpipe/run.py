@@ -32,6 +32,7 @@ from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, Pro
 from .export.ascend_reports import write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
+from .export.memory_reports import write_memory_reports
 from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
@@ -418,6 +419,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     write_reports(con, tmp / "reports", reports, options.report.style)
     write_ascend_reports(con, tmp / "reports", options.report)
     write_minddata_reports(con, tmp / "reports", reports, options.report.style)
+    write_memory_reports(con, tmp / "reports", reports)
     write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
     reporter.advance(1)
     timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,

@@ -536,6 +536,64 @@ def test_memory_peak_per_curve_with_when_and_the_end():
          "peak_reserved_ts_ns": 20, "peak_active_bytes": 12, "end_allocated_bytes": 2, "end_reserved_bytes": 60}])
 
 
+def test_memory_node_curve_graph_stats_and_summary_of_a_1x_memory_usage_file():
+    graph = [{"seq": 0, "graph_id": 7, "static_bytes": 100, "capacity_bytes": 10**6},
+             {"seq": 1, "graph_id": 8, "static_bytes": 5, "capacity_bytes": 10**6},
+             {"rank": 1, "seq": 0, "graph_id": 0, "static_bytes": 0}]
+    node = [{"seq": i, "graph_id": 7, "node_index": i, "node_id": 20 + i, "node_name": f"Op{i}"} for i in range(4)]
+    node += [{"seq": 4 + i, "graph_id": 8, "node_index": i, "node_id": i, "node_name": f"Assign{i}"} for i in range(2)]
+    node += [{"rank": 1, "seq": i, "graph_id": 0, "node_index": i, "node_id": i, "node_name": "N"} for i in range(4001)]
+    tensor = [  # a: all nodes; b: 1..2; c: 2..2; d: not located (left off the curve, still counted by MindSpore)
+        {"seq": 0, "graph_id": 7, "tensor_id": 1, "bytes": 10, "life_long": "LifeLongGraphAll", "life_start": 0,
+         "life_end": 0, "first_node": 0, "last_node": 3},
+        {"seq": 1, "graph_id": 7, "tensor_id": 2, "bytes": 20, "life_long": "LifeLongNone", "life_start": 1,
+         "life_end": 2, "first_node": 1, "last_node": 2},
+        {"seq": 2, "graph_id": 7, "tensor_id": 3, "bytes": 40, "life_long": "LifeLongNone", "life_start": 2,
+         "life_end": 2, "first_node": 2, "last_node": 2},
+        {"seq": 3, "graph_id": 7, "tensor_id": 4, "bytes": 1000, "life_long": "LifeLongNone", "life_start": 3,
+         "life_end": 1},
+        {"rank": 1, "seq": 0, "graph_id": 0, "tensor_id": 0, "bytes": 1, "life_long": "LifeLongGraphAll",
+         "life_start": 0, "life_end": 0, "first_node": 0, "last_node": 4000}]
+    node_tensor = [  # node 1 writes b as output and (MindSpore 1.5+) again as workspace: one allocation
+        {"seq": 0, "graph_id": 7, "node_index": 1, "role": "output", "tensor_id": 2},
+        {"seq": 1, "graph_id": 7, "node_index": 1, "role": "workspace", "tensor_id": 2},
+        {"seq": 2, "graph_id": 7, "node_index": 2, "role": "input", "tensor_id": 2},
+        {"seq": 3, "graph_id": 7, "node_index": 2, "role": "output", "tensor_id": 3}]
+    con = build({"memory_graph": [{"rank": 0, **g} for g in graph[:2]] + graph[2:],
+                 "memory_node": [{"rank": 0, **n} for n in node if "rank" not in n] + [n for n in node if "rank" in n],
+                 "memory_tensor": [{"rank": 0, **t} for t in tensor[:4]] + tensor[4:],
+                 "memory_node_tensor": [{"rank": 0, **r} for r in node_tensor]})
+    curve = rows(con, "memory_node_curve")
+    # graph 7: 100 static + 10 (a) at 0; + 20 (b) at 1; + 40 (c) at 2; b and c gone at 3: 110
+    same([r for r in curve if r["rank"] == 0], [
+        {"graph_id": 7, "node_index": 0, "bytes": 110, "change_bytes": 10, "live_tensors": 1, "allocated_tensors": 0,
+         "allocated_bytes": 0, "in_mindspore_lines": True},
+        {"graph_id": 7, "node_index": 1, "bytes": 130, "change_bytes": 20, "live_tensors": 2, "allocated_tensors": 1,
+         "allocated_bytes": 20, "in_mindspore_lines": True},
+        {"graph_id": 7, "node_index": 2, "bytes": 170, "change_bytes": 40, "live_tensors": 3, "allocated_tensors": 1,
+         "allocated_bytes": 40, "in_mindspore_lines": True},
+        {"graph_id": 7, "node_index": 3, "bytes": 110, "change_bytes": -60, "live_tensors": 1, "in_mindspore_lines": True},
+        # graph 8 has no tensors: its static memory at each node, and MindSpore has no line for it
+        {"graph_id": 8, "node_index": 0, "bytes": 5, "change_bytes": 0, "in_mindspore_lines": False},
+        {"graph_id": 8, "node_index": 1, "bytes": 5, "change_bytes": 0, "in_mindspore_lines": False}])
+    # rank 1: 4001 nodes, so MindSpore keeps every 4001 // 2000 = 2nd point: nodes 0, 2, ..., 4000
+    kept = [r["node_index"] for r in curve if r["rank"] == 1 and r["in_mindspore_lines"]]
+    assert kept == list(range(0, 4001, 2)) and {r["bytes"] for r in curve if r["rank"] == 1} == {1}
+    same(rows(con, "memory_graph_stats"), [
+        {"rank": 0, "graph_id": 7, "nodes": 4, "tensors": 4, "located_tensors": 3, "static_bytes": 100,
+         "peak_bytes": 170, "peak_node_index": 2, "peak_node_name": "Op2", "in_mindspore_summary": True},
+        {"rank": 0, "graph_id": 8, "nodes": 2, "tensors": 0, "located_tensors": 0, "static_bytes": 5, "peak_bytes": 5,
+         "peak_node_index": 0, "in_mindspore_summary": False},
+        {"rank": 1, "graph_id": 0, "nodes": 4001, "tensors": 1, "peak_bytes": 1, "peak_node_index": 0}])
+    # graph 8 is not counted: static 100 (not 105), 4 tensors, peak 170 in graph 7; rank 1's file had no total_mem
+    same(rows(con, "memory_usage_summary"), [
+        {"rank": 0, "capacity_bytes": 10**6, "graphs": 1, "peak_bytes": 170, "peak_graph_id": 7, "static_bytes": 100,
+         "allocations": 4, "deallocations": 4},
+        {"rank": 1, "capacity_bytes": None, "graphs": 1, "peak_bytes": 1, "peak_graph_id": 0, "static_bytes": 0,
+         "allocations": 1, "deallocations": 1}])
+    con.close()
+
+
 def test_memory_op_stats_blocks_sizes_and_lifetimes_across_vendors():
     block = [
         {"seq": 0, "component": "MindSpore", "owner": "Default/Conv2D-op1", "bytes": 4096, "alloc_ns": 100,

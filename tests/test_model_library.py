@@ -21,7 +21,7 @@ from profpipe.tables import catalog
 FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",
                 "ascend_ms_era_f", "ascend_ms_cluster", "msprof_timeline", "msprof_tx", "kineto", "kineto_nccl",
                 "kineto_nccl_straggler", "paddle", "nsys",
-                "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "mindspore_stack",
+                "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
                 "host_info", "mindspore_fwk_tlv"]
 #: Unit endings no normalized or mart column may carry (README, "Units").
 FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_pct", "_percent", "_kb", "_mb", "_gb", "_kb_s", "_gb_s")

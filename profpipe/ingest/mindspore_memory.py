@@ -1,5 +1,5 @@
 """Stage 2, ingest: MindSpore's Ascend memory files (profile_memory=True) -> memory_block, memory_record,
-memory_module, static_op_memory.
+memory_module, static_op_memory (and, through memory_usage_pb.py, the 1.x memory usage tables).
 
 One source is the memory files of one rank in one profiler folder (discover's `_memory_home`: a 2.5+
 `*_ascend_ms` folder, or a 2.3-2.4 profiler folder with its `*_ascend_ms` copy folder and PROF_* job);
@@ -39,9 +39,8 @@ dropped and reported; a file that cannot be read at all costs only its own rows.
   `operator_memory.csv` MindSpore makes from them (reported superseded): they hold whole bytes and ns times,
   where the CSV holds KB and µs as floats (an epoch µs as a float keeps about a quarter µs), and they are
   there whether or not MindSpore's analysis ran.
-
-Not read: MindSpore 1.x `memory_usage_<r>.pb` (a protobuf of tensor lifetimes by graph node index, no
-times; only its derived JSON is documented).
+* `ms_usage`: MindSpore 1.2-2.3's `memory_usage_<r>.pb` (tensor lifetimes by graph node index, no times) ->
+  memory_graph, memory_node, memory_tensor, memory_node_tensor, read by memory_usage_pb.py.
 """
 from __future__ import annotations
 
@@ -57,7 +56,7 @@ from ..clocks import epoch_clock
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
-from . import memory_usage_tlv
+from . import memory_usage_pb, memory_usage_tlv
 from .lines import drop_rows, iter_csv_frames
 from .run_info import run_info
 from .units import MAX_NS, scaled_decimal
@@ -101,6 +100,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         parts = [_guarded(warn, path, "memory_block", _operator) for path in operator]
     parts += [_guarded(warn, path, "memory_block", _operator) for path in files.get("msprof:operator_memory", [])]
     yield from _table("memory_block", parts)
+    for path in files.get("ms_usage", []):
+        yield from _guarded(warn, path, memory_usage_pb.TABLES, memory_usage_pb.read) or []
 
 
 def _first_of(files: dict[str, list[Path]], copy: str, original: str, warn: Warn) -> list[Path]:
