@@ -127,7 +127,9 @@ def test_timeline_lanes_are_named_as_msprof_and_summary_keeps_steps_and_overlap(
     assert threads == {"Step Trace: iterations", "Ascend Hardware: Stream 2", "Ascend Hardware: Stream 3",
                        "Ascend Hardware: Stream 12", "HCCL: Communication Kernel", "HCCL: Plane 0", "HCCL: Plane 1",
                        "Overlap Analysis: Computing", "Overlap Analysis: Communication",
-                       "Overlap Analysis: Communication(Not Overlapped)", "Overlap Analysis: Free"}
+                       "Overlap Analysis: Communication(Not Overlapped)", "Overlap Analysis: Free",
+                       # an era D export is MindSpore <= 2.2: its scope timeline is 1.3-2.2's Scope Name, per level
+                       "Scope Name: Level 0", "Scope Name: Level 1"}
     communication = [e for e in full["traceEvents"] if e.get("cat") == "communication"]
     assert [(e["name"], e["dur"]) for e in communication] == [("Default/AllReduce-op9_0", 499.5)] * 2
     # msprof's start_info puts the rank on the Unix epoch
@@ -257,7 +259,11 @@ def test_two_devices_merge_as_mindinsight_expects(tmp_path: Path) -> None:
     assert _names(detail, "thread_name") == sorted(overlap_threads + steps + [
         f"HCCL: {name}" for name in ("Communication Kernel", "Communication Kernel", "Plane 0", "Plane 0", "Plane 1",
                                      "Plane 1", "Plane 2", "Plane 2", "Plane 3", "Plane 3")] + [
-        f"Ascend Hardware: Stream {stream}" for stream in (1, 10, 10, 12, 12, 13, 2, 3, 4, 4, 8, 9)])
+        f"Ascend Hardware: Stream {stream}" for stream in (1, 10, 10, 12, 12, 13, 2, 3, 4, 4, 8, 9)] + [
+        # MindSpore <= 2.2's Scope Name lanes, one per level and rank; a level whose spans cross (tasks of parallel
+        # streams) also gets its "(overlapping)" track
+        f"Scope Name: Level {level}" for level in (0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5)] + [
+        f"Scope Name: Level {level} (overlapping)" for level in (1, 1, 2, 2, 3, 3)])
 
 
 def test_model_selection_keeps_the_ranks_that_ran_it(tmp_path: Path) -> None:
