@@ -233,6 +233,21 @@ def mindspore_host_counter(folder: Path, rank: int) -> HostCounter:
     return HostCounter(mhz, 0, 0, True, False, "")
 
 
+def msprof_host_counter(host: Path) -> HostCounter:
+    """msprof's conversion of host counter ticks (raw host data such as msproftx) to CLOCK_MONOTONIC_RAW ns of a
+    PROF folder's `host/`: with host/info.json's CPU[0].Frequency (MHz), ns = (ticks - cntvct) * 1000 / MHz +
+    clock_monotonic_raw from host/host_start.log; without a frequency msprof reads the ticks as ns. `known` is
+    False when the frequency is given but host_start.log's pair is not (the times then stay on the counter)."""
+    freq = _host_frequency(host / "info.json")
+    if freq is None:
+        return HostCounter(1000.0, 0, 0, True, True, f"{host}/info.json gives no CPU frequency: ticks read as ns")
+    start = _key_values([host / "host_start.log"])
+    cntvct, mono = start.get("cntvct", 0), start.get("clock_monotonic_raw", 0)
+    if cntvct > 0 and mono > 0 and _is_int(cntvct) and _is_int(mono):
+        return HostCounter(freq, cntvct, mono, True, True, f"{host}/info.json, host_start.log")
+    return HostCounter(freq, 0, 0, True, False, "")
+
+
 def _host_frequency(path: Path) -> float | None:
     try:
         value = float(_json_object(path)["CPU"][0]["Frequency"])

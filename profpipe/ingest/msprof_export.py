@@ -23,7 +23,8 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
 * era F "CPU OP" process events -> host_op (side Host);
 * era F (MindSpore 2.6+, with_stack) "python_function" events of the "MindSpore" process -> python_frame (no ids:
   each frame's parent is the innermost frame that holds it on its thread, python_frames.py);
-* MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else msprof_tx_*.json;
+* MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else msprof_tx_*.json,
+  else, when the export holds no marker, the raw PROF_*/host/data/*.additional.msproftx.slice_N: msproftx_raw;
   era F: the msprof_tx_*.csv of its PROF_*/mindstudio_profiler_output where data_simplification left it, else
   the msprof process of trace_view.json) -> host_op (side Host, category 'marker'), and their device-side
   records (tasks of "Ascend Hardware" without a Task Type, from a marker given a stream) -> host_op (side Device,
@@ -50,9 +51,9 @@ import pyarrow as pa
 
 from ..discover import ERA_F_EXPORT_PREFIX, MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
-from . import json_files, msprof_csv, msprof_pmu, msprof_tx
+from . import json_files, msprof_csv, msprof_pmu, msprof_tx, msproftx_raw
 from ..health import Warn
-from ..clocks import msprof_clock
+from ..clocks import msprof_clock, msprof_host_counter
 from .lines import MAX_NS, load_json, required_columns
 from .python_frames import NO_OPS_SQL, PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
@@ -248,6 +249,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 yield from _read_frames(con, timelines, warn)
     if markers is None and files.get("msprof_tx") and not tx_in_timelines:
         markers = _tx_timeline(files["msprof_tx"], warn)
+    if markers is None and not files.get("csv:msprof_tx") and not files.get("msprof_tx"):
+        markers = _raw_markers(source.directory, warn)
     if markers is not None:
         yield "host_op", markers
     if source.step_range is not None:
@@ -262,6 +265,32 @@ def _tx_timeline(files: list[Path], warn: Warn) -> pa.Table | None:
         _load_events(con, files, warn)
         rows = _complete(_query(con, msprof_tx.MARKER_SQL, "host_op", files), "host_op", warn, files)
     return rows if rows.num_rows else None
+
+
+def _raw_markers(directory: Path, warn: Warn) -> pa.Table | None:
+    """host_op markers of the raw msproftx records in the PROF folder's host/data (read where the export holds no
+    marker: msprof never exported them)."""
+    prof = next((p for p in (directory, *directory.parents) if p.name.startswith("PROF_")), None)
+    data = prof / "host" / "data" if prof is not None else None
+    if data is None or not data.is_dir():
+        return None
+    paths, hashes = (sorted(data.glob(f"*aging.additional.{kind}.slice_*"), key=_slice_number)
+                     for kind in ("msproftx", "hash_dic"))
+    if not paths:
+        return None
+    counter = msprof_host_counter(prof / "host")
+    if not counter.known:
+        warn(f"{prof}/host: info.json gives the host CPU frequency but host_start.log no cntvct / clock_monotonic_raw "
+             f"pair; the {len(paths)} raw msproftx files' markers cannot be placed on the run's clock and are left out",
+             check="clock", action="dropped", path=paths[0], tables="host_op")
+        return None
+    rows = msproftx_raw.read(paths, hashes, counter, warn)
+    return rows.to_arrow() if rows.height else None
+
+
+def _slice_number(path: Path) -> tuple[int, str]:
+    tail = path.name.rsplit("_", 1)[-1]
+    return (int(tail) if tail.isdigit() else -1, path.name)
 
 
 def _op_tasks(execs: pl.DataFrame) -> pa.Table:

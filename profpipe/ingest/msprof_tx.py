@@ -14,8 +14,8 @@ Times are read as exact decimals (µs x 1000, or ns, rounded half to even), on t
 a stream also has a device-side record (DEVICE_MARKER_SQL).
 
 Not read: MindSpore's own "Mstx" API events and the "MsTx" flows in trace_view.json (they only link the Python
-call to its marker); the raw msproftx records of PROF_*/host/data/ (`aging|unaging.additional.msproftx.slice_N`,
-binary: only msprof's export of them is read).
+call to its marker). The raw msproftx records of PROF_*/host/data/ are read by msproftx_raw, only where the
+export holds no marker.
 
 Damage is counted, never raised: rows without a message, without a start or end, with a time that is not a
 plain number, negative or beyond MAX_NS, ending before they start, or repeating an earlier row, are left out
