@@ -180,17 +180,21 @@ def _typed(frame: pl.DataFrame, path: Path, warn: Warn, table: str, scales: dict
     checks on the typed values (the Int64 expression of each column), made after those. All checks are one
     pass over the frame (drop_checked)."""
     number = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+    # each value once, as a column of its own; the text is already stripped (_text), so a value is null exactly
+    # where the text is null, not a number or beyond 2^62, and the regex runs only on those rows
+    frame = frame.with_columns(*[scaled_decimal(pl.col(c), scale).alias(f"_value {c}") for c, scale in scales.items()])
     exempt = {c: pl.col(c).is_in(list(null_texts)) if null_texts else pl.lit(False) for c in scales}
-    values = {c: scaled_decimal(pl.col(c), scale) for c, scale in scales.items()}
+    values = {c: pl.col(f"_value {c}") for c in scales}
     typed = {c: pl.when(exempt[c]).then(None).otherwise(values[c]).cast(pl.Int64) for c in scales}
     shown = list(scales)[:2]  # the example: these two columns, as text until their own checks are done
     checks = []
     for k, column in enumerate(scales):
         text, value, skip = pl.col(column), values[column], exempt[column]
+        number_like = pl.when(value.is_null()).then(text).str.contains(number)
         example = pl.concat_str([(typed[c] if i < k else pl.col(c)).cast(pl.String).fill_null("N/A")
                                  for i, c in enumerate(shown)], separator=",")
         checks += [
-            RowCheck(text.is_not_null() & ~skip & ~text.str.contains(number), "malformed_record",
+            RowCheck(text.is_not_null() & ~skip & value.is_null() & ~number_like, "malformed_record",
                      f"rows whose {column!r} is not a number", example),
             RowCheck(text.is_not_null() & ~skip & value.is_null(), "out_of_range",
                      f"rows whose {column!r} is beyond 2^62 once in ns or bytes", example),
@@ -198,7 +202,7 @@ def _typed(frame: pl.DataFrame, path: Path, warn: Warn, table: str, scales: dict
                      f"rows with a negative {column!r}", example)]
     checks += then(typed) if then else []
     frame = drop_checked(frame, checks, warn, path, line_column="line", tables=table)
-    return frame.with_columns(*[typed[c].alias(c) for c in scales])
+    return frame.with_columns(*[typed[c].alias(c) for c in scales]).drop(*[f"_value {c}" for c in scales])
 
 
 # --- memory_record ----------------------------------------------------------------------------------------
