@@ -12,7 +12,7 @@ Then, each in a child process of its own, it reads the folder as `profpipe analy
 the readers) and, as the limit, parses the same CSV with polars (every column as text, no types: the least any
 reader must do). It prints rows, wall seconds and the child's peak RSS for both. PYTHONPATH picks the checkout.
 
-Usage: PYTHONPATH=. python benchmarks/run_issue21_readers.py --mb 30 [--keep DIR]
+Usage: PYTHONPATH=. python benchmarks/run_issue21_readers.py --mb 30 [--keep DIR] [--cases operator_memory ...]
 """
 from __future__ import annotations
 
@@ -88,11 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=30.0, help="size of each scaled CSV in MiB")
     parser.add_argument("--keep", type=Path, help="write the scaled inputs here and keep them")
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES), help="run only these cases")
     args = parser.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="profpipe-bench21-"))
     try:
         print(f"{'case':<16} {'MiB':>6} {'reader s':>9} {'reader MiB':>11} {'parse s':>8} {'parse MiB':>10}  rows")
-        for case in CASES:
+        for case in args.cases:
             folder, target = scale(case, scratch, args.mb)
             ours, limit = measure("profpipe", folder), measure("polars", target)
             print(f"{case:<16} {target.stat().st_size / 2**20:6.1f} {ours['s']:9.2f} {ours['peak_mib']:11.0f} "

@@ -12,7 +12,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -254,18 +254,48 @@ def drop_rows(frame: pl.DataFrame, bad: pl.Expr, warn: Warn, path: Path | str, c
               line_column: str = "line_no", tables: str | None = None, example: pl.Expr | None = None,
               action: str = "dropped") -> pl.DataFrame:
     """`frame` without the rows where `bad` holds, reported as one ledger row (check, rows, first line)."""
-    mask = bad.fill_null(False)
-    hit = frame.filter(mask)
-    if not hit.height:
+    return drop_checked(frame, [RowCheck(bad, check, what, example, action)], warn, path, line_column, tables)
+
+
+class RowCheck(NamedTuple):
+    """One damage rule of drop_checked: the rows where `bad` holds are reported as `check` and left out."""
+    bad: pl.Expr
+    check: str
+    what: str
+    example: pl.Expr | None = None
+    action: str = "dropped"
+
+
+def drop_checked(frame: pl.DataFrame, checks: list[RowCheck], warn: Warn, path: Path | str,
+                 line_column: str = "line_no", tables: str | None = None) -> pl.DataFrame:
+    """`frame` without the rows any of `checks` flags, in one pass over it: the rows, ledger rows (count,
+    first line, example) and their order are those of drop_rows applied once per check in turn, because each
+    flagged row is counted by the first check that flags it. The checks must look at their own row only;
+    only the first may look at others (a duplicate rule), as it sees the whole frame either way."""
+    first = pl.coalesce([pl.when(c.bad.fill_null(False)).then(pl.lit(i, pl.Int32)) for i, c in enumerate(checks)])
+    marked = frame.with_columns(first.alias("_check"))
+    hits = marked.filter(pl.col("_check").is_not_null())
+    if not hits.height:
         return frame
-    first = hit.sort(line_column).row(0, named=True) if line_column in hit.columns else hit.row(0, named=True)
+    if line_column in hits.columns:
+        hits = hits.sort(line_column)
+    for i, c in enumerate(checks):
+        hit = hits.filter(pl.col("_check") == i)
+        if hit.height:
+            _report(hit.drop("_check"), c, warn, path, line_column, tables)
+    return marked.filter(pl.col("_check").is_null()).drop("_check")
+
+
+def _report(hit: pl.DataFrame, c: RowCheck, warn: Warn, path: Path | str, line_column: str,
+            tables: str | None) -> None:
+    """One ledger row for the rows `hit` (sorted by line) that check `c` flagged."""
+    first = hit.row(0, named=True)
     line = first.get(line_column)
-    shown = (str(hit.sort(line_column).select(example).row(0)[0]) if example is not None
-             else str(first.get("line", "")) or None)
+    shown = str(hit.select(c.example).row(0)[0]) if c.example is not None else str(first.get("line", "")) or None
     where = f"{path}, line {line}" if line is not None else str(path)
-    warn(f"{where}: {hit.height} {what}; {'left out' if action == 'dropped' else action}", check=check, action=action,
-         rows=hit.height, path=path, line=None if line is None else int(line), example=shown, tables=tables)
-    return frame.filter(~mask)
+    warn(f"{where}: {hit.height} {c.what}; {'left out' if c.action == 'dropped' else c.action}", check=c.check,
+         action=c.action, rows=hit.height, path=path, line=None if line is None else int(line), example=shown,
+         tables=tables)
 
 
 def drop_duplicate_lines(frame: pl.DataFrame, warn: Warn, path: Path | str, what: str,

@@ -57,7 +57,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from . import memory_usage_pb, memory_usage_tlv
-from .lines import drop_rows, iter_csv_frames
+from .lines import RowCheck, drop_checked, drop_rows, iter_csv_frames
 from .run_info import run_info
 from .units import MAX_NS, scaled_decimal
 
@@ -161,37 +161,48 @@ def _text(path: Path, warn: Warn, table: str, names: dict[str, str | int], requi
         chunks.append(chunk.select(*[pl.col(c).str.strip_chars().alias(o) for o, c in columns.items()], "line"))
     frame = pl.concat(chunks)
     values = [c for c in frame.columns if c != "line"]
-    frame = drop_rows(frame, ~pl.struct(values).is_first_distinct(), warn, path, "duplicate_record",
-                      "repeated rows (the same values as an earlier row)", line_column="line", tables=table,
-                      example=pl.concat_str([pl.col(c).fill_null("N/A") for c in values[:3]], separator=","))
-    return drop_rows(frame, pl.any_horizontal(pl.col(required).is_null()), warn, path, "malformed_record",
-                     f"rows without {', '.join(required)} (empty or N/A)", line_column="line", tables=table,
-                     example=pl.concat_str([pl.col(c).fill_null("N/A") for c in values[:3]], separator=","))
+    example = pl.concat_str([pl.col(c).fill_null("N/A") for c in values[:3]], separator=",")
+    return drop_checked(frame, [
+        RowCheck(~pl.struct(values).is_first_distinct(), "duplicate_record",
+                 "repeated rows (the same values as an earlier row)", example),
+        RowCheck(pl.any_horizontal(pl.col(required).is_null()), "malformed_record",
+                 f"rows without {', '.join(required)} (empty or N/A)", example),
+    ], warn, path, line_column="line", tables=table)
 
 
 def _typed(frame: pl.DataFrame, path: Path, warn: Warn, table: str, scales: dict[str, int],
-           null_texts: tuple[str, ...] = (), durations: tuple[str, ...] = ()) -> pl.DataFrame:
+           null_texts: tuple[str, ...] = (), durations: tuple[str, ...] = (),
+           then: Callable[[dict[str, pl.Expr]], list[RowCheck]] | None = None) -> pl.DataFrame:
     """`frame` with the columns of `scales` as Int64: the exact decimal times the scale (µs -> ns 1000,
     KB -> bytes 1024, ...), rounded half to even. Rows where such a value is present but not a number, beyond
-    2^62, or negative are dropped and reported per kind (a negative duration as negative_duration); the texts
-    `null_texts` (msprof's -1) read as null."""
-    example = pl.concat_str([pl.col(c).fill_null("N/A").cast(pl.String) for c in list(scales)[:2]], separator=",")
+    2^62, or negative are dropped and reported per kind (a negative duration as negative_duration), column by
+    column in the order of `scales`; the texts `null_texts` (msprof's -1) read as null. `then` gives further
+    checks on the typed values (the Int64 expression of each column), made after those. All checks are one
+    pass over the frame (drop_checked)."""
     number = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-    for column, scale in scales.items():
-        text = pl.col(column)
-        exempt = text.is_in(list(null_texts)) if null_texts else pl.lit(False)
-        frame = drop_rows(frame, text.is_not_null() & ~exempt & ~text.str.contains(number), warn, path,
-                          "malformed_record", f"rows whose {column!r} is not a number", line_column="line",
-                          tables=table, example=example)
-        value = scaled_decimal(text, scale)
-        frame = drop_rows(frame, text.is_not_null() & ~exempt & value.is_null(), warn, path, "out_of_range",
-                          f"rows whose {column!r} is beyond 2^62 once in ns or bytes", line_column="line",
-                          tables=table, example=example)
-        frame = drop_rows(frame, ~exempt & (value < 0), warn, path,
-                          "negative_duration" if column in durations else "out_of_range",
-                          f"rows with a negative {column!r}", line_column="line", tables=table, example=example)
-        frame = frame.with_columns(pl.when(exempt).then(None).otherwise(value).cast(pl.Int64).alias(column))
-    return frame
+    # each value once, as a column of its own; the text is already stripped (_text), so a value is null exactly
+    # where the text is null, not a number or beyond 2^62, and the regex runs only on those rows
+    frame = frame.with_columns(*[scaled_decimal(pl.col(c), scale).alias(f"_value {c}") for c, scale in scales.items()])
+    exempt = {c: pl.col(c).is_in(list(null_texts)) if null_texts else pl.lit(False) for c in scales}
+    values = {c: pl.col(f"_value {c}") for c in scales}
+    typed = {c: pl.when(exempt[c]).then(None).otherwise(values[c]).cast(pl.Int64) for c in scales}
+    shown = list(scales)[:2]  # the example: these two columns, as text until their own checks are done
+    checks = []
+    for k, column in enumerate(scales):
+        text, value, skip = pl.col(column), values[column], exempt[column]
+        number_like = pl.when(value.is_null()).then(text).str.contains(number)
+        example = pl.concat_str([(typed[c] if i < k else pl.col(c)).cast(pl.String).fill_null("N/A")
+                                 for i, c in enumerate(shown)], separator=",")
+        checks += [
+            RowCheck(text.is_not_null() & ~skip & value.is_null() & ~number_like, "malformed_record",
+                     f"rows whose {column!r} is not a number", example),
+            RowCheck(text.is_not_null() & ~skip & value.is_null(), "out_of_range",
+                     f"rows whose {column!r} is beyond 2^62 once in ns or bytes", example),
+            RowCheck(~skip & (value < 0), "negative_duration" if column in durations else "out_of_range",
+                     f"rows with a negative {column!r}", example)]
+    checks += then(typed) if then else []
+    frame = drop_checked(frame, checks, warn, path, line_column="line", tables=table)
+    return frame.with_columns(*[typed[c].alias(c) for c in scales]).drop(*[f"_value {c}" for c in scales])
 
 
 # --- memory_record ----------------------------------------------------------------------------------------
@@ -331,15 +342,16 @@ def _operator(path: Path, warn: Warn) -> pl.DataFrame:
                   f"{component}'s operator_memory CSV")
     scales = {"alloc_ns": 1000, "bytes": KB, **{c: unit for c in columns if c.endswith("_bytes")},
               **{c: 1000 for c in ("release_ns", "duration") if c in columns}}
-    frame = _typed(frame, path, warn, "memory_block", scales, durations=("duration",))
+
+    def released(typed: dict[str, pl.Expr]) -> list[RowCheck]:
+        release = typed["alloc_ns"] + typed["duration"] if "duration" in typed else typed["release_ns"]
+        return [RowCheck(release > MAX_NS, "out_of_range", "blocks released beyond 2^62 ns", pl.col("owner")),
+                RowCheck(release < typed["alloc_ns"], "negative_duration",
+                         "blocks released before they were allocated", pl.col("owner"))]
+
+    frame = _typed(frame, path, warn, "memory_block", scales, durations=("duration",), then=released)
     if "duration" in frame.columns:
         frame = frame.with_columns((pl.col("alloc_ns") + pl.col("duration")).alias("release_ns"))
-    frame = drop_rows(frame, pl.col("release_ns") > MAX_NS, warn, path, "out_of_range",
-                      "blocks released beyond 2^62 ns", line_column="line", tables="memory_block",
-                      example=pl.col("owner"))
-    frame = drop_rows(frame, pl.col("release_ns") < pl.col("alloc_ns"), warn, path, "negative_duration",
-                      "blocks released before they were allocated", line_column="line", tables="memory_block",
-                      example=pl.col("owner"))
     return frame.with_columns(pl.lit(component).alias("component"),
                               *[pl.lit(None, pl.Int64 if c.endswith(("_ns", "_bytes")) else pl.String).alias(c)
                                 for c in _BLOCK if c not in frame.columns and c != "component"]).select(_BLOCK)
