@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from ..diff import diff_runs
+from ..warehouse import open_run
 from .pages import TOP_ROWS, Page, rows
 from .sections import PHASE_COLOURS, Section, bars, chart, column, empty, table
 
@@ -38,8 +39,6 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
                                "x": [r["run"] for r in timed], "y": [r["total_ms"] for r in timed]})
         sections.append(chart("run-trend", "Average step time per run", figure))
     if len(timed) >= 2:
-        from ..warehouse import open_run
-
         before, latest = timed[-2]["run"], timed[-1]["run"]
         con_a, con_b = open_run(warehouse, before), open_run(warehouse, latest)
         try:

@@ -374,7 +374,7 @@ def communication(con: duckdb.DuckDBPyConnection) -> Page:
             column("rank", "rank", "int"), column("link", "link", search=True), column("transport", "transport"),
             column("tasks", "tasks", "int"), column("bytes", "bytes", "bytes"), column("time_ms", "time ms", "ms"),
             column("bandwidth_bytes_per_second", "bandwidth", "bw"), column("wait_ms", "wait ms", "ms")], links,
-            total=_count(con, "comm_link_stats")))
+            total=con.execute("SELECT count(DISTINCT (rank, link, transport)) FROM comm_link_stats").fetchone()[0]))
     if not sections:
         sections.append(empty("Communication", "No collective communication in this dump (no HCCL data, NCCL "
                                                "kernels or communication ops)."))
