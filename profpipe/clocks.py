@@ -118,13 +118,33 @@ def mindspore_framework_clock(device_type: str, layout: str, host_to_clock_offse
     return {"clock": "host_monotonic", **_epoch(None, None)}
 
 
-def msprof_clock(layout: str, metadata_json: str | None) -> dict[str, Any]:
-    """msprof exports: era F is on the epoch; eras D/E on CLOCK_MONOTONIC_RAW, related to the epoch by
-    start_info (metadata_json.epoch_offset_ns, from µs collectionTimeBegin: ±1 µs)."""
+def msprof_clock(layout: str, epoch_offset_ns: int | None, local_time: bool) -> dict[str, Any]:
+    """msprof exports: era F is on the epoch; eras D/E on CLOCK_MONOTONIC_RAW, related to the epoch by start_info's
+    `epoch_offset_ns` (from µs collectionTimeBegin: ±1 µs), or, with `local_time` (msprof_local_time), on the
+    epoch already: msprof added that offset itself (its float µs arithmetic: ±1 µs). Either way start_info's offset
+    is the host monotonic clock's (MindData's logs)."""
     if layout == "ascend_era_f":
         return {"clock": "unix_epoch", **_epoch(0, 0)}
-    offset = _int_member(metadata_json, "epoch_offset_ns")
-    return {"clock": "host_monotonic_raw", **_epoch(offset, 1_000), **_host(offset, 1_000)}
+    if local_time:
+        return {"clock": "unix_epoch", **_epoch(0, 1_000), **_host(epoch_offset_ns, 1_000)}
+    return {"clock": "host_monotonic_raw", **_epoch(epoch_offset_ns, 1_000), **_host(epoch_offset_ns, 1_000)}
+
+
+#: A time at or past this (2001-09-09 on the epoch) is no CLOCK_MONOTONIC_RAW reading: 31 years of uptime.
+LOCAL_TIME_FROM_NS = 10**18
+
+
+def msprof_local_time(earliest_ns: int | None, epoch_offset_ns: int | None) -> bool:
+    """Whether an era D/E export's times are msprof's "local time" (newer msprof: CLOCK_MONOTONIC_RAW plus
+    start_info's collectionTimeBegin - clockMonotonicRaw, i.e. the Unix epoch) rather than CLOCK_MONOTONIC_RAW
+    (older msprof, and the real era D sample): its earliest time is nearer the collection start on the epoch
+    than on the monotonic clock (past half start_info's offset: the monotonic start itself is small beside it);
+    without start_info, when it is at or past LOCAL_TIME_FROM_NS."""
+    if earliest_ns is None:
+        return False
+    if epoch_offset_ns is not None and epoch_offset_ns > 0:
+        return earliest_ns > epoch_offset_ns // 2
+    return earliest_ns >= LOCAL_TIME_FROM_NS
 
 
 def nsys_clock(metadata: dict) -> dict[str, Any]:
@@ -146,7 +166,6 @@ def ascend_raw_clock(slices: dict[str, list[Path]], tick_hz: int) -> dict[str, A
     relates the host monotonic clock to the epoch (else start_info beside it does); a host_start/dev_start
     pair of cntvct readings (era C) relates the device counter to the host monotonic clock."""
     host = _key_values(slices.get("host_start"))
-    device = _key_values(slices.get("dev_start"))
     host_epoch, host_uncertainty = None, None
     if "clock_realtime" in host and "clock_monotonic_raw" in host:
         host_epoch, host_uncertainty = _int64(host["clock_realtime"] - host["clock_monotonic_raw"]), PAIR_UNCERTAINTY_NS
@@ -157,11 +176,23 @@ def ascend_raw_clock(slices: dict[str, list[Path]], tick_hz: int) -> dict[str, A
                 host_epoch, host_uncertainty = info, 1_000
                 break
     offset = uncertainty = None
-    if host_epoch is not None and "cntvct" in device and "clock_monotonic_raw" in host and tick_hz > 0:
+    device_ahead = device_minus_host_ns(slices, tick_hz)
+    if host_epoch is not None and device_ahead is not None:
         # device ns (ticks * 1e9 / tick_hz) -> host monotonic ns -> epoch ns (msprof's formula)
-        offset = host["clock_monotonic_raw"] - device["cntvct"] * 10**9 // tick_hz + host_epoch
+        offset = host_epoch - device_ahead
         uncertainty = PAIR_UNCERTAINTY_NS + 10**9 // tick_hz + host_uncertainty
     return {"clock": "device_syscnt", **_epoch(offset, uncertainty), **_host(host_epoch, host_uncertainty)}
+
+
+def device_minus_host_ns(slices: dict[str, list[Path]], tick_hz: int) -> int | None:
+    """Era C: the device counter's ns (ticks * 1e9 / tick_hz, as the raw reader gives them) minus the host's
+    CLOCK_MONOTONIC_RAW ns at one instant, from dev_start.log's cntvct and host_start.log's clock_monotonic_raw
+    (msprof: host ns = (ticks - cntvct) / freq + clock_monotonic_raw); None without that pair."""
+    host = _key_values(slices.get("host_start"))
+    device = _key_values(slices.get("dev_start"))
+    if "cntvct" not in device or "clock_monotonic_raw" not in host or tick_hz <= 0:
+        return None
+    return _int64(device["cntvct"] * 10**9 // tick_hz - host["clock_monotonic_raw"])
 
 
 @dataclass(frozen=True)
@@ -266,14 +297,6 @@ def _json_object(path: Path) -> dict:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
-
-
-def _int_member(text: str | None, key: str) -> int | None:
-    try:
-        value = json.loads(text).get(key) if text else None
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _key_values(paths: list[Path] | None) -> dict[str, int]:

@@ -271,8 +271,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += _note_trace_views(list(op_range.values()), found)
     _mark_ranks_from_files(found)
     found += _number_traces(traces, step_range)
-    for source in found:  # msprof exports: MSTX ranges of that name replace the step_trace steps
-        if source.family == "msprof_export":
+    for source in found:  # msprof exports and raw PROF folders: MSTX ranges of that name replace the step_trace steps
+        if source.family in ("msprof_export", "ascend_raw"):
             source.step_range = step_range
     _apply_rank_map(found, mapping, root if root.is_dir() else root.parent, warn)
     _rank_unranked(found)

@@ -301,6 +301,32 @@ def test_op_detail_stats_per_op_instance():
     ])
 
 
+def test_user_range_stats_sum_ranges_as_nvtx_sum_and_keep_markers_out_of_op_stats():
+    host_op = [
+        {"side": "Host", "op_name": "train_step", "category": "marker", "start_ns": 100, "dur_ns": 40},
+        {"side": "Host", "op_name": "train_step", "category": "marker", "start_ns": 200, "dur_ns": 60},
+        {"side": "Host", "op_name": "fwd", "category": "marker", "start_ns": 110, "dur_ns": 20},  # nested: in full
+        {"side": "Host", "op_name": "saved", "category": "marker", "start_ns": 300, "dur_ns": 0},  # a mark
+        {"side": "Device", "op_name": "train_step", "category": "marker", "start_ns": 150, "dur_ns": 10},
+        {"side": "Host", "op_name": "aten::mm", "category": "cpu_op", "start_ns": 0, "dur_ns": 5},  # an op: not here
+        {"side": "Host", "op_name": "Default/MatMul-op1", "start_ns": 0, "dur_ns": 7},  # MindSpore op: no category
+    ]
+    same(model_rows({"host_op": host_op}, "user_range_stats"), [
+        # host ranges total 40 + 60 + 20 + 0 = 120; the device record is its own population (10)
+        {"side": "Device", "category": "marker", "name": "train_step", "instances": 1, "total_ns": 10, "marks": 0,
+         "share": 1.0, "first_start_ns": 150},
+        {"side": "Host", "name": "fwd", "instances": 1, "total_ns": 20, "stddev_ns": 0.0, "share": 20 / 120},
+        {"side": "Host", "name": "saved", "instances": 1, "total_ns": 0, "marks": 1, "share": 0.0},
+        # 40, 60: mean 50, median 50, sample variance (10^2 + 10^2) / 1 = 200
+        {"side": "Host", "name": "train_step", "instances": 2, "total_ns": 100, "avg_ns": 50.0, "median_ns": 50.0,
+         "min_ns": 40, "max_ns": 60, "stddev_ns": math.sqrt(200), "marks": 0, "share": 100 / 120,
+         "first_start_ns": 100},
+    ])
+    # op_detail_stats keeps the ops and leaves the markers out
+    assert sorted(r["op_name"] for r in model_rows({"host_op": host_op}, "op_detail_stats")) == [
+        "Default/MatMul-op1", "aten::mm"]
+
+
 def test_op_type_stats_without_step_trace_take_the_modal_execution_count_as_steps():
     # every instance ran twice: steps = 2.  Conv2D: 2 instances, 4 executions, 40 + 40 = 80 ns, avg 80/4 = 20,
     # executions_per_step 4 // 2 = 2, share 80/100.  ReLU: 2 executions, 20 ns, avg 10, 2 // 2 = 1, share 20/100

@@ -2,6 +2,8 @@
 read only where the export holds no marker, and damage counted with file and byte offset (fixtures/msprof_tx)."""
 from __future__ import annotations
 
+import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -111,3 +113,113 @@ def test_damaged_records_are_counted_with_file_and_offset(tmp_path_factory: pyte
     assert rows == sorted(expected.values(), key=lambda m: (m[2], m[0]))
     assert all(e["path"] == path for e in events)
     assert {(e["check"], e["action"], e["rows"], e["offset"]) for e in events} == ledger
+
+
+# --- msprof's local time: exports on the epoch, raw records on the host counter -------------------------------
+
+def test_local_time_export_is_read_on_the_epoch_and_raw_markers_follow_it(tmp_path: Path) -> None:
+    """Newer msprof writes every exported time as CLOCK_MONOTONIC_RAW + start_info's offset (its "local time"): the
+    rank is on the Unix epoch, and the raw markers (host counter -> CLOCK_MONOTONIC_RAW) are moved by that offset."""
+    GEN.main(tmp_path / "in", export_tx=False, local_time=True)
+    out = run(tmp_path / "in", tmp_path / "out", step_range_name="train_step").output
+    shift = GEN.LOCAL_TIME_OFFSET_US * 1000  # 1_699_996_000_000_000_000 ns
+    assert shift == 1_700_000_000_000_000 * 1000 - 4_000_000_000_000
+    assert query(out, MARKERS_SQL) == [(tid, name, start + shift, dur) for tid, name, start, dur in EXPECTED]
+    assert query(out, "SELECT step, start_ns - $s, end_ns - $s FROM step_phases ORDER BY step".replace("$s", str(shift))) == [
+        (1, 5_000_000_500, 5_019_000_250), (2, 5_020_000_500, 5_039_000_250)]
+    clock = query(out, "SELECT clock, epoch_offset_ns, host_epoch_offset_ns, metadata_json->>'time_base' FROM run_info")
+    assert clock == [("unix_epoch", 0, shift, "msprof_local_time")]
+    # the op tasks are where the monotonic export has them, plus the offset
+    mono = run(PROF.parent, tmp_path / "mono").output
+    tasks = "SELECT op_name, start_ns - {s} FROM device_exec ORDER BY start_ns, op_name"
+    assert query(out, tasks.format(s=shift)) == query(mono, tasks.format(s=0))
+    assert query(mono, "SELECT clock, epoch_offset_ns FROM run_info") == [("host_monotonic_raw", shift)]
+
+
+def test_local_time_export_without_start_info_is_told_by_its_magnitude(tmp_path: Path) -> None:
+    """Without start_info a time past 2001 (1e18 ns) is no CLOCK_MONOTONIC_RAW reading; the raw markers cannot be
+    moved onto the epoch then: left out, and the ledger says why."""
+    GEN.main(tmp_path / "in", export_tx=False, local_time=True)
+    next((tmp_path / "in").rglob("start_info.0")).unlink()
+    out = run(tmp_path / "in", tmp_path / "out").output
+    assert query(out, "SELECT clock, epoch_offset_ns, host_epoch_offset_ns FROM run_info") == [("unix_epoch", 0, None)]
+    assert query(out, "SELECT count(*) FROM host_op WHERE category = 'marker'") == [(0,)]
+    assert query(out, "SELECT check_name, action, first_file LIKE '%msproftx.slice_0' FROM trace_health") == [
+        ("clock", "dropped", True)]
+
+
+@pytest.mark.parametrize(("earliest", "offset", "local"), [
+    (None, 10**18, False),
+    (5_000_000_000_000, 1_699_996 * 10**12, False),            # the monotonic export: far below half the offset
+    (1_699_996_005 * 10**9, 1_699_996 * 10**12, True),         # the local-time export
+    (10**18 - 1, None, False), (10**18, None, True),            # no start_info: the magnitude decides
+])
+def test_local_time_rule(earliest: int | None, offset: int | None, local: bool) -> None:
+    from profpipe.clocks import msprof_local_time
+    assert msprof_local_time(earliest, offset) is local
+
+
+# --- a PROF folder msprof never exported: raw device data on the device counter, raw markers on the host's -----
+
+ERA_C_TX = FIXTURES / "ascend_raw" / "era_c_tx"
+
+
+def test_raw_prof_folder_markers_are_moved_onto_the_device_counter(tmp_path: Path) -> None:
+    """fixtures/ascend_raw/era_c_tx: era C device data plus the host's msproftx records; the device folder's
+    host_start / dev_start pair relates the two clocks. Expected values: the generator's ground truth on the
+    device clock (expected.json), which it turned into host counter ticks through the pair and msprof's rule."""
+    expected = json.loads((ERA_C_TX / "expected.json").read_text())
+    out = run(ERA_C_TX, tmp_path / "out", step_range_name="train_step").output
+    assert query(out, MARKERS_SQL) == [tuple(m) for m in expected["markers"]]
+    assert query(out, "SELECT step, start_ns, end_ns FROM step_phases ORDER BY step") == [
+        tuple(s) for s in expected["marker_steps"]]
+    # the FP point of a marker step is its first op task: the step's Cast (the generator's FP op)
+    assert query(out, "SELECT DISTINCT fp_op FROM step_phases") == [(expected["fp_op"],)]
+    # the device side is the plain era C folder's, to the ns; the markers are user ranges, not ops
+    plain = run(FIXTURES / "ascend_raw" / "era_c", tmp_path / "plain").output
+    execs = "SELECT op_name, start_ns, dur_ns FROM device_exec ORDER BY start_ns, op_name"
+    assert query(out, execs) == query(plain, execs)
+    assert query(out, "SELECT count(*) FROM op_detail_stats WHERE side = 'Host'") == [(0,)]
+    assert query(out, "SELECT name, instances, total_ns FROM user_range_stats WHERE name LIKE 'train_step%' "
+                      "ORDER BY name") == [
+        (f"train_step {s}", 1, end - start) for s, start, end in expected["marker_steps"]]
+
+
+def test_raw_prof_folder_without_the_clock_pair_keeps_the_device_and_counts_the_markers(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    shutil.copytree(ERA_C_TX, folder)
+    next(folder.rglob("dev_start.log.0")).unlink()
+    out = run(folder, tmp_path / "out").output
+    assert query(out, "SELECT count(*) FROM host_op WHERE category = 'marker'") == [(0,)]
+    assert query(out, "SELECT count(*) FROM device_exec") == [(json.loads(
+        (ERA_C_TX / "expected.json").read_text())["task_executions"],)]
+    ledger = query(out, "SELECT check_name, action, first_file FROM trace_health WHERE check_name = 'clock'")
+    assert len(ledger) == 1 and ledger[0][:2] == ("clock", "dropped") and ledger[0][2].endswith("msproftx.slice_0")
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cntvct=st.one_of(st.integers(0, 2**64), st.text(max_size=12)),
+       mono=st.one_of(st.integers(-(2**63), 2**63), st.just("")))
+def test_damaged_clock_pair_places_markers_exactly_or_counts_them(tmp_path_factory: pytest.TempPathFactory,
+                                                                  cntvct: int | str, mono: int | str) -> None:
+    """Whatever the device folder's host_start / dev_start say, the device side is untouched and each marker is
+    either placed by the pair's shift (device ns = host ns + cntvct * 10 - clock_monotonic_raw) or left out and
+    counted (clock: no usable pair; out_of_range: moved beyond 0..2^62 ns)."""
+    from profpipe.ingest.units import MAX_NS
+    folder = tmp_path_factory.mktemp("pair") / "in"
+    shutil.copytree(ERA_C_TX, folder)
+    device = next(folder.rglob("device_0"))
+    (device / "dev_start.log.0").write_text(f"clock_monotonic_raw: 1\ncntvct: {cntvct}\n")
+    (device / "host_start.log.0").write_text(f"clock_monotonic_raw: {mono}\ncntvct: 1\n")
+    expected = json.loads((ERA_C_TX / "expected.json").read_text())
+    out = run(folder, tmp_path_factory.mktemp("out")).output
+    assert query(out, "SELECT count(*) FROM device_exec") == [(expected["task_executions"],)]
+    original = 700_000 * 10 - 9_000_000_000  # the fixture's pair
+    usable = isinstance(cntvct, int) and isinstance(mono, int) and abs(cntvct * 10 - mono) <= MAX_NS
+    placed = [] if not usable else [
+        (tid, name, start - original + cntvct * 10 - mono, dur) for tid, name, start, dur in expected["markers"]
+        if 0 <= start - original + cntvct * 10 - mono <= MAX_NS]
+    assert query(out, MARKERS_SQL) == placed
+    dropped = dict(query(out, "SELECT check_name, sum(rows) FROM trace_health WHERE tables = 'host_op' GROUP BY 1"))
+    assert dropped == ({"clock": 6} if not usable else  # 6 records: the domain mark is two
+                       {"out_of_range": len(expected["markers"]) - len(placed)} if len(placed) < 5 else {})

@@ -12,7 +12,11 @@ on disk (shared/reference/formats-ascend-minddata.md §0-§3):
   rptType 10) -> step_point: FP start, BP end, iteration end and communication points, a step
   ending at each iteration-end tag, starting where the previous one ended (the first at its FP);
 * framework files -> task_desc, op_desc and the op names of trace points (ascend_framework);
-* AI CPU files -> aicpu_exec (ascend_aicpu).
+* AI CPU files -> aicpu_exec (ascend_aicpu);
+* era C: the msproftx (MSTX) markers of the PROF folder's `host/data` (a folder msprof never exported) ->
+  host_op (side Host, category 'marker'; msproftx_raw), moved from the host's CLOCK_MONOTONIC_RAW onto the
+  device counter with the device folder's host_start / dev_start pair (left out, and counted, without it);
+  with --step-range-name NAME (Source.step_range) the ranges named NAME replace the step trace's steps.
 
 Device times are counter ticks; they become ns with the counter frequency (`info.json`
 hwts_frequency, else 100 MHz as MindSpore 1.x assumes), on the device-counter clock.
@@ -31,9 +35,9 @@ import pyarrow as pa
 
 from ..discover import Source
 from ..errors import InputError
-from . import ascend_aicpu, ascend_framework
+from . import ascend_aicpu, ascend_framework, msprof_tx, msproftx_raw
 from ..health import Warn
-from ..clocks import ascend_raw_clock
+from ..clocks import ascend_raw_clock, device_minus_host_ns
 from .binary_records import first_of_each, is_blank, iter_record_chunks, locate_offset, read_columns, report_blank
 from .lines import MAX_JSON_BYTES, read_capped
 from .run_info import run_info
@@ -80,6 +84,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         yield "op_desc", ops.to_arrow()
 
     hwts_role = "hwts_c" if era == "c" else "hwts"
+    op_tasks: list[pa.Table] = []  # (op_name, start_ns) of the tasks: --step-range-name's FP points
     if hwts_role in slices:
         if not tasks.height:
             desc_role = "task_desc_bin" if era == "c" else "task_desc_text"
@@ -89,6 +94,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             raise InputError(slices[hwts_role][0], "HWTS task log without task_desc: no task can be named "
                                                    "(Framework task_desc_info files are missing)")
         for frame in _task_executions(slices[hwts_role], tasks, era, tick_hz, warn):
+            if source.step_range is not None:
+                op_tasks.append(msprof_tx.op_tasks(frame))
             yield "device_exec", frame.to_arrow()
 
     if hwts_role not in slices and tasks.height:
@@ -98,12 +105,23 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         warn(f"{source.directory}: an HWTS task log but no step trace (training_trace / ts_track): no steps",
              check="missing_file", action="kept", path=source.directory, tables="step_point")
     skip_first = bool(tasks.height) and tasks["op_name"].str.starts_with("Default/InitDataSetQueue").any()
+    steps = None
     if trace is not None:
         points = _training_trace_points(slices["training_trace"], trace, point_names, tick_hz, warn)
-        yield "step_point", _finish_steps(points, skip_first).to_arrow()
+        steps = _finish_steps(points, skip_first).to_arrow()
     elif "ts_track" in slices:
         points = _ts_track_points(slices["ts_track"], tasks, point_names, tick_hz, warn)
-        yield "step_point", _finish_steps(points, skip_first).to_arrow()
+        steps = _finish_steps(points, skip_first).to_arrow()
+    # era C: the msproftx markers of the PROF folder's host, moved from the host's clock onto the device counter's
+    markers = msproftx_raw.read_prof(source.directory, device_minus_host_ns(slices, tick_hz), warn) if era == "c" else None
+    if markers is not None:
+        yield "host_op", markers.to_arrow()
+    if source.step_range is not None:
+        steps = msprof_tx.steps_of_markers(markers.to_arrow() if markers is not None else None,
+                                           pa.concat_tables(op_tasks) if op_tasks else None, steps,
+                                           source.step_range, warn, source.directory)
+    if steps is not None:
+        yield "step_point", steps
 
     if "aicpu" in slices and any(p.stat().st_size for p in slices["aicpu"]):
         paths = [p for p in slices["aicpu"] if p.stat().st_size]

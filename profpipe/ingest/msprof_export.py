@@ -48,12 +48,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..discover import ERA_F_EXPORT_PREFIX, MSPROF_OUTPUT, MSPROF_PMU_SUMMARY, MSPROF_SUMMARY, MSPROF_TIMELINE, Source
 from ..errors import InputError
 from . import json_files, msprof_csv, msprof_pmu, msprof_tx, msproftx_raw
 from ..health import Warn
-from ..clocks import msprof_clock, msprof_host_counter
+from ..clocks import msprof_clock, msprof_local_time
 from .lines import MAX_NS, load_json, required_columns
 from .python_frames import NO_OPS_SQL, PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
@@ -188,13 +189,14 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     models, files = _model_files(source, warn)
     if source.layout != "ascend_era_f":  # era F keeps its rank in profiler_info_<rank>.json
         _check_rank(source, warn)
-    yield "run_info", _run_info(source, models)
+    metadata = _metadata(source, models)
+    earliest = _Earliest()
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
     if task_csv[0]:
         execs, tasks, metrics = msprof_csv.read_op_summary(*task_csv, warn)
-        op_tasks = _op_tasks(execs) if source.step_range is not None else None
-        yield "device_exec", execs.to_arrow()
+        op_tasks = msprof_tx.op_tasks(execs) if source.step_range is not None else None
+        yield "device_exec", earliest.see(execs.to_arrow(), "start_ns")
         yield "task_desc", tasks.to_arrow()
         if metrics.height:
             yield "device_exec_metric", metrics.to_arrow()
@@ -205,7 +207,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     steps: pa.Table | None = None  # held until the markers are known: --step-range-name may replace them
     if files.get("csv:step_trace"):
         points = msprof_csv.read_step_trace(files["csv:step_trace"], warn)
-        steps = points.to_arrow() if points.height else None
+        steps = earliest.see(points.to_arrow(), "ts_ns") if points.height else None
     markers: pa.Table | None = None
     if files.get("csv:msprof_tx"):
         try:
@@ -237,26 +239,57 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 rows = _complete(_query(con, sql, "host_op" if table == "marker" else table, timelines),
                                  "host_op" if table == "marker" else table, warn, timelines)
                 if table == "step_point":
-                    rows = _forward_steps(rows, warn, timelines)
+                    rows = earliest.see(_forward_steps(rows, warn, timelines), "ts_ns")
                     steps = rows if rows.num_rows else None
                 elif table == "marker":
                     markers = rows if rows.num_rows else None
                 elif rows.num_rows:
                     if table == "device_exec" and source.step_range is not None:
-                        op_tasks = _op_tasks(pl.from_arrow(rows))
-                    yield table, rows
+                        op_tasks = msprof_tx.op_tasks(pl.from_arrow(rows))
+                    yield table, earliest.see(rows, "start_ns")
             if source.layout == "ascend_era_f":
                 yield from _read_frames(con, timelines, warn)
     if markers is None and files.get("msprof_tx") and not tx_in_timelines:
         markers = _tx_timeline(files["msprof_tx"], warn)
+    clock = _clock(source.layout, metadata, earliest.ns if earliest.ns is not None else _min_time(markers))
     if markers is None and not files.get("csv:msprof_tx") and not files.get("msprof_tx"):
-        markers = _raw_markers(source.directory, warn)
+        raw = msproftx_raw.read_prof(source.directory, clock["host_epoch_offset_ns"] if clock["local_time"] else 0,
+                                     warn)
+        markers = raw.to_arrow() if raw is not None else None
     if markers is not None:
         yield "host_op", markers
     if source.step_range is not None:
-        steps = _marker_steps(source, markers, op_tasks, steps, warn)
+        steps = msprof_tx.steps_of_markers(markers, op_tasks, steps, source.step_range, warn, source.directory)
     if steps is not None:
         yield "step_point", steps
+    yield "run_info", run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
+                               metadata_json=json.dumps(metadata) if metadata else None,
+                               **{k: v for k, v in clock.items() if k != "local_time"})
+
+
+class _Earliest:
+    """The earliest time among the tables a reader has seen (what tells the export's clock)."""
+
+    def __init__(self) -> None:
+        self.ns: int | None = None
+
+    def see(self, table: pa.Table, column: str) -> pa.Table:
+        low = _min_time(table, column)
+        if low is not None:
+            self.ns = low if self.ns is None else min(self.ns, low)
+        return table
+
+
+def _min_time(table: pa.Table | None, column: str = "start_ns") -> int | None:
+    return pc.min(table.column(column)).as_py() if table is not None and table.num_rows else None
+
+
+def _clock(layout: str, metadata: dict, earliest_ns: int | None) -> dict:
+    """run_info's clock columns and `local_time`: whether an era D/E export is in msprof's local time."""
+    local = layout != "ascend_era_f" and msprof_local_time(earliest_ns, metadata.get("epoch_offset_ns"))
+    if local:
+        metadata["time_base"] = "msprof_local_time"
+    return {**msprof_clock(layout, metadata.get("epoch_offset_ns"), local), "local_time": local}
 
 
 def _tx_timeline(files: list[Path], warn: Warn) -> pa.Table | None:
@@ -265,55 +298,6 @@ def _tx_timeline(files: list[Path], warn: Warn) -> pa.Table | None:
         _load_events(con, files, warn)
         rows = _complete(_query(con, msprof_tx.MARKER_SQL, "host_op", files), "host_op", warn, files)
     return rows if rows.num_rows else None
-
-
-def _raw_markers(directory: Path, warn: Warn) -> pa.Table | None:
-    """host_op markers of the raw msproftx records in the PROF folder's host/data (read where the export holds no
-    marker: msprof never exported them)."""
-    prof = next((p for p in (directory, *directory.parents) if p.name.startswith("PROF_")), None)
-    data = prof / "host" / "data" if prof is not None else None
-    if data is None or not data.is_dir():
-        return None
-    paths, hashes = (sorted(data.glob(f"*aging.additional.{kind}.slice_*"), key=_slice_number)
-                     for kind in ("msproftx", "hash_dic"))
-    if not paths:
-        return None
-    counter = msprof_host_counter(prof / "host")
-    if not counter.known:
-        warn(f"{prof}/host: info.json gives the host CPU frequency but host_start.log no cntvct / clock_monotonic_raw "
-             f"pair; the {len(paths)} raw msproftx files' markers cannot be placed on the run's clock and are left out",
-             check="clock", action="dropped", path=paths[0], tables="host_op")
-        return None
-    rows = msproftx_raw.read(paths, hashes, counter, warn)
-    return rows.to_arrow() if rows.height else None
-
-
-def _slice_number(path: Path) -> tuple[int, str]:
-    tail = path.name.rsplit("_", 1)[-1]
-    return (int(tail) if tail.isdigit() else -1, path.name)
-
-
-def _op_tasks(execs: pl.DataFrame) -> pa.Table:
-    """(op_name, start_ns) of the op tasks among device_exec rows: the FP points of marker steps."""
-    return execs.filter(pl.col("kind") == "task").select("op_name", "start_ns").to_arrow()
-
-
-def _marker_steps(source: Source, markers: pa.Table | None, op_tasks: pa.Table | None, steps: pa.Table | None,
-                  warn: Warn) -> pa.Table | None:
-    """--step-range-name on msprof data: the MSTX ranges of that name replace the step_trace steps; without any,
-    step_trace's steps are kept and the ledger says so."""
-    found = (msprof_tx.marker_steps(markers, op_tasks, source.step_range, warn, source.directory)
-             if markers is not None else None)
-    if found is not None and found.num_rows:
-        if steps is not None:
-            warn(f"{source.directory}: {len(set(found.column('step').to_pylist()))} steps from the MSTX ranges named {source.step_range!r} "
-                 f"replace msprof's step_trace steps (--step-range-name)", check="ambiguous", action="kept",
-                 rows=len(set(steps.column("step").to_pylist())), path=source.directory, tables="step_point")
-        return found
-    warn(f"{source.directory}: no MSTX ranges named {source.step_range!r} (--step-range-name); "
-         f"{'the step_trace steps are kept' if steps is not None else 'the rank has no steps'}", check="other",
-         action="kept", path=source.directory, tables="step_point")
-    return steps
 
 
 def _read_frames(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -542,30 +526,25 @@ def _duckdb_struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
 
 
-def _run_info(source: Source, models: dict[str, int | list[int]]) -> pa.Table:
-    """Clock: host CLOCK_MONOTONIC_RAW (eras D, E), Unix epoch (era F). metadata_json: era F, its
-    profiler_info JSON with epoch_offset_ns 0; else the model analysed, the models found and
-    start_info's epoch offset."""
-    metadata_text = None
+def _metadata(source: Source, models: dict[str, int | list[int]]) -> dict:
+    """run_info.metadata_json: era F, its profiler_info JSON with epoch_offset_ns 0; else the model analysed, the
+    models found and start_info's epoch offset (collectionTimeBegin µs x 1000 - clockMonotonicRaw ns)."""
     if source.layout == "ascend_era_f":
         info_path = source.directory / f"profiler_info_{source.rank}.json"
         info = load_json(info_path, "MindSpore's profiler_info JSON object") if info_path.is_file() else {}
         if not isinstance(info, dict):
             raise InputError(info_path, "expected MindSpore's profiler_info JSON object")
-        metadata_text = json.dumps({**info, "epoch_offset_ns": 0})
-    else:
-        metadata: dict[str, int | list[int]] = dict(models)
-        start_info = _device_file(source, f"start_info.{source.device_id}")
-        if start_info.is_file():
-            info = load_json(start_info, "JSON with collectionTimeBegin and clockMonotonicRaw")
-            try:
-                offset = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
-            except (ValueError, KeyError, TypeError, OverflowError) as exc:
-                raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
-            if abs(offset) > MAX_NS:
-                raise InputError(start_info, f"collectionTimeBegin and clockMonotonicRaw give an epoch offset of "
-                                             f"{offset} ns, beyond ±{MAX_NS}")
-            metadata["epoch_offset_ns"] = offset
-        metadata_text = json.dumps(metadata) if metadata else None
-    return run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
-                    metadata_json=metadata_text, **msprof_clock(source.layout, metadata_text))
+        return {**info, "epoch_offset_ns": 0}
+    metadata: dict = dict(models)
+    start_info = _device_file(source, f"start_info.{source.device_id}")
+    if start_info.is_file():
+        info = load_json(start_info, "JSON with collectionTimeBegin and clockMonotonicRaw")
+        try:
+            offset = int(info["collectionTimeBegin"]) * 1000 - int(info["clockMonotonicRaw"])
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
+            raise InputError(start_info, f"expected JSON with collectionTimeBegin and clockMonotonicRaw ({exc})") from None
+        if abs(offset) > MAX_NS:
+            raise InputError(start_info, f"collectionTimeBegin and clockMonotonicRaw give an epoch offset of "
+                                         f"{offset} ns, beyond ±{MAX_NS}")
+        metadata["epoch_offset_ns"] = offset
+    return metadata

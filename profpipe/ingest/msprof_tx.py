@@ -22,8 +22,8 @@ plain number, negative or beyond MAX_NS, ending before they start, or repeating 
 with a trace_health row naming the file and the first line; a tid that is not an integer is read as empty
 (`repaired`). A CSV without the columns is an error naming it.
 
-`marker_steps`: with --step-range-name NAME, the ranges named NAME (optionally followed by the step number,
-step_ranges.py's rule) are the rank's steps, replacing the step_trace steps.
+`steps_of_markers`: with --step-range-name NAME, the ranges named NAME (optionally followed by the step number,
+step_ranges.py's rule) are the rank's steps, replacing the step_trace steps (msprof exports and raw PROF folders).
 """
 from __future__ import annotations
 
@@ -116,6 +116,28 @@ def read_csv(paths: list[Path], warn: Warn) -> pl.DataFrame:
     return frame.sort("start_ns", "tid", "line").select(
         pl.lit("Host").alias("side"), "tid", "op_name", "start_ns", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         pl.lit("marker").alias("category"))
+
+
+def op_tasks(execs: pl.DataFrame) -> pa.Table:
+    """(op_name, start_ns) of the op tasks among device_exec rows: the FP points of marker steps."""
+    return execs.filter(pl.col("kind") == "task").select("op_name", "start_ns").to_arrow()
+
+
+def steps_of_markers(markers: pa.Table | None, tasks: pa.Table | None, steps: pa.Table | None, step_range: str,
+                     warn: Warn, where: Path) -> pa.Table | None:
+    """--step-range-name on Ascend data: the marker ranges named `step_range` replace the rank's `steps` (from
+    step_trace); without any, `steps` are kept and the ledger says so."""
+    found = marker_steps(markers, tasks, step_range, warn, where) if markers is not None else None
+    if found is not None and found.num_rows:
+        if steps is not None:
+            warn(f"{where}: {len(set(found.column('step').to_pylist()))} steps from the MSTX ranges named "
+                 f"{step_range!r} replace msprof's step_trace steps (--step-range-name)", check="ambiguous",
+                 action="kept", rows=len(set(steps.column("step").to_pylist())), path=where, tables="step_point")
+        return found
+    warn(f"{where}: no MSTX ranges named {step_range!r} (--step-range-name); "
+         f"{'the step_trace steps are kept' if steps is not None else 'the rank has no steps'}", check="other",
+         action="kept", path=where, tables="step_point")
+    return steps
 
 
 def marker_steps(markers: pa.Table, op_tasks: pa.Table | None, step_range: str, warn: Warn, where: Path) -> pa.Table:

@@ -18,8 +18,10 @@ MSPROFTX_FMT, prof_common.h MsprofTxInfo / MsprofStampInfo, hash_dic_parser, inf
   dictionary lacks is only counted.
 * start / end are host counter ticks; msprof turns them into the CSV's µs with the host CPU frequency
   (host/info.json CPU[0].Frequency, MHz) and host/host_start.log's cntvct / clock_monotonic_raw pair, or reads
-  them as ns when info.json gives no frequency (clocks.msprof_host_counter). The rows are on CLOCK_MONOTONIC_RAW,
-  the clock profpipe reads the exported CSV on.
+  them as ns when info.json gives no frequency (clocks.msprof_host_counter). That gives CLOCK_MONOTONIC_RAW ns;
+  `read_prof` then moves them by the caller's `shift_ns` onto the rank's clock: none for an export on
+  CLOCK_MONOTONIC_RAW, start_info's epoch offset for an export in msprof's local time (the Unix epoch), the
+  host/device counter pair for a PROF folder msprof never exported (raw device data on the device counter).
 
 Damage is counted, never raised: a trailing partial record (truncated), records without the magic, with a data
 length outside 76..232 (the message would start beyond it), of an unknown info type, without a message, with
@@ -33,11 +35,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..clocks import OUT_OF_RANGE, HostCounter
+from ..clocks import OUT_OF_RANGE, HostCounter, msprof_host_counter
 from ..errors import InputError
 from ..health import Warn
 from .ascend_framework import MAGIC, read_hash_dic
 from .binary_records import locate_offset, read_columns
+from .units import MAX_NS
 
 RECORD = np.dtype([
     ("magic", "<u2"), ("level", "<u2"), ("type", "<u4"), ("thread", "<u4"), ("data_len", "<u4"), ("timestamp", "<u8"),
@@ -52,6 +55,45 @@ MARK, MARK_EX = 0, 1
 _TABLES = "host_op"
 _SCHEMA = {"side": pl.String, "tid": pl.Int64, "op_name": pl.String, "start_ns": pl.Int64, "dur_ns": pl.Int64,
            "category": pl.String}
+
+
+def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame | None:
+    """host_op markers of the raw msproftx records of the PROF folder that holds `directory` (None without any):
+    their CLOCK_MONOTONIC_RAW ns plus `shift_ns`, the rank's clock minus that one (None: the two cannot be related;
+    the markers are left out and the ledger says so)."""
+    prof = next((p for p in (directory, *directory.parents) if p.name.startswith("PROF_")), None)
+    data = prof / "host" / "data" if prof is not None else None
+    if data is None or not data.is_dir():
+        return None
+    paths, hashes = (sorted(data.glob(f"*aging.additional.{kind}.slice_*"), key=_slice_number)
+                     for kind in ("msproftx", "hash_dic"))
+    if not paths:
+        return None
+    counter = msprof_host_counter(prof / "host")
+    if not counter.known or shift_ns is None or abs(shift_ns) > MAX_NS:
+        why = ("info.json gives the host CPU frequency but host_start.log no cntvct / clock_monotonic_raw pair"
+               if not counter.known else "nothing relates the host's CLOCK_MONOTONIC_RAW to the rank's clock "
+               "(the device folder has no host_start / dev_start pair, or start_info is missing)")
+        records = sum(path.stat().st_size for path in paths) // RECORD.itemsize
+        warn(f"{prof}/host: {why}; the {records} raw msproftx records of {len(paths)} files cannot be placed on the "
+             f"run's clock and are left out", check="clock", action="dropped", rows=records, path=paths[0],
+             tables=_TABLES)
+        return None
+    rows = read(paths, hashes, counter, warn)
+    if shift_ns and rows.height:
+        shifted = pl.col("start_ns") + shift_ns
+        beyond = rows.filter(~shifted.is_between(0, MAX_NS))
+        if beyond.height:
+            warn(f"{prof}/host: {beyond.height} raw msproftx markers fall outside 0..{MAX_NS} ns once moved by "
+                 f"{shift_ns} ns onto the rank's clock; left out", check="out_of_range", action="dropped",
+                 rows=beyond.height, path=paths[0], example=beyond["op_name"][0], tables=_TABLES)
+        rows = rows.filter(shifted.is_between(0, MAX_NS)).with_columns(shifted)
+    return rows if rows.height else None
+
+
+def _slice_number(path: Path) -> tuple[int, str]:
+    tail = path.name.rsplit("_", 1)[-1]
+    return (int(tail) if tail.isdigit() else -1, path.name)
 
 
 def read(paths: list[Path], hash_paths: list[Path], counter: HostCounter, warn: Warn) -> pl.DataFrame:

@@ -8,6 +8,7 @@ WITH per_op AS (
            min(dur_ns) AS min_ns,
            max(dur_ns) AS max_ns
     FROM {{ ref('stg_host_op') }}
+    WHERE category IS DISTINCT FROM 'marker'  -- MSTX markers are user ranges (user_range_stats), not ops
     GROUP BY rank, side, op_name
 ), device AS (
     SELECT rank, op_name, count(*) AS device_exec_count, sum(dur_ns)::BIGINT AS device_exec_total_ns
