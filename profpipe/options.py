@@ -65,7 +65,8 @@ class Options:
     visual_report: bool = True
     #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
     msprof_models: tuple[int, ...] | None = None
-    #: PyTorch traces and Nsight Systems exports: the annotation or NVTX range that marks a step.
+    #: PyTorch traces, Nsight Systems exports, msprof exports and raw PROF folders: the annotation, NVTX range or MSTX
+    #: range that marks a step.
     step_range_name: str | None = None
     #: Full names of the ops that start forward and end backward propagation (None: the step trace's,
     #: or MindSpore's environment variables FP_POINT / PROFILING_FP_START and BP_POINT / PROFILING_BP_END).

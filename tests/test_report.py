@@ -88,6 +88,19 @@ def test_step_chart_data_is_the_step_phases(outputs: dict[str, Path]) -> None:
     assert not any(data["is_slow"])
 
 
+def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:
+    """The era F cluster's MSTX markers: the operators page lists them as user_range_stats has them, and the op
+    table has none of them."""
+    out = outputs["ascend_ms_cluster"]
+    page = sections(out / "report.html", "operators")
+    expected = query(out, "SELECT rank, side, category, name, instances, marks, total_ns / 1e6 FROM user_range_stats "
+                          "ORDER BY total_ns DESC, rank, side, name")
+    assert expected and all(category == "marker" for _, _, category, *_ in expected)
+    assert [tuple(row[:6]) + (pytest.approx(row[6]),) for row in page["user-ranges"]["rows"]] == expected
+    markers = {name for _, _, _, name, *_ in expected}
+    assert not markers & {row[2] for row in page["ops"]["rows"]}
+
+
 def test_slow_ranks_are_marked(tmp_path: Path) -> None:
     """A rank is marked slow in a step when its step is more than 5 % longer than the step's fastest rank's."""
     out = tmp_path / "out"

@@ -230,6 +230,15 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("rank", "rank", "int"), column("name", "kernel", search=True), column("grid", "grid"),
             column("block", "block"), column("instances", "calls", "int"), column("total_ms", "total ms", "ms"),
             column("avg_ms", "avg ms", "ms"), column("share", "share", "pct")], shapes, total=_count(con, "kernel_shape_stats")))
+    ranges = rows(con, "report_user_ranges", top=TOP_ROWS)
+    if ranges:
+        sections.append(table("user-ranges", "User ranges: MSTX markers, NVTX ranges, record_function annotations "
+                              "(each instance in full, as nsys nvtx_sum)", [
+            column("rank", "rank", "int"), column("side", "side"), column("category", "category"),
+            column("name", "range", search=True), column("instances", "instances", "int"), column("marks", "marks", "int"),
+            column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("median_ms", "median ms", "ms"),
+            column("max_ms", "max ms", "ms"), column("share", "share", "pct")], ranges,
+            total=_count(con, "user_range_stats")))
     if not sections:
         sections.append(empty("Operators", "This dump has no framework ops and no device executions."))
     return _page("operators", "Operators and kernels", sections)
