@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..health import Warn
+from .binary_records import sharing
 
 #: Bytes of a type-length header (`<H` type, `<I` length), of a record or of a field.
 _HEADER = 6
@@ -179,13 +180,14 @@ def _texts(path: Path, data: memoryview, first: np.ndarray, stops: np.ndarray, f
     defined = np.array(field_types, dtype=np.uint16)
     known = [np.isin(block.kind, defined) for block in blocks]
     _report_unknown(path, blocks, known, warn, tables)
-    raw: list[pa.Array] = []
+    pieces: list[pa.Array] = []
     offsets: list[np.ndarray] = []
+    bad: list[int] = []
     picked = {kind: np.full(len(first), -1, dtype=np.int64) for kind in field_types}
     count = 0
     for block, mask in zip(blocks, known):
         record, kind, offset = block.record[mask], block.kind[mask], block.offset[mask]
-        raw.append(_slices(data, offset + _HEADER, block.length[mask]))
+        pieces += _decode(_slices(data, offset + _HEADER, block.length[mask]), count, bad)
         offsets.append(offset)
         for field_type, column in picked.items():
             chosen = np.flatnonzero(kind == field_type)
@@ -193,14 +195,12 @@ def _texts(path: Path, data: memoryview, first: np.ndarray, stops: np.ndarray, f
             last[:-1] = record[chosen][1:] != record[chosen][:-1]
             column[record[chosen[last]]] = count + chosen[last]
         count += len(record)
-    bad: list[int] = []
-    texts = pa.chunked_array(_decode(pa.concat_arrays(raw), 0, bad) if raw else [], pa.large_string())
     if bad:
         first_bad = int(np.concatenate(offsets)[bad].min())
         warn(f"{path}: byte offset {first_bad}: {len(bad)} text fields are not UTF-8; the bad bytes read as U+FFFD",
              check="bad_encoding", action="repaired", rows=len(bad), path=path, offset=first_bad, tables=tables)
-    return {kind: pl.Series(texts.take(pa.array(column, mask=column < 0)), dtype=pl.String)
-            for kind, column in picked.items()}
+    texts = pl.from_arrow(pa.chunked_array(pieces, pa.large_string()), rechunk=False)  # one copy, shared below
+    return {kind: texts.gather(pl.Series(pa.array(column, mask=column < 0))) for kind, column in picked.items()}
 
 
 def _report_unknown(path: Path, blocks: list[_Fields], known: list[np.ndarray], warn: Warn, tables: str) -> None:
@@ -254,9 +254,7 @@ def _unique(path: Path, data: memoryview, records: TlvRecords, lengths: np.ndarr
             time_field: str) -> TlvRecords:
     """`records` without the records that repeat an earlier one byte for byte (reported): only records that share
     a time with another are compared, whole."""
-    if len(records.offset) < 2:
-        return records
-    candidates = np.flatnonzero(pl.Series(records.fixed[time_field]).is_duplicated().to_numpy())
+    candidates = sharing(records.fixed[time_field])
     if not candidates.size:
         return records
     whole = _slices(data, records.offset[candidates], lengths[candidates] + _HEADER)
