@@ -8,7 +8,7 @@ overwritten anywhere, a cut at any byte), or takes random bytes as the file. Bot
 parts, offsets and texts and the same ledger events, every field of each (message, rows, offset, example). The new
 walk switches from numpy layers to one-by-one work below thresholds (_FEW records with fields left, _LEAF texts in
 a run that fails the bulk UTF-8 check); the small tests lower the thresholds so that both paths meet every damage,
-and one test runs hundreds of records at the real thresholds. Last, memory_usage_tlv's blocks and allocator
+and one test runs hundreds of records in wide layers. Last, memory_usage_tlv's blocks and allocator
 samples, now built column-wise, against their former per-row build (kept here as well).
 """
 from __future__ import annotations
@@ -237,9 +237,13 @@ def test_random_bytes_walk_alike(tmp_path, layout, payload, few):
 
 @settings(SETTINGS, max_examples=40)
 @given(layout=st.sampled_from(LAYOUTS), data=st.data())
-def test_hundreds_of_records_at_the_real_thresholds(tmp_path, layout, data):
+def test_hundreds_of_records_in_wide_layers(tmp_path, layout, data):
+    """Layers of hundreds of records (the threshold lowered from 512 to 64 to keep the files small) and runs of
+    texts long enough to be halved several times before the real _LEAF."""
     fixed, field_types, time_field = layout
-    _compare(tmp_path / "f", data.draw(_file(fixed, field_types, time_field, 400)), fixed, field_types, time_field)
+    payload = data.draw(_file(fixed, field_types, time_field, 400))
+    with mock.patch.object(framework_tlv, "_FEW", 64):
+        _compare(tmp_path / "f", payload, fixed, field_types, time_field)
 
 
 def test_every_damage_is_met_and_walked_alike(tmp_path):

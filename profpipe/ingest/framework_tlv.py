@@ -16,7 +16,8 @@ and so on, each layer's lengths checked against its record's end in one numpy pa
 still have fields (a few long records), theirs are walked with the same loop as the records. The texts are cut
 out of the file as one Arrow array (the file is its data buffer, the field offsets its offsets) and checked as
 UTF-8 in bulk by Arrow; only a run of texts that fails the check is split, down to a few texts decoded in Python.
-Repeated records are found by time first (polars), and only records that share a time are compared byte for byte.
+Repeated records are found by time first (one numpy sort), and only records that share a time are compared,
+byte for byte (polars, over their bytes as one Arrow array cut out the same way).
 
 Bad input, as MindSpore treats it where it can be told (each a ledger row with the file and byte offset):
 a record whose header or value runs past the end of the file ends the walk (`truncated`, the bytes lost
@@ -48,9 +49,9 @@ _LENGTH = struct.Struct("<I")  # at 2 bytes into a header
 _FIELD = np.dtype([("kind", "<u2"), ("length", "<u4")])
 #: Below this many records still holding fields, their remaining fields are walked one by one (a numpy pass per
 #: layer costs more than that).
-_FEW = 64
+_FEW = 512
 #: A run of texts that fails the bulk UTF-8 check is halved until it is this short, then decoded text by text.
-_LEAF = 16
+_LEAF = 64
 
 
 @dataclass
@@ -187,7 +188,7 @@ def _texts(path: Path, data: memoryview, first: np.ndarray, stops: np.ndarray, f
     count = 0
     for block, mask in zip(blocks, known):
         record, kind, offset = block.record[mask], block.kind[mask], block.offset[mask]
-        pieces += _decode(_slices(data, offset + _HEADER, block.length[mask]), count, bad)
+        _decode(_slices(data, offset + _HEADER, block.length[mask]), count, bad, pieces)
         offsets.append(offset)
         for field_type, column in picked.items():
             chosen = np.flatnonzero(kind == field_type)
@@ -229,17 +230,20 @@ def _slices(data: memoryview, at: np.ndarray, lengths: np.ndarray) -> pa.Array:
     return spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
 
 
-def _decode(raw: pa.Array, first: int, bad: list[int]) -> list[pa.Array]:
-    """`raw` (binary) as text, in pieces: checked as UTF-8 in bulk by Arrow; a run that fails is halved until it
-    is _LEAF texts or fewer, which are decoded one by one, those that are not UTF-8 with U+FFFD for the bad bytes
+def _decode(raw: pa.Array, first: int, bad: list[int], pieces: list[pa.Array]) -> None:
+    """Append `raw` (binary) to `pieces` as text: checked as UTF-8 in bulk by Arrow; a run that fails is halved until
+    it is _LEAF texts or fewer, which are decoded one by one, those that are not UTF-8 with U+FFFD for the bad bytes
     (their indices, counted from `first`, go to `bad`)."""
     try:
-        return [raw.cast(pa.large_string())]
+        pieces.append(raw.cast(pa.large_string()))
+        return
     except pa.ArrowInvalid:
         pass
     if len(raw) > _LEAF:
         half = len(raw) // 2
-        return _decode(raw.slice(0, half), first, bad) + _decode(raw.slice(half), first + half, bad)
+        _decode(raw.slice(0, half), first, bad, pieces)
+        _decode(raw.slice(half), first + half, bad, pieces)
+        return
     texts = []
     for index, value in enumerate(raw.to_pylist()):
         try:
@@ -247,7 +251,7 @@ def _decode(raw: pa.Array, first: int, bad: list[int]) -> list[pa.Array]:
         except UnicodeDecodeError:
             texts.append(value.decode("utf-8", errors="replace"))
             bad.append(first + index)
-    return [pa.array(texts, pa.large_string())]
+    pieces.append(pa.array(texts, pa.large_string()))
 
 
 def _unique(path: Path, data: memoryview, records: TlvRecords, lengths: np.ndarray, warn: Warn, tables: str,
