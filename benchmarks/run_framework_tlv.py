@@ -14,10 +14,11 @@ way). Then, each in a child process of its own, for each file:
 * numpy: `np.fromfile` of the file (the floor: the bytes read, nothing decoded).
 
 With --before REV the walk and the reader are also run on that commit's profpipe (git archive into the scratch
-folder). Times are after the imports; peak RSS is the child's, the RSS after its imports beside it. The children
-import profpipe from this checkout (or the --before one), whatever PYTHONPATH says.
+folder). Times are after the imports; peak RSS is the child's, the RSS after its imports beside it; with --repeat
+the fastest of the runs is shown. The children import profpipe from this checkout (or the --before one), whatever
+PYTHONPATH says.
 
-Usage: python benchmarks/run_framework_tlv.py [--records 1000000] [--before 975e153] [--keep DIR]
+Usage: python benchmarks/run_framework_tlv.py [--records 1000000] [--before 975e153] [--repeat 3] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--before", help="also run the walk and the reader of this commit's profpipe")
     parser.add_argument("--mindspore-python", default="/tmp/ms/bin/python", help="Python with MindSpore installed")
     parser.add_argument("--keep", type=Path, help="write the scaled folder here and keep it")
+    parser.add_argument("--repeat", type=int, default=1, help="run each child this many times; the fastest is shown")
     args = parser.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="profpipe-benchtlv-"))
     try:
@@ -144,7 +146,8 @@ def main() -> None:
                     runs.append((f"{kind} (before)", sys.executable, kind, target[kind], before))
                 runs.append((kind, sys.executable, kind, target[kind], ROOT))
             for name, python, kind, where, code in runs:
-                got = measure(python, kind, layout, where, code)
+                got = min((measure(python, kind, layout, where, code) for _ in range(args.repeat)),
+                          key=lambda run: run["s"])
                 print(f"{layout:<13} {path.stat().st_size / 2**20:6.1f} {name:<16} {got['s']:7.2f} "
                       f"{got['peak_mib']:9.0f} {got['base_mib']:11.0f}  {got['rows']}", flush=True)
     finally:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import mmap
 import struct
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,25 +135,22 @@ def _gather(data: memoryview, at: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return every_byte[at].view(dtype)
 
 
-def _find_fields(data: memoryview, first: np.ndarray, stops: np.ndarray) -> tuple[list[_Fields], np.ndarray]:
+def _find_fields(data: memoryview, first: np.ndarray, stops: np.ndarray, cuts: list[np.ndarray]) -> Iterator[_Fields]:
     """The fields of each record (from `first`, past its fixed part, to `stops`) in blocks, each block in file
-    order, a record's fields in block order; and the offsets where a field runs past its record."""
-    blocks: list[_Fields] = []
-    cuts: list[np.ndarray] = []
+    order, a record's fields in block order; the offsets where a field runs past its record go to `cuts`."""
     record = np.flatnonzero(first < stops)
     cursor = first[record]
     while len(record) >= _FEW:  # one layer: the next field of every record that has one
         stop = stops[record]
         whole = np.flatnonzero(cursor + _HEADER <= stop)
         header = _gather(data, cursor[whole], _FIELD)
-        length = header["length"].astype(np.int64)
-        end = cursor[whole] + _HEADER + length
+        end = cursor[whole] + _HEADER + header["length"]
         fits = end <= stop[whole]
         cut = np.ones(len(record), dtype=bool)
         cut[whole[fits]] = False
         cuts.append(cursor[cut])
         record, cursor, end = record[whole[fits]], cursor[whole[fits]], end[fits]
-        blocks.append(_Fields(record, cursor, header["kind"][fits], length[fits]))
+        yield _Fields(record, cursor, header["kind"][fits], header["length"][fits])
         more = end < stops[record]
         record, cursor = record[more], end[more]
     walked: list[np.ndarray] = []
@@ -164,52 +162,57 @@ def _find_fields(data: memoryview, first: np.ndarray, stops: np.ndarray) -> tupl
     if walked:
         offset = np.concatenate(walked)
         header = _gather(data, offset, _FIELD)
-        blocks.append(_Fields(np.repeat(record, [len(w) for w in walked]), offset, header["kind"],
-                              header["length"].astype(np.int64)))
-    return blocks, np.concatenate(cuts) if cuts else np.empty(0, np.int64)
+        yield _Fields(np.repeat(record, [len(w) for w in walked]), offset, header["kind"], header["length"])
 
 
 def _texts(path: Path, data: memoryview, first: np.ndarray, stops: np.ndarray, field_types: tuple[int, ...],
            warn: Warn, tables: str) -> dict[int, pl.Series]:
-    """Per defined field type, the text of each record's last field of that type (null where it has none)."""
-    blocks, cuts = _find_fields(data, first, stops)
-    if cuts.size:
-        warn(f"{path}: byte offset {int(cuts.min())}: {cuts.size} records have a field whose length runs past the "
-             "record; the fields before it are kept, the rest of the record's fields are lost",
-             check="malformed_record", action="repaired", rows=cuts.size, path=path, offset=int(cuts.min()),
-             tables=tables)
+    """Per defined field type, the text of each record's last field of that type (null where it has none). The
+    field blocks are used as they are found and not kept; what is reported is reported once all are seen."""
     defined = np.array(field_types, dtype=np.uint16)
-    known = [np.isin(block.kind, defined) for block in blocks]
-    _report_unknown(path, blocks, known, warn, tables)
+    cuts: list[np.ndarray] = []
+    unknown: list[tuple[np.ndarray, np.ndarray]] = []  # (type, offset) of fields of undefined types
     pieces: list[pa.Array] = []
-    offsets: list[np.ndarray] = []
     bad: list[int] = []
+    first_bad = None
     picked = {kind: np.full(len(first), -1, dtype=np.int64) for kind in field_types}
     count = 0
-    for block, mask in zip(blocks, known):
+    for block in _find_fields(data, first, stops, cuts):
+        mask = np.isin(block.kind, defined)
+        if not mask.all():
+            unknown.append((block.kind[~mask], block.offset[~mask]))
         record, kind, offset = block.record[mask], block.kind[mask], block.offset[mask]
+        known_bad = len(bad)
         _decode(_slices(data, offset + _HEADER, block.length[mask]), count, bad, pieces)
-        offsets.append(offset)
+        if len(bad) > known_bad:
+            at = int(offset[np.array(bad[known_bad:]) - count].min())
+            first_bad = at if first_bad is None else min(first_bad, at)
         for field_type, column in picked.items():
             chosen = np.flatnonzero(kind == field_type)
             last = np.ones(len(chosen), dtype=bool)  # the record's last field of the type (a block may hold more)
             last[:-1] = record[chosen][1:] != record[chosen][:-1]
             column[record[chosen[last]]] = count + chosen[last]
         count += len(record)
+    cut = np.concatenate(cuts) if cuts else np.empty(0, np.int64)
+    if cut.size:
+        warn(f"{path}: byte offset {int(cut.min())}: {cut.size} records have a field whose length runs past the "
+             "record; the fields before it are kept, the rest of the record's fields are lost",
+             check="malformed_record", action="repaired", rows=cut.size, path=path, offset=int(cut.min()),
+             tables=tables)
+    _report_unknown(path, unknown, warn, tables)
     if bad:
-        first_bad = int(np.concatenate(offsets)[bad].min())
         warn(f"{path}: byte offset {first_bad}: {len(bad)} text fields are not UTF-8; the bad bytes read as U+FFFD",
              check="bad_encoding", action="repaired", rows=len(bad), path=path, offset=first_bad, tables=tables)
     texts = pl.from_arrow(pa.chunked_array(pieces, pa.large_string()), rechunk=False)  # one copy, shared below
     return {kind: texts.gather(pl.Series(pa.array(column, mask=column < 0))) for kind, column in picked.items()}
 
 
-def _report_unknown(path: Path, blocks: list[_Fields], known: list[np.ndarray], warn: Warn, tables: str) -> None:
+def _report_unknown(path: Path, unknown: list[tuple[np.ndarray, np.ndarray]], warn: Warn, tables: str) -> None:
     """One ledger row per field type the format does not define: how many, the first one's offset."""
-    kind = np.concatenate([block.kind[~mask] for block, mask in zip(blocks, known)] + [np.empty(0, np.uint16)])
-    if not kind.size:
+    if not unknown:
         return
-    offset = np.concatenate([block.offset[~mask] for block, mask in zip(blocks, known)])
+    kind = np.concatenate([kinds for kinds, _ in unknown])
+    offset = np.concatenate([offsets for _, offsets in unknown])
     order = np.lexsort((offset, kind))
     types, first, counts = np.unique(kind[order], return_index=True, return_counts=True)
     for field_type, at, rows in zip(types.tolist(), offset[order][first].tolist(), counts.tolist()):
