@@ -144,19 +144,23 @@ def first_of_each(columns: Sequence[np.ndarray]) -> np.ndarray:
     length, integers); a record that repeats an earlier one in every column is False. The first column should be
     a counter or time, where equal values are rare: records are sorted by it alone, and only those that share a
     value are compared whole (np.unique over every column sorts them all as one wide key: ten times slower)."""
-    size = len(columns[0])
-    first = np.ones(size, dtype=bool)
-    if size < 2:
+    first = np.ones(len(columns[0]), dtype=bool)
+    candidates = sharing(columns[0])
+    if not candidates.size:
         return first
-    order = np.argsort(columns[0], kind="stable")
-    ordered = columns[0][order]
-    same = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if not same.size:
-        return first
-    candidates = np.unique(np.concatenate([order[same], order[same + 1]]))  # ascending record index
     key = np.stack([np.asarray(column)[candidates].astype(np.uint64) for column in columns], axis=1)
     _, first_index = np.unique(key, axis=0, return_index=True)  # of the earliest candidate with each key
     repeated = np.ones(candidates.size, dtype=bool)
     repeated[first_index] = False
     first[candidates[repeated]] = False
     return first
+
+
+def sharing(column: np.ndarray) -> np.ndarray:
+    """The indices (ascending) of the values of `column` that another value equals (found by one stable sort)."""
+    if len(column) < 2:
+        return np.empty(0, dtype=np.int64)
+    order = np.argsort(column, kind="stable")
+    ordered = column[order]
+    same = np.flatnonzero(ordered[1:] == ordered[:-1])
+    return np.unique(np.concatenate([order[same], order[same + 1]]))

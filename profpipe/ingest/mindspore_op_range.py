@@ -149,8 +149,7 @@ def _timed(records: TlvRecords, to_ns: Callable[[np.ndarray], np.ndarray], path:
     columns = {name: fixed[name][keep] for name in fixed.dtype.names if name not in ("start", "end")}
     frame = pl.DataFrame({**{name: values.astype(np.int64) for name, values in columns.items()},
                           "start_ns": start[keep], "end_ns": end[keep], "record": np.flatnonzero(keep)})
-    texts = {f"field_{kind}": pl.Series([values[i] for i in np.flatnonzero(keep)], dtype=pl.String)
-             for kind, values in records.fields.items()}
+    texts = {f"field_{kind}": values.filter(pl.Series(keep)) for kind, values in records.fields.items()}
     return frame.with_columns(**texts)
 
 
