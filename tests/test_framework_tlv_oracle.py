@@ -6,7 +6,7 @@ undefined field types; valid and bad UTF-8; declared field lengths off by a litt
 after the fields; records shorter than their fixed part; byte-for-byte repeats) and damages them (a length
 overwritten anywhere, a cut at any byte), or takes random bytes as the file. Both walks must give the same fixed
 parts, offsets and texts and the same ledger events, every field of each (message, rows, offset, example). The new
-walk switches from numpy layers to one-by-one work below thresholds (_FEW records with fields left, _LEAF texts in
+walk switches from numpy layers to one-by-one work below thresholds (_FEW records with fields left, UTF8_LEAF texts in
 a run that fails the bulk UTF-8 check); the small tests lower the thresholds so that both paths meet every damage,
 and one test runs hundreds of records in wide layers. Last, memory_usage_tlv's blocks and allocator
 samples, now built column-wise, against their former per-row build (kept here as well).
@@ -23,7 +23,7 @@ import polars as pl
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from profpipe.health import HealthLedger, Warn
-from profpipe.ingest import framework_tlv, memory_usage_tlv, mindspore_op_range
+from profpipe.ingest import binary_records, framework_tlv, memory_usage_tlv, mindspore_op_range
 from profpipe.ingest.binary_records import first_of_each
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
@@ -218,11 +218,11 @@ def _compare(path: Path, data: bytes, fixed: np.dtype, field_types: tuple[int, .
 
 @SETTINGS
 @given(layout=st.sampled_from(LAYOUTS), few=st.sampled_from([1, 2, framework_tlv._FEW]),
-       leaf=st.sampled_from([1, 2, framework_tlv._LEAF]), data=st.data())
+       leaf=st.sampled_from([1, 2, binary_records.UTF8_LEAF]), data=st.data())
 def test_the_column_wise_walk_is_the_record_by_record_walk(tmp_path, layout, few, leaf, data):
     fixed, field_types, time_field = layout
     payload = data.draw(_file(fixed, field_types, time_field, 12))
-    with mock.patch.object(framework_tlv, "_FEW", few), mock.patch.object(framework_tlv, "_LEAF", leaf):
+    with mock.patch.object(framework_tlv, "_FEW", few), mock.patch.object(binary_records, "UTF8_LEAF", leaf):
         _compare(tmp_path / "f", payload, fixed, field_types, time_field)
 
 
@@ -239,7 +239,7 @@ def test_random_bytes_walk_alike(tmp_path, layout, payload, few):
 @given(layout=st.sampled_from(LAYOUTS), data=st.data())
 def test_hundreds_of_records_in_wide_layers(tmp_path, layout, data):
     """Layers of hundreds of records (the threshold lowered from 512 to 64 to keep the files small) and runs of
-    texts long enough to be halved several times before the real _LEAF."""
+    texts long enough to be halved several times before the real UTF8_LEAF."""
     fixed, field_types, time_field = layout
     payload = data.draw(_file(fixed, field_types, time_field, 400))
     with mock.patch.object(framework_tlv, "_FEW", 64):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from ..discover import slice_number
 from ..errors import InputError
@@ -164,3 +165,38 @@ def sharing(column: np.ndarray) -> np.ndarray:
     ordered = column[order]
     same = np.flatnonzero(ordered[1:] == ordered[:-1])
     return np.unique(np.concatenate([order[same], order[same + 1]]))
+
+
+#: Runs of texts that fail the bulk UTF-8 check are halved down to this many, then decoded one by one.
+UTF8_LEAF = 64
+
+
+def decode_utf8(raw: pa.Array) -> tuple[pa.Array, list[int]]:
+    """`raw` (binary) as text (large_string), checked as UTF-8 in bulk by Arrow: a run that fails is halved until it
+    is UTF8_LEAF texts or fewer, which are decoded one by one, those that are not UTF-8 with U+FFFD for the bad bytes.
+    Returns the texts and the indices of those repaired so."""
+    pieces: list[pa.Array] = []
+    bad: list[int] = []
+    _decode_run(raw, 0, bad, pieces)
+    return (pa.concat_arrays(pieces) if pieces else pa.array([], pa.large_string())), bad
+
+
+def _decode_run(raw: pa.Array, first: int, bad: list[int], pieces: list[pa.Array]) -> None:
+    try:
+        pieces.append(raw.cast(pa.large_string()))
+        return
+    except pa.ArrowInvalid:
+        pass
+    if len(raw) > UTF8_LEAF:
+        half = len(raw) // 2
+        _decode_run(raw.slice(0, half), first, bad, pieces)
+        _decode_run(raw.slice(half), first + half, bad, pieces)
+        return
+    texts = []
+    for index, value in enumerate(raw.to_pylist()):
+        try:
+            texts.append(value.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append(value.decode("utf-8", errors="replace"))
+            bad.append(first + index)
+    pieces.append(pa.array(texts, pa.large_string()))

@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..health import Warn
-from .binary_records import sharing
+from .binary_records import decode_utf8, sharing
 
 #: Bytes of a type-length header (`<H` type, `<I` length), of a record or of a field.
 _HEADER = 6
@@ -51,8 +51,6 @@ _FIELD = np.dtype([("kind", "<u2"), ("length", "<u4")])
 #: Below this many records still holding fields, their remaining fields are walked one by one (a numpy pass per
 #: layer costs more than that).
 _FEW = 512
-#: A run of texts that fails the bulk UTF-8 check is halved until it is this short, then decoded text by text.
-_LEAF = 64
 
 
 @dataclass
@@ -183,7 +181,9 @@ def _texts(path: Path, data: memoryview, first: np.ndarray, stops: np.ndarray, f
             unknown.append((block.kind[~mask], block.offset[~mask]))
         record, kind, offset = block.record[mask], block.kind[mask], block.offset[mask]
         known_bad = len(bad)
-        _decode(_slices(data, offset + _HEADER, block.length[mask]), count, bad, pieces)
+        texts, wrong = decode_utf8(_slices(data, offset + _HEADER, block.length[mask]))
+        pieces.append(texts)
+        bad.extend(count + index for index in wrong)
         if len(bad) > known_bad:
             at = int(offset[np.array(bad[known_bad:]) - count].min())
             first_bad = at if first_bad is None else min(first_bad, at)
@@ -231,30 +231,6 @@ def _slices(data: memoryview, at: np.ndarray, lengths: np.ndarray) -> pa.Array:
     spans = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(bounds) - 1,
                                              [None, pa.py_buffer(bounds), pa.py_buffer(data)])
     return spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
-
-
-def _decode(raw: pa.Array, first: int, bad: list[int], pieces: list[pa.Array]) -> None:
-    """Append `raw` (binary) to `pieces` as text: checked as UTF-8 in bulk by Arrow; a run that fails is halved until
-    it is _LEAF texts or fewer, which are decoded one by one, those that are not UTF-8 with U+FFFD for the bad bytes
-    (their indices, counted from `first`, go to `bad`)."""
-    try:
-        pieces.append(raw.cast(pa.large_string()))
-        return
-    except pa.ArrowInvalid:
-        pass
-    if len(raw) > _LEAF:
-        half = len(raw) // 2
-        _decode(raw.slice(0, half), first, bad, pieces)
-        _decode(raw.slice(half), first + half, bad, pieces)
-        return
-    texts = []
-    for index, value in enumerate(raw.to_pylist()):
-        try:
-            texts.append(value.decode("utf-8"))
-        except UnicodeDecodeError:
-            texts.append(value.decode("utf-8", errors="replace"))
-            bad.append(first + index)
-    pieces.append(pa.array(texts, pa.large_string()))
 
 
 def _unique(path: Path, data: memoryview, records: TlvRecords, lengths: np.ndarray, warn: Warn, tables: str,

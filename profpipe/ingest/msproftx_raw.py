@@ -24,8 +24,9 @@ MSPROFTX_FMT, prof_common.h MsprofTxInfo / MsprofStampInfo, hash_dic_parser, inf
   host/device counter pair for a PROF folder msprof never exported (raw device data on the device counter).
 
 The records are read column-wise (numpy columns of the 256-byte records; the texts gathered into one Arrow array
-and decoded by DuckDB; the pieces of domain markers joined by sorting): no Python object per record (1M markers:
-2.3 s, twice a plain numpy read of the file; benchmarks/README.md).
+and checked as UTF-8 in bulk; the pieces of domain markers joined by sorting): no Python object per record (1M markers
+in 2.7 s, a plain numpy read of the file 0.54 s; benchmarks/README.md). The aging and unaging slices are two streams
+(a record may straddle two slices of one), read one after the other.
 
 Damage is counted, never raised: a trailing partial record (truncated), records without the magic, with a data
 length outside 76..232 (the message would start beyond it), of an unknown info type, without a message, with
@@ -41,11 +42,11 @@ import polars as pl
 import pyarrow as pa
 
 from ..clocks import OUT_OF_RANGE, HostCounter, msprof_host_counter
+from ..discover import slice_number
 from ..errors import InputError
 from ..health import Warn
 from .ascend_framework import MAGIC, read_hash_dic
-from .binary_records import first_of_each, locate_offset, read_columns
-from .scratch import memory_database
+from .binary_records import decode_utf8, first_of_each, locate_offset, read_columns
 from .units import MAX_NS
 
 RECORD = np.dtype([
@@ -71,8 +72,10 @@ def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame
     data = prof / "host" / "data" if prof is not None else None
     if data is None or not data.is_dir():
         return None
-    paths, hashes = (sorted(data.glob(f"*aging.additional.{kind}.slice_*"), key=_slice_number)
-                     for kind in ("msproftx", "hash_dic"))
+    streams = [sorted(data.glob(f"{prefix}.additional.msproftx.slice_*"), key=slice_number)
+               for prefix in ("aging", "unaging")]  # two streams: a record may straddle the slices of one
+    paths = [path for stream in streams for path in stream]
+    hashes = sorted(data.glob("*aging.additional.hash_dic.slice_*"))
     if not paths:
         return None
     counter = msprof_host_counter(prof / "host")
@@ -85,7 +88,8 @@ def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame
              f"run's clock and are left out", check="clock", action="dropped", rows=records, path=paths[0],
              tables=_TABLES)
         return None
-    rows = read(paths, hashes, counter, warn)
+    rows = pl.concat([read(stream, hashes, counter, warn) for stream in streams if stream]).sort(
+        "start_ns", "tid", maintain_order=True)
     if shift_ns and rows.height:
         shifted = pl.col("start_ns") + shift_ns
         beyond = rows.filter(~shifted.is_between(0, MAX_NS))
@@ -95,11 +99,6 @@ def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame
                  rows=beyond.height, path=paths[0], example=beyond["op_name"][0], tables=_TABLES)
         rows = rows.filter(shifted.is_between(0, MAX_NS)).with_columns(shifted)
     return rows if rows.height else None
-
-
-def _slice_number(path: Path) -> tuple[int, str]:
-    tail = path.name.rsplit("_", 1)[-1]
-    return (int(tail) if tail.isdigit() else -1, path.name)
 
 
 def read(paths: list[Path], hash_paths: list[Path], counter: HostCounter, warn: Warn) -> pl.DataFrame:
@@ -165,20 +164,13 @@ def _gather_text(message: np.ndarray, length: np.ndarray, rows: np.ndarray) -> p
 
 
 def _decode(texts: pa.Array, offsets: np.ndarray, reject: _Rejects) -> pl.Series:
-    """UTF-8 text of each binary value (DuckDB's decode, which gives NULL for bytes that are not UTF-8); such a value
-    is read with U+FFFD instead (counted, `repaired`)."""
-    with memory_database() as con:
-        con.register("texts", pa.table({"i": np.arange(len(texts)), "text": texts}))
-        names = pl.from_arrow(con.sql("SELECT try(decode(text)) AS name FROM texts ORDER BY i").to_arrow_table()
-                              ).to_series().cast(pl.String)
-    bad = np.flatnonzero(names.is_null().to_numpy())
-    if bad.size:
-        fixed = [texts[int(i)].as_py().decode("utf-8", errors="replace") for i in bad]
-        names = names.scatter(bad, fixed)
-        first = int(np.argmin(offsets[bad]))
-        reject.add("bad_encoding", "marker messages that are not UTF-8; read with U+FFFD", int(bad.size),
-                   int(offsets[bad][first]), fixed[first], action="repaired")
-    return names
+    """UTF-8 text of each binary value; one that is not UTF-8 is read with U+FFFD (counted, `repaired`)."""
+    names, bad = decode_utf8(texts)
+    if bad:
+        first = min(bad, key=lambda i: offsets[i])
+        reject.add("bad_encoding", "marker messages that are not UTF-8; read with U+FFFD", len(bad), int(offsets[first]),
+                   names[first].as_py(), action="repaired")
+    return pl.Series(names).cast(pl.String)
 
 
 def _join_pieces(pieces: np.ndarray, columns: dict[str, np.ndarray], message: np.ndarray, length: np.ndarray,
