@@ -36,7 +36,7 @@ start = time.perf_counter()
 if sys.argv[1] == "profpipe":
     from profpipe.clocks import msprof_host_counter
     from profpipe.ingest import msproftx_raw
-    rows = msproftx_raw.read([path], [], msprof_host_counter(path.parent.parent), lambda *a, **k: None).height
+    rows = msproftx_raw.read([[path]], [], msprof_host_counter(path.parent.parent), lambda *a, **k: None).height
 else:
     import numpy as np
     from profpipe.ingest.msproftx_raw import RECORD
@@ -82,7 +82,7 @@ def main() -> None:
         path = write(scratch / "PROF_000001_BENCH", args.markers)
         mib = path.stat().st_size / 2**20
         ours, floor = measure("profpipe", path), measure("numpy", path)
-        print(f"| markers | MiB | profpipe s | profpipe peak MiB | numpy read s | numpy peak MiB | time ratio | memory ratio |")
+        print("| markers | MiB | profpipe s | profpipe peak MiB | numpy read s | numpy peak MiB | time ratio | memory ratio |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         print(f"| {ours['rows']:,} | {mib:.0f} | {ours['s']:.2f} | {ours['peak_mib']:.0f} | {floor['s']:.2f} | "
               f"{floor['peak_mib']:.0f} | {ours['s'] / floor['s']:.1f} | {ours['peak_mib'] / floor['peak_mib']:.1f} |")

@@ -23,7 +23,7 @@ ROWS_SQL = MARKERS_SQL.replace("host_op", "rows")
 
 def _read(prof: Path, warn) -> list[tuple]:
     data = prof / "host" / "data"
-    rows = msproftx_raw.read(sorted(data.glob("*.msproftx.slice_*")), sorted(data.glob("*.hash_dic.slice_*")),
+    rows = msproftx_raw.read([sorted(data.glob("*.msproftx.slice_*"))], sorted(data.glob("*.hash_dic.slice_*")),
                              msprof_host_counter(prof / "host"), warn)
     return [(r["tid"], r["op_name"], r["start_ns"], r["dur_ns"]) for r in rows.iter_rows(named=True)]
 
@@ -223,3 +223,20 @@ def test_damaged_clock_pair_places_markers_exactly_or_counts_them(tmp_path_facto
     dropped = dict(query(out, "SELECT check_name, sum(rows) FROM trace_health WHERE tables = 'host_op' GROUP BY 1"))
     assert dropped == ({"clock": 6} if not usable else  # 6 records: the domain mark is two
                        {"out_of_range": len(expected["markers"]) - len(placed)} if len(placed) < 5 else {})
+
+
+def test_aging_and_unaging_slices_are_two_streams(tmp_path: Path) -> None:
+    """msprof writes two streams, `aging.*` and `unaging.*`, each split into slices a record may straddle: the
+    records split over both streams (the aging one cut mid-record between its two slices, the two pieces of the
+    domain mark one in each stream) give the same markers."""
+    prof = tmp_path / PROF.name
+    GEN.write_raw(prof)
+    data = prof / "host" / "data"
+    blob = (data / "unaging.additional.msproftx.slice_0").read_bytes()
+    (data / "aging.additional.msproftx.slice_0").write_bytes(blob[:256 + 100])
+    (data / "aging.additional.msproftx.slice_1").write_bytes(blob[256 + 100:3 * 256])
+    (data / "unaging.additional.msproftx.slice_0").write_bytes(blob[3 * 256:])
+    events: list[dict] = []
+    rows = msproftx_raw.read_prof(prof / "device_0", 0, lambda message, **kw: events.append(kw))
+    assert [(r["tid"], r["op_name"], r["start_ns"], r["dur_ns"]) for r in rows.iter_rows(named=True)] == EXPECTED
+    assert not events

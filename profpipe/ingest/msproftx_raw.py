@@ -88,8 +88,7 @@ def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame
              f"run's clock and are left out", check="clock", action="dropped", rows=records, path=paths[0],
              tables=_TABLES)
         return None
-    rows = pl.concat([read(stream, hashes, counter, warn) for stream in streams if stream]).sort(
-        "start_ns", "tid", maintain_order=True)
+    rows = read([stream for stream in streams if stream], hashes, counter, warn)
     if shift_ns and rows.height:
         shifted = pl.col("start_ns") + shift_ns
         beyond = rows.filter(~shifted.is_between(0, MAX_NS))
@@ -101,10 +100,17 @@ def read_prof(directory: Path, shift_ns: int | None, warn: Warn) -> pl.DataFrame
     return rows if rows.height else None
 
 
-def read(paths: list[Path], hash_paths: list[Path], counter: HostCounter, warn: Warn) -> pl.DataFrame:
-    """host_op rows (side, tid, op_name, start_ns, dur_ns, category) of the msproftx slices `paths` (one stream),
-    column-wise: no Python object per record."""
-    columns = read_columns(paths, RECORD, list(RECORD.names), warn, tables=_TABLES)
+def read(streams: list[list[Path]], hash_paths: list[Path], counter: HostCounter, warn: Warn) -> pl.DataFrame:
+    """host_op rows (side, tid, op_name, start_ns, dur_ns, category) of the msproftx `streams` (each the slices of
+    one), column-wise: no Python object per record. A domain marker's pieces are joined across the streams."""
+    parts, base = [], 0
+    for stream in streams:  # each stream's offsets moved past the earlier streams': offsets into `paths` joined
+        part = read_columns(stream, RECORD, list(RECORD.names), warn, tables=_TABLES)
+        part["offset"] += base
+        parts.append(part)
+        base += sum(path.stat().st_size for path in stream)
+    columns = {name: np.concatenate([part[name] for part in parts]) for name in (*RECORD.names, "offset")}
+    paths = [path for stream in streams for path in stream]
     reject = _Rejects(paths, columns["offset"], warn)
     keep = np.ones(len(columns["offset"]), dtype=bool)
     message = columns["message"]
