@@ -20,7 +20,7 @@ commands run as subprocesses on it, each measured for wall time and peak RSS (ru
 Checks (printed with the figures): profpipe's python_frame rows against the ground truth's frame count (and HTA's
 python_function rows); every path of profpipe's python_call_tree (calls, total and self ns, host ops, device ns)
 against the ground truth's, exactly; and for the `--top` paths by total and by self time, the ground truth's
-figures beside HTA's (from its call graph: its parents are by nesting time floored to µs, not by the frames' own
+figures beside HTA's (paths called more than once; from its call graph: its parents are by nesting time floored to µs, not by the frames' own
 parent ids, so they differ where frames overlap ProfilerStep spans or µs rounding reorders them; the share of
 frames whose HTA ancestor is their Python parent id is given).
 
@@ -141,9 +141,10 @@ def check(out: Path, truth: dict) -> dict:
 
 
 def top_paths(truth: dict, hta: dict | None, count: int) -> list[dict]:
-    """The `count` paths with the most total time and the `count` with the most self time (ground truth), with
-    HTA's figures for the same path where its call graph has it."""
-    paths = truth["paths"]
+    """Of the paths called more than once (the frames open for the whole trace left out), the `count` with the most
+    total time and the `count` with the most self time (ground truth), with HTA's figures for the same path where
+    its call graph has it."""
+    paths = [p for p in truth["paths"] if p[2] > 1]
     chosen = sorted(paths, key=lambda p: -p[3])[:count] + sorted(paths, key=lambda p: -p[4])[:count]
     rows, seen = [], set()
     for tid, path, calls, total_ns, self_ns, *_ in chosen:
