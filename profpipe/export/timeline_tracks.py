@@ -104,9 +104,9 @@ def _track_level(new_track: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     A slice stays when the track's slices kept before it, less those that ended by its start, leave it inside the
     innermost one (or none is left): when the nearest earlier slice kept on the track that ends after its start
     ends no earlier than it (stack_walk.enclosing, threshold: the start). Which earlier slices are kept depends on
-    the same test, so the batch is walked again with the slices found to stay until nothing changes: the first
-    slice whose answer changed is right from then on, so a batch that is still changing after _ROUNDS rounds is
-    walked in halves."""
+    the same test, so the batch is walked again with the slices found to stay until nothing changes (then every
+    slice's answer is the sequential walk's, slice by slice in order). Each round settles the slices before the first
+    one whose answer changed, so a batch still changing after _ROUNDS rounds is walked in halves."""
     stays = np.ones(len(starts), bool)
     for _ in range(_ROUNDS):
         found, outer_end, after = enclosing(new_track, stays, ends, starts, ends, on_track)
