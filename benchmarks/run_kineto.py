@@ -15,9 +15,9 @@ fastest counts):
 * DuckDB's plain parse: DuckDB's JSON reader reading every event of the trace's event array (extracted
   beforehand, not timed) into a table, the columns profpipe reads;
 * the typed parse limit: the trace file read (inflated when .gz) and the whole JSON object decoded by
-  msgspec into typed Structs: each event's ph, name, cat, pid, tid, ts, dur and the 17 keys of its args that
-  profpipe's Kineto reader reads (ids, stream, device, grid, block, sizes, the allocator's fields), every other
-  field skipped unparsed (Structs with gc=False, a msgspec performance tip, and Python's cyclic garbage
+  msgspec into typed Structs: each event's ph, name, cat, pid, tid, ts, dur and the 23 keys of its args that
+  profpipe's Kineto reader reads (ids, stream, device, grid, block, sizes, registers, shared memory, the allocator's
+  fields, the Python frame ids and the Call stack), every other field skipped unparsed (Structs with gc=False, a msgspec performance tip, and Python's cyclic garbage
   collector off). The fastest compiled typed parse of what profpipe reads, nothing else: 4.6 s/GiB here (with
   args as a dict of every key it is 1.7x slower);
 * `profpipe analyse` (the whole analysis: tables, models, reports, timeline; `--workers` is passed on,
@@ -98,7 +98,10 @@ class Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "exte
                                              "sequence": "Sequence number", "correlation_id": "correlation id",
                                              "device_type": "Device Type", "device_id": "Device Id", "address": "Addr",
                                              "allocated": "Bytes", "total_allocated": "Total Allocated",
-                                             "total_reserved": "Total Reserved"}):
+                                             "total_reserved": "Total Reserved", "python_id": "Python id",
+                                             "python_parent_id": "Python parent id",
+                                             "python_module_id": "Python module id", "call_stack": "Call stack",
+                                             "registers": "registers per thread", "shared_memory": "shared memory"}):
     external_id: Id = None
     external_id_lower: Id = None
     correlation: Id = None
@@ -116,6 +119,12 @@ class Args(msgspec.Struct, gc=False, rename={"external_id": "External id", "exte
     allocated: Id = None
     total_allocated: Id = None
     total_reserved: Id = None
+    python_id: Id = None
+    python_parent_id: Id = None
+    python_module_id: Id = None
+    call_stack: str | None = None
+    registers: Id = None
+    shared_memory: Id = None
 
 class Event(msgspec.Struct, gc=False):
     ph: str = ""

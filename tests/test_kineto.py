@@ -664,12 +664,16 @@ def test_real_mtia_trace_device_totals(tmp_path: Path):
     (["4398046511103.999", "1712195495534377.850"], ": ", 160, "quoted"),
     (["1712999999999999.999", "1713000000000000.001"], ": ", 160, "quoted"),
     (["1712195495534377.850", "1712.5"], ": ", None, "quoted"),
+    (["4658289678232.364", "4658289678300.001", "4658289678866.061"], ": ", None, "split"),
+    (["4658289678232.364", "465828967823.5"], ": ", None, "quoted"),
 ], ids=["small", "epoch", "epoch, compact JSON", "epoch after small ones", "epoch into the next 10^12 µs",
-        "a short time with the epoch's first digits"])
+        "a short time with the epoch's first digits", "past 2^42 since baseTimeNanoseconds (PyTorch 2.x)",
+        "a shorter time that starts like the prefix"])
 def test_ns_fractions_are_read_exactly(times: list[str], separator: str, first_chunk: int | None, how: str,
                                        monkeypatch, tmp_path: Path):
-    """Small times with ns fractions are read as doubles (exact below 2^42 µs); epoch µs are split in two
-    numbers on the copy (by the 4-digit prefixes of the first events); times the first events (`first_chunk`
+    """Small times with ns fractions are read as doubles (exact below 2^42 µs); longer ones (epoch µs, PyTorch 2.x's µs
+    since baseTimeNanoseconds past 2^42) are split in two numbers on the copy (by the prefixes of the first events:
+    the digits before the last 12); times the first events (`first_chunk`
     bytes) did not announce, or that the split got wrong, are found and the array is read again, quoted.
     (A reader-level test: no real trace mixes these clocks, and its steps would span years.)"""
     if first_chunk:

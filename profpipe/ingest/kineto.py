@@ -27,8 +27,9 @@ suffixes and "123(C++)" thread ids are cleaned):
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
-Times: `ts` and `dur` are µs, with ns fractions in newer traces, read exactly (epoch µs are split in
-two numbers on the copy, smaller times survive DuckDB's double: trace_object); with
+Times: `ts` and `dur` are µs, with ns fractions in newer traces, read exactly (epoch µs and µs since
+baseTimeNanoseconds past 2^42 are split in two numbers on the copy, smaller times survive DuckDB's double:
+trace_object); with
 `baseTimeNanoseconds` they are relative to it. The events live in a scratch DuckDB database (scratch.py:
 in memory, spilled under $TMPDIR beyond its limit; with the copied event array, up to about the
 trace's uncompressed size on disk), and the tables leave it in batches. The clock is the Unix epoch (Kineto converts CUPTI
@@ -149,7 +150,7 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              try(CASE WHEN ts_hi IS NOT NULL
                       THEN ts_hi * 1000000000000000 + us_to_ns(ts) - 1000000000000000
                       ELSE us_to_ns(ts) END + $base_ns) AS start_ns,
-             -- a fraction a double may have rounded: a split time that did not have 16 digits, or a large one
+             -- a fraction a double may have rounded: a split time that did not have its prefix's digits, or a large one
              -- the split did not reach (trace_object chose from the first events); quoted ones are exact
              CASE WHEN ts_hi IS NOT NULL THEN NOT coalesce(try_cast(ts AS DOUBLE) BETWEEN 1e12 AND 2e12 - 1, false)
                   ELSE (contains(ts, '.') OR contains(ts, 'e')) AND abs(try_cast(ts AS DOUBLE)) >= $exact_us

@@ -1,16 +1,19 @@
 """Stage 2, ingest helper: nest host spans (ops, NVTX ranges) and the runtime calls made inside them.
 
 Used by the readers of traces that record spans without their parents (Kineto, Paddle, Nsight
-Systems): the reader selects the spans and calls of each thread in nesting order, this module walks
-them in batches with one stack per thread and registers where each one belongs as DuckDB tables
-(a few 8-byte values per span and call held, not Python objects).
+Systems) and by python_frames.py (Python frames and the ops run in them): the reader selects the spans
+and calls of each thread in nesting order, this module walks them in batches, column-wise
+(profpipe/stack_walk.py), and registers where each one belongs as DuckDB tables (a few 8-byte values
+per span and call held, not Python objects).
 """
 from __future__ import annotations
 
-from array import array
-
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..stack_walk import OpenSpans, enclosing
 
 _BATCH_ROWS = 1 << 18
 
@@ -27,29 +30,36 @@ def nest(con: duckdb.DuckDBPyConnection, spans_sql: str, parents_table: str = "p
     span that holds all of it; a span that ends before a later one starts, or before it ends, is closed
     for good; parent_index -1 is the top level. A call belongs to the innermost span open when it starts
     (it closes nothing): this links device activities to the span their launch was made in.
+    As a stack walk (stack_walk.py): a span stays open for a later span while it ends after that one starts
+    and no earlier than it ends (threshold: the later span's end - 1, or its start when it has no length), and
+    for a call while it ends after the call starts (threshold: the start).
     """
-    span_ids, parents = array("q"), array("q")  # 8 bytes a value, not Python objects
-    call_ids, call_starts, call_ops = array("q"), array("q"), array("q")
-    stack: list[tuple[int, int]] = []  # (id, end) of the open spans of the current thread
-    thread = None
+    span_ids, parents, call_ids, call_starts, call_ops = [], [], [], [], []
+    open_spans, thread = OpenSpans.none(), None
     for batch in con.sql(spans_sql).to_arrow_reader(_BATCH_ROWS):
-        columns = [batch.column(name).to_pylist() for name in ("is_call", "id", "thread", "start_ns", "end_ns")]
-        for is_call, span_id, span_thread, start, end in zip(*columns):
-            if span_thread != thread:
-                stack, thread = [], span_thread
-            while stack and (start >= stack[-1][1] or (not is_call and end > stack[-1][1])):
-                stack.pop()
-            if is_call:
-                if stack:
-                    call_ids.append(span_id)
-                    call_starts.append(start)
-                    call_ops.append(stack[-1][0])
-                continue
-            span_ids.append(span_id)
-            parents.append(stack[-1][0] if stack else -1)
-            stack.append((span_id, end))
-    con.register(parents_table, pa.table({"op_index": pa.array(span_ids, pa.int64()),
-                                      "parent_index": pa.array(parents, pa.int64())}))
-    con.register(calls_table, pa.table({"call_id": pa.array(call_ids, pa.int64()),
-                                       "start_ns": pa.array(call_starts, pa.int64()),
-                                       "op_index": pa.array(call_ops, pa.int64())}))
+        if not batch.num_rows:
+            continue
+        is_call = batch.column("is_call").to_numpy(zero_copy_only=False)
+        ids, starts, ends = (batch.column(name).to_numpy(zero_copy_only=False).astype(np.int64)
+                             for name in ("id", "start_ns", "end_ns"))
+        threads = batch.column("thread")
+        codes = pc.fill_null(pc.dictionary_encode(threads).indices, -1).to_numpy(zero_copy_only=False)
+        new_group = np.empty(batch.num_rows, bool)
+        new_group[0] = threads[0].as_py() != thread
+        new_group[1:] = codes[1:] != codes[:-1]
+        thread = threads[-1].as_py()
+        thresholds = np.where(is_call, starts, np.maximum(starts, ends - 1))
+        found, outer, open_spans = enclosing(new_group, ~is_call, ends, thresholds, ids, open_spans)
+        span_ids.append(ids[~is_call])
+        parents.append(np.where(found, outer, -1)[~is_call])
+        placed = is_call & found
+        call_ids.append(ids[placed])
+        call_starts.append(starts[placed])
+        call_ops.append(outer[placed])
+
+    def column(parts: list[np.ndarray]) -> pa.Array:
+        return pa.array(np.concatenate(parts) if parts else np.empty(0, np.int64), pa.int64())
+
+    con.register(parents_table, pa.table({"op_index": column(span_ids), "parent_index": column(parents)}))
+    con.register(calls_table, pa.table({"call_id": column(call_ids), "start_ns": column(call_starts),
+                                        "op_index": column(call_ops)}))

@@ -6,9 +6,10 @@ but an object only whole (several times the file in memory). So the bytes of the
 copied (gzip inflated on the way) into a temporary file that DuckDB reads as an array: memory
 stays at DuckDB's read buffers whatever the trace size, at the cost of temporary disk space the
 size of the array (under $TMPDIR). A pipe would save the copy, but DuckDB holds a whole pipe in
-memory. Start times with ns fractions that a double could not hold (epoch µs) are split on the way
-(`"ts": 1712195495534377.850` -> `"ts_hi": 1712, "ts": 1195495534377.850`: two numbers a double holds,
-by plain byte replacement), else quoted; where nothing needs rewriting (a plain file in whole µs, or
+memory. Start times with ns fractions that a double could not hold (epoch µs; PyTorch 2.x's µs since
+baseTimeNanoseconds past 2^42, 51 days) are split on the way (`"ts": 1712195495534377.850` -> `"ts_hi": 1712,
+"ts": 1195495534377.850`, `"ts": 4658289678232.364` -> `"ts_hi": 4, "ts": 1658289678232.364`: two numbers a double
+holds, by plain byte replacement), else quoted; where nothing needs rewriting (a plain file in whole µs, or
 in small µs), the middle of the array is copied by the kernel. The members before the array
 (schemaVersion, deviceProperties, distributedInfo, ...) and after it (traceName,
 baseTimeNanoseconds, ...) are parsed as the trace's metadata. A trace cut short (a crashed job) is
@@ -49,8 +50,9 @@ _FRACTIONAL_TS = re.compile(rb'("ts"\s*:\s*)(-?\d+\.\d+(?:[eE][-+]?\d+)?)')
 #: Below this many µs (51 days), a time with a ns fraction read as a double (DuckDB's reader reads every
 #: number so) still rounds back to its exact ns: the double's spacing there is under 0.5 ns.
 EXACT_DOUBLE_US = 2 ** 42
-#: An epoch in µs (16 integer digits until the year 2286) with its fraction.
-_EPOCH_US = re.compile(rb"[1-9]\d{15}\.\d+")
+#: A time in µs of 13 to 16 integer digits with its fraction: an epoch (16 digits until the year 2286), or µs since
+#: baseTimeNanoseconds past 11.6 days (PyTorch 2.x writes them so, the real H100 trace of fixtures/pytorch_cuda: 54 days).
+_LONG_US = re.compile(rb"[1-9]\d{12,15}\.\d+")
 
 
 @dataclass
@@ -68,7 +70,8 @@ class TraceArray:
     #: A gzip trace whose compressed stream stops before its end (Inflated.cut_short).
     gzip_cut_short: bool = False
     #: How start times with ns fractions were written: "as is" (none, or small enough for a double),
-    #: "split" (epoch µs: `ts_hi` holds the first 4 digits, `ts` 1 and the other 12) or "quoted" (as strings).
+    #: "split" (µs of 13-16 integer digits: `ts_hi` holds the digits before the last 12, `ts` 1 and those 12) or
+    #: "quoted" (as strings).
     times: str = "as is"
     #: Bytes of the (inflated) trace read, and the offset of the array's '[' among them.
     size: int = 0
@@ -148,7 +151,7 @@ def event_array(path: Path, folder: Path, sanitize: bool = False, quote: bool = 
     """Yield a TraceArray whose `path` (in `folder`) holds the `traceEvents` array of `path`.
 
     `sanitize` writes byte sequences that are not UTF-8 as U+FFFD (and counts them). Start times with
-    ns fractions are split when the first events' are epoch µs, quoted when they are other times past
+    ns fractions are split when the first events' have 13 to 16 integer digits, quoted when they are other times past
     EXACT_DOUBLE_US, and always quoted with `quote` (for a reader that found times further on that the
     first events did not announce: `times` says what was done).
     Raises InputError, naming the trace, when it is not a Chrome trace object or cannot be read
@@ -192,8 +195,8 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
             break
         pending += block
     # Kineto writes whole µs (before 2024) or ns fractions (since) throughout a trace, and its times are
-    # epoch µs or small (relative to baseTimeNanoseconds, or a device clock): only fractions of large times
-    # need rewriting, epoch ones split by byte replacement, others quoted (costly: a regex pass)
+    # epoch µs or relative to baseTimeNanoseconds (or a device clock): only fractions of large times need
+    # rewriting, those of 13-16 integer digits split by byte replacement, others quoted (costly: a regex pass)
     large = [m for m in _FRACTIONAL_TS.finditer(pending, 0, _CHUNK) if abs(float(m[2])) >= EXACT_DOUBLE_US]
     splits = None if quote or not large else _epoch_splits(large)
     stream.times = "quoted" if quote or (large and splits is None) else "split" if splits else "as is"
@@ -299,16 +302,19 @@ def _without_trailing_comma(text: bytes) -> bytes:
 
 
 def _epoch_splits(large: list[re.Match[bytes]]) -> list[tuple[bytes, bytes]] | None:
-    """Byte replacements that split the epoch start times of the first events `large` in two numbers a
+    """Byte replacements that split the long start times of the first events `large` in two numbers a
     double holds: `"ts": 1712195495534377.850` -> `"ts_hi": 1712, "ts": 1195495534377.850` (the reader adds
-    them back: ts_hi * 10^12 + ts - 10^12 µs). By plain replacement, one per 4-digit prefix seen: no pass per
-    event through Python. The leading 1 keeps `ts` a JSON number (no leading zero) and lets the reader
-    check that a time had 16 digits (`ts` within [10^12, 2 * 10^12)); a time of another prefix (a trace
-    that runs into the next 10^12 µs, 11.6 days) is left whole, and the reader reads the trace again quoted.
-    None when a large time is not an epoch in µs with 16 integer digits (the times are quoted instead)."""
-    if not all(_EPOCH_US.fullmatch(match[2]) for match in large):
+    them back: ts_hi * 10^12 + ts - 10^12 µs), `"ts": 4658289678232.364` -> `"ts_hi": 4, "ts": 1658289678232.364`.
+    By plain replacement, one per prefix seen (the digits before the last 12): no pass per event through
+    Python. The leading 1 keeps `ts` a JSON number (no leading zero) and lets the reader check that a time had
+    the digits of its prefix (`ts` within [10^12, 2 * 10^12)); a time of another prefix (a trace that runs into
+    the next 10^12 µs, 11.6 days), or a shorter or longer one that starts like a prefix, is not split right, and
+    the reader reads the trace again quoted. None when a large time does not have 13 to 16 integer digits (the
+    times are quoted instead)."""
+    if not all(_LONG_US.fullmatch(match[2]) for match in large):
         return None
-    keys = {(match[1], match[2][:4]) for match in large}  # (`"ts": ` as written, the first 4 digits)
+    # (`"ts": ` as written, the digits before the last 12 of the integer part)
+    keys = {(match[1], match[2][:match[2].index(b".") - 12]) for match in large}
     return [(key + prefix, b'"ts_hi"' + key[4:] + prefix + b", " + key + b"1") for key, prefix in sorted(keys)]
 
 
