@@ -1,21 +1,23 @@
-"""Column-wise stack walks: for each item of a batch, the span a stack walk would find open on top of its stack,
+"""Column-wise stack walk: for each item of a batch, the span a stack walk would find open on top of its stack,
 computed with numpy (a few rounds of pointer jumping over the batch), not a Python loop per item.
 
-A walk takes items (spans and points in time) in nesting order, group by group (a thread, a track), and keeps the
-open spans on a stack: before each item it pops the spans that cannot hold it, and the item's enclosing span is the
-top. Both of profpipe's walks pop by a threshold: a span stays open for an item while its end lies beyond the
-item's threshold (ingest/nesting.py: PyTorch's nesting rule for host spans, Python frames and the calls made in
-them; export/timeline_tracks.py: which slices of a track nest). For such walks the top is the nearest earlier
-span of the group whose end exceeds the item's threshold: that span cannot have been popped before (whatever
-popped it would itself be a later span ending beyond the threshold, or an item whose threshold is at most this
-one's), and every later span above it ends at or before the threshold. So each item looks back from the span
-before it, and skips at once every span that an earlier span's own search skipped: a candidate span c that ends
-at or before the item's threshold is replaced by c's own current candidate (every span between them ends at or
-before c's threshold, which is at most the item's), all items at once per round.
+A walk takes items (spans and points in time) in nesting order, group by group (a thread), and keeps the open
+spans on a stack: before each item it pops the spans that cannot hold it, and the item's enclosing span is the
+top. When the walk pops by a threshold (a span stays open for an item while its end lies beyond the item's
+threshold: PyTorch's nesting rule for host spans, Python frames and the calls made in them, ingest/nesting.py),
+the top is the nearest earlier span of the group whose end exceeds the item's threshold: that span cannot have
+been popped before (whatever popped it would itself be a later span ending beyond the threshold, or an item whose
+threshold is at most this one's), and every later span above it ends at or before the threshold. So each item
+looks back from the span before it, and skips at once every span that an earlier span's own search skipped: a
+candidate span c that ends at or before the item's threshold is replaced by c's own current candidate (every span
+between them ends at or before c's threshold, which is at most the item's), all items at once per round.
 
-Used by profpipe/ingest/nesting.py and profpipe/export/timeline_tracks.py. Batches are walked one after the other;
-the spans still open after a batch (the stack: the chain of enclosing spans of its last span) carry over to the
-next one, so memory stays a few 8-byte values per item of one batch.
+Used by profpipe/ingest/nesting.py (for every reader that nests spans: Kineto, Paddle, Nsight Systems, the Python
+frames of Kineto and MindSpore). The timeline's track walk (export/timeline_tracks.py) stays a Python loop: which
+slices stay on a track depends on which earlier ones did, and repeating this walk until that settles was no
+faster than the loop (benchmarks/README.md, issue 21). Batches are walked one after the other; the spans still
+open after a batch (the stack: the chain of enclosing spans of its last span) carry over to the next one, so
+memory stays a few 8-byte values per item of one batch.
 """
 from __future__ import annotations
 
