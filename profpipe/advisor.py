@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import jsonschema
 import pyarrow as pa
-import yaml
 
 from .models import ModelError, load_models
-from .resources import data_dir
+from .resources import data_dir, json_schema_validator, read_yaml
 
 #: The table of profile.duckdb (and of the warehouse, per run) holding one row per rule checked.
 ADVISOR_TABLE = "advisor_finding"
@@ -110,7 +108,7 @@ def _load_rules(root: Path) -> tuple[Rule, ...]:
         doc_path = path.with_suffix(".yml")
         if not doc_path.is_file():
             raise ModelError(f"advisor rule {path.stem}: no {doc_path.name} beside it")
-        doc = yaml.safe_load(doc_path.read_text(encoding="utf-8")) or {}
+        doc = read_yaml(doc_path) or {}
         if set(doc) != _YAML_KEYS:
             raise ModelError(f"{doc_path}: needs exactly the keys {sorted(_YAML_KEYS)} "
                              f"(missing {sorted(_YAML_KEYS - set(doc))}, unknown {sorted(set(doc) - _YAML_KEYS)})")
@@ -255,8 +253,7 @@ def findings_document(findings: list[Finding], version: str) -> dict[str, Any]:
 
 def write_findings(document: dict[str, Any], path: Path, indent: int | None = 2) -> None:
     """Validate findings.json against schemas/findings.schema.json and write it."""
-    schema = json.loads((data_dir("schemas") / "findings.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(document, schema)
+    json_schema_validator("findings.schema.json").validate(document)
     path.write_text(json.dumps(document, indent=indent) + "\n", encoding="utf-8")
 
 

@@ -64,3 +64,16 @@ def connect(database: str | Path = ":memory:", read_only: bool = False, **config
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     con.execute("SET enable_progress_bar = false")  # a session setting: not accepted in `config`
     return con
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the body as one transaction of `con`: committed when it ends, rolled back when it raises. Many small
+    statements on a database file cost a write of its log each when every one commits alone."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

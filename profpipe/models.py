@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import yaml
 
-from .resources import data_dir
+from .resources import data_dir, read_yaml
 from .tables import catalog
 
 LAYERS = ("staging", "intermediate", "marts", "reports")
@@ -169,7 +168,7 @@ def _read_model(path: Path, layer: str) -> Model:
     doc_path = path.with_suffix(".yml")
     if not doc_path.is_file():
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
-    doc = _read_yaml(doc_path) or {}
+    doc = read_yaml(doc_path) or {}
     unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
                           "tests", "style", "written_by", "newline"}
     if unknown or not doc.get("description") or not doc.get("columns"):
@@ -209,12 +208,7 @@ def _read_model(path: Path, layer: str) -> Model:
 def _shared_columns(root: Path) -> dict[str, dict[str, str]]:
     """sql/columns.yml: the meaning (and unit) of columns many models share, by column name."""
     path = root / "columns.yml"
-    return _read_yaml(path) if path.is_file() else {}
-
-
-def _read_yaml(path: Path) -> Any:
-    """A YAML file, parsed by libyaml where PyYAML has it (its wheels do; ten times the pure-Python loader)."""
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return read_yaml(path) if path.is_file() else {}
 
 
 def _check_references(model: Model, text: str, models: dict[str, Model], sources: set[str]) -> None:
@@ -259,15 +253,15 @@ def load_tables(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     """Copy every normalized table of `folder`/tables/<name>.parquet into `con` as a table, so that the saved
     profile.duckdb holds all it needs: it opens from any working folder, and after the output folder is
     moved or copied (the Parquet files stay for tools that read Parquet)."""
-    for name in catalog():
-        path = (folder / "tables" / f"{name}.parquet").resolve()
-        con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet('{_quote(str(path))}')")
+    con.execute(";\n".join(
+        f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet('{_quote(str(folder.resolve() / 'tables' / name))}.parquet')"
+        for name in catalog()))
 
 
 def create_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create every macro of sql/macros in `con` (saved in profile.duckdb for users too)."""
-    for macro in load_macros():
-        con.execute(re.sub(r"CREATE\s+MACRO", "CREATE OR REPLACE MACRO", macro.sql, count=1, flags=re.IGNORECASE))
+    con.execute(";\n".join(re.sub(r"CREATE\s+MACRO", "CREATE OR REPLACE MACRO", macro.sql, count=1, flags=re.IGNORECASE)
+                           for macro in load_macros()))
 
 
 def set_run_options(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> None:
@@ -277,16 +271,68 @@ def set_run_options(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> 
         con.executemany("INSERT INTO run_option VALUES (?, ?)", list(options.items()))
 
 
-def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None) -> dict[str, float]:
-    """Create every model in `con`; return seconds spent per model."""
-    timings = {}
+@dataclass
+class ModelRun:
+    """What `run_models` did: seconds per model it ran, and the models it created empty instead."""
+
+    seconds: dict[str, float]
+    #: Models none of whose inputs held a row: created from their declared columns, with no rows.
+    skipped: list[str]
+    #: Every table and model known to hold no rows: the empty normalized tables, the skipped models and the
+    #: tables that came out empty.
+    empty: set[str]
+
+    def slowest(self, count: int) -> list[tuple[str, float]]:
+        """The `count` models that took longest, slowest first."""
+        return sorted(self.seconds.items(), key=lambda item: -item[1])[:count]
+
+
+def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None,
+               row_counts: dict[str, int] | None = None) -> ModelRun:
+    """Create every model in `con`, in the given (dependency) order.
+
+    With `row_counts` (rows per normalized table), a model none of whose inputs holds a row is not run: it is
+    created from its YAML's columns with no rows (a table for a mart, a view for the others), so every model
+    exists with the same columns and types whatever the input held (tests/test_model_library.py checks that each
+    model gives no rows from empty inputs, so this changes no result). A model's output counts as empty when it
+    was created empty or is a table (a mart, a computed-once model) that holds no row; a view that ran counts as
+    holding rows. run_option (the options) is not an input here. The empty models are created together, in one
+    statement per batch."""
+    empty = {name for name, rows in (row_counts or {}).items() if rows == 0}
+    seconds: dict[str, float] = {}
+    skipped: list[str] = []
+    pending: list[str] = []
     for model in models or load_models():
+        inputs = model.refs | (model.sources - set(EXTRA_SOURCES))
+        if row_counts is not None and inputs and inputs <= empty:
+            pending.append(_empty_model_sql(model))
+            skipped.append(model.name)
+            empty.add(model.name)
+            continue
+        if pending:
+            con.execute(";\n".join(pending))
+            pending.clear()
         started = time.perf_counter()
         con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
+        materialized = model.kind == "TABLE"
         if model.computed_once:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {model.name} AS\n{model.sql}")
-        timings[model.name] = time.perf_counter() - started
-    return timings
+            materialized = True
+        if materialized and row_counts is not None and not con.execute(f"SELECT count(*) FROM {model.name}").fetchone()[0]:
+            empty.add(model.name)
+        seconds[model.name] = time.perf_counter() - started
+    if pending:
+        con.execute(";\n".join(pending))
+    return ModelRun(seconds, skipped, empty)
+
+
+def _empty_model_sql(model: Model) -> str:
+    """The statement that creates `model` with its declared columns and no rows, as the kind it is saved as."""
+    if model.kind == "TABLE":
+        columns = ", ".join(f"{_identifier(c.name)} {c.type}" for c in model.columns)
+        return f"CREATE OR REPLACE TABLE {model.name} ({columns})"
+    columns = ", ".join(f"CAST(NULL AS {c.type}) AS {_identifier(c.name)}" for c in model.columns)
+    return f"CREATE OR REPLACE VIEW {model.name} AS SELECT {columns} WHERE false"
 
 
 def documentation() -> dict[str, dict[str, Any]]:
@@ -321,8 +367,7 @@ def comment_on(con: duckdb.DuckDBPyConnection) -> None:
         statements.append(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
         for column in entry["columns"]:
             unit = f" [{column['unit']}]" if column["unit"] else ""
-            quoted = '"' + column["name"].replace('"', '""') + '"'
-            statements.append(f"COMMENT ON COLUMN {name}.{quoted} IS '{_quote(column['description'] + unit)}'")
+            statements.append(f"COMMENT ON COLUMN {name}.{_identifier(column['name'])} IS '{_quote(column['description'] + unit)}'")
     try:
         con.execute(";\n".join(["BEGIN TRANSACTION", *statements, "COMMIT"]))  # one commit, not one per comment
     except duckdb.Error:
@@ -339,6 +384,10 @@ def _test_name(test: Any) -> str:
 
 def _quote(text: str) -> str:
     return text.replace("'", "''")
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _strip_comments(sql: str) -> str:

@@ -26,7 +26,7 @@ from . import ingest
 from .advisor import Finding, advise, findings_document, save_findings, write_findings
 from .captures import number_captures, source_span
 from .clocks import clock_findings
-from .database import configured, connect as duckdb_connect
+from .database import configured, connect as duckdb_connect, transaction
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
 from .export.ascend_reports import write_ascend_reports
@@ -37,7 +37,7 @@ from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .report import RunContext, write_run_report
-from .models import Model, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
+from .models import Model, ModelRun, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
@@ -85,6 +85,8 @@ class RunResult:
     notices: list[str] = field(default_factory=list)
     #: The advisor's verdict on every rule (findings.json, table advisor_finding), fired ones first.
     findings: list[Finding] = field(default_factory=list)
+    #: Seconds per model run, and the models created empty because their inputs held no rows.
+    models: ModelRun | None = None
 
     @property
     def health(self) -> dict[str, Any]:
@@ -282,13 +284,13 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                                                          user_metadata)
     con = duckdb_connect(tmp / "profile.duckdb")
     try:
-        with meter.stage("models"):
+        with meter.stage("models"), transaction(con):
             models_to_run = load_models()
             reporter.stage("models", len(models_to_run))
             load_tables(con, tmp)
             create_macros(con)
             set_run_options(con, options.model_options)
-            run_models(con, models_to_run)
+            model_run = run_models(con, models_to_run, row_counts)
             findings = advise(con)
             save_findings(con, findings)
             reporter.advance(len(models_to_run))
@@ -296,19 +298,19 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
             cursor = con.cursor()
             with meter.stage("export"), _beside(lambda: _document(cursor, notices)):
-                summary = _export(con, path, tmp, models_to_run, skipped, health, options, reporter, notices,
-                                  user_metadata)
+                summary = _export(con, path, tmp, models_to_run, model_run.empty, skipped, health, options,
+                                  reporter, notices, user_metadata)
     finally:
         con.close()
     if exports:
         write_findings(findings_document(findings, VERSION), tmp / "findings.json", indent=2 if options.pretty else None)
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, meter,
-                        indent=2 if options.pretty else None, user_metadata=user_metadata)
+                        indent=2 if options.pretty else None, user_metadata=user_metadata, model_run=model_run)
     if options.data_simplification:  # the tables live on in profile.duckdb
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
-                     notices=notices, meter=meter, findings=findings)
+                     notices=notices, meter=meter, findings=findings, models=model_run)
 
 
 def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:
@@ -409,18 +411,18 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
     return tmp / "tables", ranks_read, skipped, row_counts
 
 
-def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], skipped: list[dict[str, Any]],
-            health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
+def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], empty: set[str],
+            skipped: list[dict[str, Any]], health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
             user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
-    summary.json (returned)."""
+    summary.json (returned). Models known to hold no rows (`empty`) write no file."""
     reporter.stage("export", 4)
-    reports = [m for m in models_to_run if m.layer == "reports" and m.file]
+    reports = [m for m in models_to_run if m.layer == "reports" and m.file and m.name not in empty]
     write_reports(con, tmp / "reports", reports, options.report.style)
     write_ascend_reports(con, tmp / "reports", options.report)
     write_minddata_reports(con, tmp / "reports", reports, options.report.style)
     write_memory_reports(con, tmp / "reports", reports)
-    write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"])
+    write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"], empty)
     reporter.advance(1)
     timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
                               options.timeline_summary)
@@ -495,7 +497,8 @@ def _user_metadata_list(files: list[user_metadata.UserMetadata] | None) -> list[
 
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
                     warnings: list[str], row_counts: dict[str, int], meter: StageMeter,
-                    indent: int | None, user_metadata: list[user_metadata.UserMetadata] | None = None) -> None:
+                    indent: int | None, user_metadata: list[user_metadata.UserMetadata] | None = None,
+                    model_run: ModelRun | None = None) -> None:
     """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
     versions = {"profpipe": VERSION, "python": platform.python_version()}
     for package in ("duckdb", "pyarrow", "polars"):
@@ -521,6 +524,8 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
         "row_counts": row_counts,
         "timings_s": meter.timings,
         "peak_rss_bytes": meter.peaks,
+        **({"slowest_models_s": dict(model_run.slowest(10)), "models_created_empty": len(model_run.skipped)}
+           if model_run is not None else {}),
         **({"worker_peak_rss_bytes": meter.worker_peaks} if meter.worker_peaks else {}),
     }
     path.write_text(json.dumps(manifest, indent=indent) + "\n", encoding="utf-8")

@@ -43,7 +43,7 @@ def build(tables: dict[str, list[dict[str, Any]]], options: dict[str, str] | Non
         con.unregister("given_rows")
     set_run_options(con, options or {})
     create_macros(con)
-    run_models(con, load_models())
+    run_models(con, load_models(), {name: len(tables.get(name, [])) for name in catalog()})  # as a run does
     return con
 
 

@@ -13,7 +13,8 @@ import yaml
 from conftest import FIXTURES, REPO, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
-from profpipe.models import UNIT_SUFFIXES, UNITS, ModelError, documentation, load_models, run_models
+from profpipe.models import (UNIT_SUFFIXES, UNITS, ModelError, create_macros, documentation, load_models, run_models,
+                             set_run_options)
 from profpipe.report import write_report
 from profpipe.tables import catalog
 
@@ -169,6 +170,49 @@ def test_an_intermediate_model_computed_once_is_a_temp_table_during_the_run_and_
     (tmp_path / "marts" / "m.yml").write_text((tmp_path / "marts" / "m.yml").read_text() + "computed_once: true\n")
     with pytest.raises(ModelError, match="only intermediate models"):
         load_models(tmp_path)
+
+
+def test_every_model_gives_no_rows_and_its_declared_columns_when_its_inputs_hold_none():
+    """run_models creates a model whose inputs hold no rows from its YAML, without running it: that is the same
+    table only if the model's SQL gives no rows from empty inputs, with the columns and types the YAML declares.
+    Checked here for every model by running it on empty tables (a fixture that never feeds a model checks
+    neither)."""
+    models = load_models()
+    with duckdb.connect() as con:
+        for name, spec in catalog().items():
+            con.register("empty_rows", spec.schema.empty_table())
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty_rows")
+            con.unregister("empty_rows")
+        set_run_options(con, {})
+        create_macros(con)
+        run_models(con, models)  # every model run
+        for model in models:
+            assert con.execute(f"SELECT count(*) FROM {model.name}").fetchone()[0] == 0, (
+                f"{model.name} gives rows from empty inputs: runs that skip it would lose them")
+            actual = [(c, t) for c, t, *_ in con.execute(f"DESCRIBE {model.name}").fetchall()]
+            assert actual == [(c.name, c.type) for c in model.columns], model.name
+
+
+def test_a_model_whose_inputs_hold_no_rows_is_created_empty_without_running(tmp_path):
+    _mini_library(tmp_path, {"staging/stg_host_op": ("SELECT rank::INTEGER AS x FROM {{ source('host_op') }}", ""),
+                             "marts/a": ("SELECT x FROM {{ ref('stg_host_op') }}", ""),
+                             "marts/b": ("SELECT CAST(error('b ran') AS INTEGER) AS x FROM {{ ref('a') }}", ""),
+                             "marts/c": ("SELECT 7 AS x", "")})
+    models = load_models(tmp_path)
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE host_op AS SELECT 1 AS rank WHERE false")
+        set_run_options(con, {})
+        run = run_models(con, models, {"host_op": 0})
+        assert run.skipped == ["stg_host_op", "a", "b"] and set(run.seconds) == {"c"}
+        assert {"host_op", "stg_host_op", "a", "b"} <= run.empty and "c" not in run.empty
+        kinds = dict(con.sql("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+        assert kinds == {"host_op": "BASE TABLE", "stg_host_op": "VIEW", "a": "BASE TABLE", "b": "BASE TABLE",
+                         "c": "BASE TABLE", "run_option": "BASE TABLE"}
+        assert con.sql("DESCRIBE b").fetchall()[0][:2] == ("x", "INTEGER")
+        assert con.sql("SELECT * FROM c").fetchall() == [(7,)]
+        con.execute("INSERT INTO host_op VALUES (3)")
+        with pytest.raises(duckdb.Error, match="b ran"):  # with a row, every model runs
+            run_models(con, models, {"host_op": 1})
 
 
 def test_every_model_and_column_is_documented():

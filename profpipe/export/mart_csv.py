@@ -10,11 +10,13 @@ import duckdb
 from ..models import Model
 
 
-def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, marts: list[Model]) -> list[Path]:
-    """Write each mart as reports/<name>.csv, and the trace-health ledger as reports/trace_health.csv
-    (most rows touched first); return the paths."""
+def write_marts(con: duckdb.DuckDBPyConnection, reports_dir: Path, marts: list[Model], empty: set[str]) -> list[Path]:
+    """Write each of `marts` that has a CSV order as reports/<name>.csv, and the trace-health ledger as
+    reports/trace_health.csv (most rows touched first), each only when it is not one of the tables known to hold no
+    rows (`empty`: run_models'; profile.duckdb keeps every table); return the paths."""
     reports_dir.mkdir(parents=True, exist_ok=True)
-    orders = [("trace_health", "rows DESC")] + [(m.name, m.csv_order) for m in marts if m.csv_order is not None]
+    orders = [(name, order) for name, order in [("trace_health", "rows DESC"), *((m.name, m.csv_order) for m in marts)]
+              if order is not None and name not in empty]
     paths = []
     for name, order in orders:
         path = reports_dir / f"{name}.csv"

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import jsonschema
 
 from ..models import query
-from ..resources import data_dir
+from ..resources import json_schema_validator
 
 TOP_N = 10
 
@@ -47,8 +46,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
 
 def write_summary(summary: dict[str, Any], path: Path, indent: int | None = 2) -> None:
     """Validate `summary` against its JSON Schema and write it."""
-    schema = json.loads((data_dir("schemas") / "summary.schema.json").read_text(encoding="utf-8"))
-    jsonschema.validate(summary, schema)
+    json_schema_validator("summary.schema.json").validate(summary)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary, indent=indent) + "\n", encoding="utf-8")
 
