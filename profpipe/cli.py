@@ -71,7 +71,9 @@ def analyse(
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
     rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
     timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes, as MindSpore's timeline_limit (default 500, MindSpore's, so the timeline of a multi-GB input still opens in a browser); later events are dropped first, steps are always kept. 0: no limit.")] = DEFAULT_TIMELINE_LIMIT_MB,
-    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", help="Timeline with steps, their phases and the overlap analysis only (no ops, kernels or tasks): small enough for many ranks.")] = False,
+    timeline: Annotated[str, typer.Option("--timeline", metavar="auto|full|summary|none", help="What timeline/trace.json holds: full (every lane), summary (steps, their phases and the overlap analysis: small enough for many ranks), none; auto: summary for one rank's PyTorch/Paddle trace (itself a Chrome trace: open it in Perfetto for the ops and kernels), full otherwise.")] = "auto",
+    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", hidden=True, help="The same as --timeline summary.")] = False,
+    timeline_gzip: Annotated[Optional[bool], typer.Option("--timeline-gzip/--no-timeline-gzip", help="Write timeline/trace.json.gz (Perfetto and chrome://tracing open it). Default: when the timeline passes 64 MiB.", show_default=False)] = None,
     model: Annotated[Optional[list[int]], typer.Option("--model", help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Make any data loss fatal (exit 1, the earlier output kept): an unreadable source, or a number dropped, clamped or repaired (see trace_health).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace OUTPUT even when it is a non-empty folder profpipe did not write (never one that is, holds or lies inside the input).")] = False,
@@ -109,7 +111,8 @@ def analyse(
     with _errors_as_exit("nothing was written, the earlier output is kept"):
         options = Options(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
-            timeline_limit_mb=timeline_limit, timeline_summary=timeline_summary, visual_report=visual_report,
+            timeline_limit_mb=timeline_limit, timeline="summary" if timeline_summary else timeline,
+            timeline_gzip=timeline_gzip, visual_report=visual_report,
             msprof_models=model,
             step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, peak_tflops=peak_tflops, rank_map=rank_map,
             strict=strict,

@@ -318,7 +318,7 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
         if model.computed_once:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {model.name} AS\n{model.sql}")
             materialized = True
-        if materialized and row_counts is not None and not con.execute(f"SELECT count(*) FROM {model.name}").fetchone()[0]:
+        if materialized and row_counts is not None and not con.execute(f"SELECT count(*) FROM {model.name}").fetchall()[0][0]:
             empty.add(model.name)
         seconds[model.name] = time.perf_counter() - started
     if pending:

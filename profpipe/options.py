@@ -19,6 +19,8 @@ REPORT_STYLES = ("latest", "legacy")
 SUBGRAPHS = ("all", "Default", "Gradients")
 #: MindSpore's Profiler(timeline_limit=500): the timeline's default cap in MiB.
 DEFAULT_TIMELINE_LIMIT_MB = 500.0
+#: What the timeline may hold (Options.timeline).
+TIMELINES = ("auto", "full", "summary", "none")
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,13 @@ class Options:
     #: Cap timeline/trace.json at this many MiB, as MindSpore's timeline_limit (default 500, MindSpore's: a default
     #: run keeps a multi-GB input's timeline openable in a browser); None or 0: no cap.
     timeline_limit_mb: float | None = DEFAULT_TIMELINE_LIMIT_MB
-    #: Timeline with steps, phases and the overlap analysis only.
-    timeline_summary: bool = False
+    #: What timeline/trace.json holds: "full" (every lane), "summary" (the steps, their phases and the overlap
+    #: analysis: what profpipe adds to a trace), "none" (no timeline), or "auto": "summary" for an input that is one
+    #: rank's Chrome trace (PyTorch or Paddle: it opens in Perfetto as it is), "full" for every other input.
+    timeline: str = "auto"
+    #: Write the timeline gzip-compressed, as timeline/trace.json.gz (Perfetto and chrome://tracing open it): True,
+    #: False, or None: when its text passes GZIP_TIMELINE_FROM_MB (profpipe/export/chrome_trace.py).
+    timeline_gzip: bool | None = None
     #: Write report.html (the visual report, profpipe/report) into the output; a batch writes its warehouse's.
     visual_report: bool = True
     #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
@@ -109,6 +116,8 @@ class Options:
                 raise UsageError(f"timeline limit must be a positive number of MiB (0: no limit), "
                                  f"got {self.timeline_limit_mb!r}")
             object.__setattr__(self, "timeline_limit_mb", float(self.timeline_limit_mb) or None)
+        if self.timeline not in TIMELINES:
+            raise UsageError(f"timeline must be one of {', '.join(TIMELINES)}, got {self.timeline!r}")
         if self.peak_tflops is not None and (isinstance(self.peak_tflops, bool) or not isinstance(self.peak_tflops, (int, float))
                                              or not math.isfinite(self.peak_tflops) or self.peak_tflops <= 0):
             raise UsageError(f"peak TFLOP/s must be a positive number, got {self.peak_tflops!r}")

@@ -298,8 +298,9 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
             cursor = con.cursor()
             with meter.stage("export"), _beside(lambda: _document(cursor, notices)):
-                summary = _export(con, path, tmp, models_to_run, model_run.empty, skipped, health, options,
-                                  reporter, notices, user_metadata)
+                summary = _export(con, path, tmp, models_to_run, model_run.empty,
+                                  timeline_content(options.timeline, sources), skipped, health, options, reporter,
+                                  notices, user_metadata)
     finally:
         con.close()
     if exports:
@@ -412,10 +413,10 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
 
 
 def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], empty: set[str],
-            skipped: list[dict[str, Any]], health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
+            content: str, skipped: list[dict[str, Any]], health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
             user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
-    """The files for people and other tools: the compatible reports, the mart CSVs, the timeline and
-    summary.json (returned). Models known to hold no rows (`empty`) write no file."""
+    """The files for people and other tools: the compatible reports, the mart CSVs, the timeline (with `content`:
+    full, summary or none) and summary.json (returned). Models known to hold no rows (`empty`) write no file."""
     reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file and m.name not in empty]
     write_reports(con, tmp / "reports", reports, options.report.style)
@@ -424,23 +425,36 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     write_memory_reports(con, tmp / "reports", reports)
     write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"], empty)
     reporter.advance(1)
-    timeline = write_timeline(con, tmp / "timeline" / "trace.json", options.timeline_limit_mb,
-                              options.timeline_summary)
+    timeline_info = None
+    if content != "none":
+        timeline = write_timeline(con, tmp / "timeline", options.timeline_limit_mb, content == "summary",
+                                  options.timeline_gzip)
+        timeline_info = {"path": timeline.path.relative_to(tmp).as_posix(), "content": content,
+                         "events_written": timeline.events_written, "events_dropped": timeline.events_dropped,
+                         "bytes": timeline.bytes_written, "limit_mb": options.timeline_limit_mb}
+        if timeline.events_dropped:
+            notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
     reporter.advance(1)
-    timeline_info = {"path": "timeline/trace.json", "events_written": timeline.events_written,
-                     "events_dropped": timeline.events_dropped, "bytes": timeline.bytes_written,
-                     "limit_mb": options.timeline_limit_mb}
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
     summary["user_metadata"] = _user_metadata_list(user_files)
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
     reporter.advance(1)
     if options.visual_report:
         write_run_report(con, tmp / "report.html", RunContext(input=str(path), profpipe_version=VERSION,
-                                                               timeline=timeline_info))
+                                                               timeline=timeline_info, timeline_content=content))
     reporter.advance(1)
-    if timeline.events_dropped:
-        notices.append(f"timeline truncated: {timeline.events_dropped} events dropped (--timeline-limit)")
     return summary
+
+
+def timeline_content(choice: str, sources: list[Source]) -> str:
+    """What the timeline holds ("full", "summary" or "none") for Options.timeline `choice` and the run's sources:
+    "auto" is "summary" for an input that is one rank's Chrome trace (PyTorch or Paddle: its ops and kernels open in
+    Perfetto as they are; profpipe adds the steps, phases and overlap), "full" for every other input."""
+    if choice != "auto":
+        return choice
+    read = [source for source in sources if source.superseded_by is None]
+    one_trace = read and all(source.family == "kineto" for source in read) and len({s.rank for s in read}) == 1
+    return "summary" if one_trace else "full"
 
 
 def _number_captures(sources: list[Source], part_dirs: dict[int, Path], health: HealthLedger) -> dict[Path, int]:

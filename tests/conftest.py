@@ -27,8 +27,12 @@ def realdata(relative: str) -> Path:
 
 def run(source: Path, out: Path, **options) -> RunResult:
     """Analyse `source` into `out` with Options(**options); the tests read tables/ too, so the Parquet
-    copies are kept unless `data_simplification=True` is given; report.html only with `visual_report=True`."""
+    copies are kept unless `data_simplification=True` is given; report.html only with `visual_report=True`; the
+    timeline is the full one, uncompressed, unless `timeline` or `timeline_gzip` says otherwise (test_timeline.py
+    tests the defaults)."""
     options.setdefault("data_simplification", False)
+    options.setdefault("timeline", "full")
+    options.setdefault("timeline_gzip", False)
     options.setdefault("visual_report", False)  # tests/test_report.py asks for it
     return analyse(source, out, Options(**options))
 

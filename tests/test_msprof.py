@@ -135,7 +135,7 @@ def test_timeline_lanes_are_named_as_msprof_and_summary_keeps_steps_and_overlap(
     # msprof's start_info puts the rank on the Unix epoch
     assert full["otherData"]["clock"].startswith("Unix epoch")
     assert full["baseTimeNanoseconds"] == 1_699_996_000_000_000_000 + 5_000_000_000
-    summary = json.loads((run(FIXTURE, tmp_path / "summary", timeline_summary=True).output / "timeline" /
+    summary = json.loads((run(FIXTURE, tmp_path / "summary", timeline="summary").output / "timeline" /
                           "trace.json").read_text())
     cats = {e.get("cat") for e in summary["traceEvents"] if e["ph"] == "X"}
     assert cats == {"step", "step_phase", "overlap"}
@@ -243,7 +243,7 @@ def test_two_devices_merge_as_mindinsight_expects(tmp_path: Path) -> None:
     process and thread names in the summary and detail views (theirs spell "OverLapped"; msprof and
     profpipe write "Overlapped")."""
     folder = _copy_devices(tmp_path)
-    summary = run(folder, tmp_path / "summary", timeline_summary=True)
+    summary = run(folder, tmp_path / "summary", timeline="summary")
     assert summary.ranks == [0, 1]
     assert sorted({m for rank in summary.summary["ranks"] for m in rank["models"]}) == [0, 2]
     trace = json.loads((summary.output / "timeline" / "trace.json").read_text())

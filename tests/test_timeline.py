@@ -247,3 +247,58 @@ def test_host_info_events_and_memory_are_on_the_host_lanes(tmp_path: Path) -> No
                     if e["ph"] == "C" and e["name"] == "Host memory (VmRSS)")
     assert memory == [tuple(r) for r in query(out, "SELECT rank, ts_ns, memory_bytes FROM host_memory_curve "
                                                    "WHERE ts_ns IS NOT NULL ORDER BY ALL")] and memory
+
+
+# ---- what the timeline holds by default, and where it is written --------------------------------------------------
+
+def _thread_names(trace: dict) -> set[str]:
+    return {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+
+
+def _summary_timeline(out: Path) -> dict | None:
+    return json.loads((out / "reports" / "summary.json").read_text())["timeline"]
+
+
+def test_one_ranks_kineto_trace_gets_the_summary_timeline_by_default_and_the_full_one_on_request(tmp_path: Path) -> None:
+    """The input is itself a Chrome trace, so by default profpipe writes only what it adds (steps, phases, overlap);
+    `--timeline full` writes every lane, of which the summary's events are a part."""
+    trace_file = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
+    summary = run(trace_file, tmp_path / "auto", timeline="auto").output
+    full = run(trace_file, tmp_path / "full", timeline="full").output
+    assert _summary_timeline(summary)["content"] == "summary" and _summary_timeline(full)["content"] == "full"
+    short, whole = _load(summary), _load(full)
+    assert_well_formed(short)
+    lanes = {name.split(":")[0] for name in _thread_names(short)}
+    assert lanes and lanes <= {"Step Trace", "Overlap Analysis"}, lanes
+    assert any(name.startswith("GPU kernels") for name in _thread_names(whole))
+    def spans(trace: dict) -> set[str]:  # track numbers differ: the full timeline has more tracks
+        return {json.dumps({**e, "tid": None}, sort_keys=True, default=str) for e in trace["traceEvents"] if e["ph"] == "X"}
+
+    assert spans(short) and spans(short) <= spans(whole)
+
+
+def test_two_ranks_of_kineto_get_the_full_timeline_by_default(tmp_path: Path) -> None:
+    out = run(FIXTURES / "kineto" / "current", tmp_path / "out", timeline="auto").output
+    assert _summary_timeline(out)["content"] == "full"
+    assert any(name.startswith("GPU kernels") for name in _thread_names(_load(out)))
+
+
+def test_no_timeline_on_request(tmp_path: Path) -> None:
+    out = run(FIXTURES / "kineto" / "current", tmp_path / "out", timeline="none", visual_report=True).output
+    assert not (out / "timeline").exists() and _summary_timeline(out) is None
+    assert "No timeline was written for this run" in (out / "report.html").read_text()
+
+
+def test_a_compressed_timeline_holds_the_same_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from profpipe.export import chrome_trace
+
+    plain = run(FIXTURES / "kineto_nccl", tmp_path / "plain").output
+    monkeypatch.setattr(chrome_trace, "GZIP_TIMELINE_FROM_MB", 0.001)  # about 1 KB: past it, compressed by default
+    packed = run(FIXTURES / "kineto_nccl", tmp_path / "packed", timeline_gzip=None).output
+    assert not (packed / "timeline" / "trace.json").exists()
+    assert _summary_timeline(packed)["path"] == "timeline/trace.json.gz"
+    assert _summary_timeline(packed)["bytes"] == (packed / "timeline" / "trace.json.gz").stat().st_size
+    unpacked = json.loads(gzip.decompress((packed / "timeline" / "trace.json.gz").read_bytes()))
+    expected = json.loads((plain / "timeline" / "trace.json").read_text())
+    assert {k: v for k, v in unpacked.items() if k != "traceEvents"} == {k: v for k, v in expected.items() if k != "traceEvents"}
+    assert sorted(map(json.dumps, unpacked["traceEvents"])) == sorted(map(json.dumps, expected["traceEvents"]))

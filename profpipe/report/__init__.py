@@ -65,8 +65,9 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
     if not database.is_file() or not is_profpipe_output(output):
         raise UsageError(f"{output}: not an output folder of profpipe analyse or a warehouse of profpipe batch")
     summary = _json(output / "reports" / "summary.json")
+    timeline = summary.get("timeline")
     context = RunContext(input=summary.get("input", str(output)), profpipe_version=summary.get("profpipe_version", VERSION),
-                         timeline=summary.get("timeline"))
+                         timeline=timeline, timeline_content=(timeline or {}).get("content", "full") if timeline else "none")
     with duckdb.connect(str(database), read_only=True) as con:
         return write_run_report(con, path or output / "report.html", context)
 

@@ -39,8 +39,11 @@ class RunContext:
 
     input: str
     profpipe_version: str
-    #: summary.json's timeline block (path, events_written, events_dropped, bytes, limit_mb); None for a warehouse run.
+    #: summary.json's timeline block (path, content, events_written, events_dropped, bytes, limit_mb); None for a
+    #: warehouse run and a run without a timeline.
     timeline: dict[str, Any] | None = None
+    #: What the run's timeline holds: "full", "summary", "none", or None (a warehouse run: no timeline).
+    timeline_content: str | None = None
 
 
 def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]:
@@ -446,21 +449,27 @@ def timeline(con: duckdb.DuckDBPyConnection, context: RunContext) -> Page:
 
 
 def _how_to_open(context: RunContext) -> list[str]:
-    paragraphs = ["Open https://ui.perfetto.dev in a browser, choose 'Open trace file' and pick timeline/trace.json "
+    if context.timeline is None and context.timeline_content == "none":
+        return ["No timeline was written for this run (--timeline none)."]
+    if context.timeline is None:
+        return ["A warehouse keeps the tables, not the timeline: run `profpipe analyse` on the run's folder "
+                "for its trace.json."]
+    name = context.timeline["path"]
+    paragraphs = [f"Open https://ui.perfetto.dev in a browser, choose 'Open trace file' and pick {name} "
                   "from the output folder (Perfetto reads the file locally: nothing is uploaded). Or open chrome://tracing "
                   "in Chrome or Chromium and press 'Load'. Each rank is a process; its threads are the host threads, "
                   "device streams, communication planes and the overlap analysis."]
-    if context.timeline:
-        size = context.timeline["bytes"] / 1048576
-        limit_mb = context.timeline.get("limit_mb")
-        limit = (f"the limit is {limit_mb:g} MiB (--timeline-limit, as MindSpore's timeline_limit)"
-                 if limit_mb else "no size limit was set")
-        kept = f"{context.timeline['events_written']:,} events, {size:.1f} MiB; {limit}."
-        if context.timeline["events_dropped"]:
-            kept += (f" {context.timeline['events_dropped']:,} later events were left out to stay under it: every step "
-                     "is kept, and slices and flow arrows are cut whole at one point in time.")
-        paragraphs.append(f"This run's timeline holds {kept}")
-    else:
-        paragraphs.append("A warehouse keeps the tables, not the timeline: run `profpipe analyse` on the run's folder "
-                          "for its trace.json.")
+    if context.timeline.get("content") == "summary":
+        paragraphs.append("It holds the steps, their phases and the overlap analysis only (--timeline summary; the "
+                          "default for one rank's PyTorch or Paddle trace, which opens in Perfetto itself with every op "
+                          "and kernel): `--timeline full` writes every lane.")
+    size = context.timeline["bytes"] / 1048576
+    limit_mb = context.timeline.get("limit_mb")
+    limit = (f"the limit is {limit_mb:g} MiB of text (--timeline-limit, as MindSpore's timeline_limit)"
+             if limit_mb else "no size limit was set")
+    kept = f"{context.timeline['events_written']:,} events, {size:.1f} MiB on disk; {limit}."
+    if context.timeline["events_dropped"]:
+        kept += (f" {context.timeline['events_dropped']:,} later events were left out to stay under it: every step "
+                 "is kept, and slices and flow arrows are cut whole at one point in time.")
+    paragraphs.append(f"This run's timeline holds {kept}")
     return paragraphs
