@@ -1,12 +1,14 @@
 """Report, file: one self-contained HTML file from the pages (profpipe/report/pages.py).
 
-Everything is inlined: the page payload as JSON, plotly.js (from the plotly package, which ships the bundle), the
-report's own script and style (profpipe/report/assets). A Content-Security-Policy of default-src 'none' stops the
-page from loading anything, so it opens offline (on a login node, from a CI artifact or a ticket) and
-cannot reach any host. The file is written next to its target and renamed into place.
+Everything is inlined: the page payload as JSON, plotly.js (Plotly's cartesian partial bundle, vendored gzipped in
+assets/plotly with its license and source; inlined as base64 and decompressed by the page's script), the report's
+own script and style (profpipe/report/assets). A Content-Security-Policy of default-src 'none' stops the page from
+loading anything, so it opens offline (on a login node, from a CI artifact or a ticket) and cannot reach any host.
+The file is written next to its target and renamed into place.
 """
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -14,9 +16,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from plotly.offline import get_plotlyjs
-
 ASSETS = Path(__file__).parent / "assets"
+#: plotly.js, gzip-compressed (assets/plotly/README.md: where it comes from and how to refresh it).
+PLOTLY = ASSETS / "plotly" / "plotly-cartesian.min.js.gz"
 
 
 def render(title: str, subtitle: str, pages: list[dict[str, Any]], footer: str) -> str:
@@ -68,4 +70,5 @@ def _asset(name: str) -> str:
 
 @cache
 def _plotly() -> str:
-    return get_plotlyjs()
+    """The gzipped plotly.js as base64, read and encoded once per process (a batch writes many reports)."""
+    return base64.b64encode(PLOTLY.read_bytes()).decode("ascii")

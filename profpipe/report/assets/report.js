@@ -241,4 +241,18 @@ function main() {
   show(location.hash.slice(1));
 }
 
-main();
+/* plotly.js comes gzipped and base64-encoded in #plotly-gzip-base64 (profpipe/report/document.py): the browser's
+ * DecompressionStream inflates it and it runs in the global scope (it sets window.Plotly); the pages are built
+ * after that. The CSP's 'unsafe-eval' allows the eval, and nothing is fetched, so it works from file:// too. */
+async function loadPlotly() {
+  const packed = atob(document.getElementById("plotly-gzip-base64").textContent);
+  const bytes = Uint8Array.from(packed, c => c.charCodeAt(0));
+  const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  (0, eval)(await new Response(inflated).text());
+}
+
+loadPlotly().then(main, error => {
+  document.body.append(el("p", {class: "load-error"}, `The charts' library could not be loaded (${error}); the ` +
+    "report needs a browser with DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 or later)."));
+  throw error;
+});
