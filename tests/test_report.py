@@ -47,7 +47,8 @@ def sections(report: Path, page_id: str) -> dict[str, dict]:
 def test_analyse_writes_a_self_contained_report(outputs: dict[str, Path]) -> None:
     report = outputs["pytorch_cuda"] / "report.html"
     text = report.read_text(encoding="utf-8")
-    assert 1_000_000 < report.stat().st_size < 10 * 1048576
+    # the inlined plotly.js (its cartesian bundle, gzipped: 0.66 MB) and the data: a small run's report stays under 1 MB
+    assert 500_000 < report.stat().st_size < 1_000_000
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", text), "every asset must be inlined"
     assert "default-src 'none'" in text  # the page cannot fetch anything, even by mistake
     assert [p["id"] for p in payload(report)["pages"]] == ["overview", "advisor", "steps", "operators", "utilisation",
