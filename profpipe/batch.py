@@ -203,8 +203,12 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
         todo, ledger_changed = _plan(runs, warehouse, version, options, result)
         if ledger_changed:
             warehouse.commit(version)
-        if todo:
-            _analyse_runs(todo, warehouse, version, options, reporter, result)
+        try:
+            if todo:
+                _analyse_runs(todo, warehouse, version, options, reporter, result)
+        finally:  # the runs that ended since the last commit (an interrupted batch keeps them too)
+            if warehouse.uncommitted:
+                warehouse.commit(version)
         warehouse.write_catalog()
         if options.analysis.visual_report:
             write_warehouse_report(root, root / "report.html")
@@ -375,7 +379,7 @@ def _commit_success(warehouse: Warehouse, version: str, planned: _PlannedRun, bu
     row = _row(planned, version, status=built["status"], error=None, generation=planned.generation)
     row.update(built["row"], models_s=models_s, wall_s=time.perf_counter() - planned.started)
     warehouse.put(RunRecord(row, built["files"]), built["columns"])
-    warehouse.commit(version)
+    warehouse.commit_soon(version)
     shutil.rmtree(warehouse.root / ".staging" / planned.generation, ignore_errors=True)
     result.analysed.append(planned.folder.run)
 
@@ -388,7 +392,7 @@ def _commit_failure(warehouse: Warehouse, version: str, planned: _PlannedRun, er
     row = _row(planned, version, status=status, error=error,
                generation=previous.generation if previous else None)
     warehouse.put(RunRecord(row, previous.files if previous else {}))
-    warehouse.commit(version)
+    warehouse.commit_soon(version)
     shutil.rmtree(warehouse.root / ".staging" / planned.generation, ignore_errors=True)
     (result.failed if status == "failed" else result.empty)[planned.folder.run] = error
 
@@ -417,7 +421,8 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
         health.add(event)
     built = build_output(folder.path, out, sources, outcomes, options, health, QuietReporter(), StageMeter(),
                          exports=False)
-    files, columns = publish_run(out / "profile.duckdb", warehouse, folder.run, generation)
+    files, columns = publish_run(out / "profile.duckdb", warehouse, folder.run, generation,
+                                 built.models.empty if built.models else frozenset())
     shutil.rmtree(out, ignore_errors=True)
     lossy_rows = sum(int(r["rows"] or 0) for r in health.rows() if r["action"] in ("dropped", "clamped", "repaired"))
     return {"status": "partial" if built.skipped or health.lossy else "ok", "files": files, "columns": columns,

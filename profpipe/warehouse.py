@@ -47,6 +47,8 @@ MANIFEST = "warehouse.json"
 CATALOG = "catalog.duckdb"
 #: The manifest's own format (not the tables' schema, which is `run_schema_version`).
 MANIFEST_FORMAT = 1
+#: A batch commits the runs that end within this many seconds of the last commit together (Warehouse.commit_soon).
+COMMIT_EVERY_S = 1.0
 
 #: batch_runs: one row per run in the warehouse (the ledger of `profpipe batch`).
 BATCH_RUNS_SCHEMA = pa.schema([
@@ -109,18 +111,22 @@ class RunRecord:
         return self.row.get("generation")
 
 
-def publish_run(database: Path, warehouse: Path, run: str, generation: str) -> tuple[dict[str, list[str]],
-                                                                                    dict[str, list[list[str]]]]:
-    """Write every public table of one run's profile.duckdb under the run's new `generation` folder;
-    return (files per table, relative to that folder; columns and DuckDB types per table). Runs in a
-    worker; nothing is visible until the driver commits the generation. Run again, it starts over."""
+def publish_run(database: Path, warehouse: Path, run: str, generation: str,
+                empty: frozenset[str] | set[str] = frozenset()) -> tuple[dict[str, list[str]], dict[str, list[list[str]]]]:
+    """Write every public table of one run's profile.duckdb that has rows under the run's new `generation` folder
+    (`empty`: tables the run knows hold none, not counted again); return (files per table, relative to that
+    folder; columns and DuckDB types per table, empty ones included). Runs in a worker; nothing is visible until the
+    driver commits the generation. Run again, it starts over."""
     files: dict[str, list[str]] = {}
     columns: dict[str, list[list[str]]] = {}
     with duckdb_connect(database, read_only=True) as con:
+        described = con.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
+                                "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position").fetchall()
+        for table, name, kind in described:
+            columns.setdefault(table, []).append([name, kind])
+        columns = {table: columns[table] for table in public_tables()}
         for table in public_tables():
-            described = con.execute(f"DESCRIBE {table}").fetchall()
-            columns[table] = [[name, kind] for name, kind, *_ in described]
-            if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
+            if table in empty or not con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:
                 continue
             target = warehouse / "tables" / table / f"run={run}" / generation
             shutil.rmtree(target, ignore_errors=True)  # an earlier attempt's, when a worker died under it
@@ -145,6 +151,9 @@ class Warehouse:
         self.schema_version: str | None = None
         #: Generations (run, generation) the manifest in memory no longer names: removed after the commit.
         self._retired: list[tuple[str, str]] = []
+        #: When the manifest was last committed (time.monotonic), and whether the one in memory has changed since.
+        self._committed_at = time.monotonic()
+        self.uncommitted = False
         manifest = self.root / MANIFEST
         if manifest.is_file():
             data = _read_manifest(manifest)
@@ -172,12 +181,14 @@ class Warehouse:
         old = self.runs.get(record.run)
         self.runs[record.run] = record
         self.columns.update(columns or {})
+        self.uncommitted = True
         if old is not None and old.generation and old.generation != record.generation:
             self._retired.append((record.run, old.generation))
 
     def drop(self, run: str) -> None:
         """Forget a run; its files go at the next commit."""
         old = self.runs.pop(run, None)
+        self.uncommitted = True
         if old is not None and old.generation:
             self._retired.append((run, old.generation))
 
@@ -190,8 +201,19 @@ class Warehouse:
                 "schema_version": schema_version, "columns": self.columns,
                 "runs": {run: {"row": _jsonable(r.row), "files": r.files} for run, r in sorted(self.runs.items())}}
         _atomic_write(self.root / MANIFEST, json.dumps(data, separators=(",", ":")).encode())
+        self._committed_at, self.uncommitted = time.monotonic(), False
         while self._retired:
             self._remove_generation(*self._retired.pop())
+
+    def commit_soon(self, schema_version: str) -> None:
+        """Commit, unless the last commit is less than COMMIT_EVERY_S old: the batch commits the runs that end close
+        together as one (the manifest of 1,000 runs rewritten and synced after each small run would cost more than
+        the run). The caller commits what is left at the end, and on the way out of an interrupted batch; a run
+        whose commit a SIGKILL prevents is analysed again next time (its files are garbage, collected then)."""
+        if time.monotonic() - self._committed_at >= COMMIT_EVERY_S:
+            self.commit(schema_version)
+        else:
+            self.uncommitted = True
 
     def _remove_generation(self, run: str, generation: str) -> None:
         for table_dir in _table_dirs(self.root):
