@@ -25,8 +25,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from .models import ModelError, load_models
-from .resources import data_dir, json_schema_validator, read_yaml
+from . import models
+from .models import ModelError, library_files, load_models
+from .resources import cached, data_dir, json_schema_validator, read_yaml
 
 #: The table of profile.duckdb (and of the warehouse, per run) holding one row per rule checked.
 ADVISOR_TABLE = "advisor_finding"
@@ -98,7 +99,8 @@ def load_rules(sql_dir: Path | None = None) -> list[Rule]:
 
 @lru_cache(maxsize=1)
 def _packaged_rules() -> tuple[Rule, ...]:
-    return _load_rules(data_dir("sql"))
+    return cached("advisor-rules", library_files(Path(__file__), Path(models.__file__)),
+                  lambda: _load_rules(data_dir("sql")))
 
 
 def _load_rules(root: Path) -> tuple[Rule, ...]:

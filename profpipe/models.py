@@ -38,7 +38,7 @@ from typing import Any
 
 import duckdb
 
-from .resources import data_dir, read_yaml
+from .resources import cached, data_dir, read_yaml
 from .tables import catalog
 
 LAYERS = ("staging", "intermediate", "marts", "reports")
@@ -138,7 +138,16 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
 
 @lru_cache(maxsize=1)
 def _packaged_models() -> tuple[Model, ...]:
-    return _load_models(data_dir("sql"))
+    return cached("models", library_files(Path(__file__)), lambda: _load_models(data_dir("sql")))
+
+
+def library_files(*code: Path) -> list[Path]:
+    """Every file the packaged model library is read from (sql/ with its layers, queries and advisor rules, and
+    schemas/tables.json), and the `code` that reads them: what a cache of the loaded library is keyed on."""
+    root = data_dir("sql")
+    folders = [root, *(path for path in root.iterdir() if path.is_dir())]
+    return [*code, data_dir("schemas") / "tables.json",
+            *(path for folder in folders for path in folder.iterdir() if path.is_file())]
 
 
 def _load_models(root: Path) -> tuple[Model, ...]:

@@ -1,72 +1,80 @@
-"""The packaged data (profpipe/resources.py): the cached YAML of sql/ equals the files, a change or a damaged cache
-is parsed anew, and every JSON Schema is itself valid (runs validate against it without checking it)."""
+"""The packaged data (profpipe/resources.py): a cached value is what its build returns, built anew when a file it is
+keyed on changes or the cache is damaged or unwritable; the loaded model library and advisor rules come through the
+cache unchanged; every JSON Schema is itself valid (runs validate against it without checking it)."""
 from __future__ import annotations
 
 import json
 import pickle
-import shutil
 
 import jsonschema
 import pytest
 
-from profpipe import resources
+from profpipe import advisor, models, resources
 
 
 @pytest.fixture
-def tree(tmp_path, monkeypatch):
-    """A copy of the packaged sql/'s YAML files, and a cache folder of its own."""
+def cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = resources.data_dir("sql")
-    for path in [*root.glob("*.yml"), *root.glob("*/*.yml")]:
-        copy = tmp_path / "sql" / path.relative_to(root)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
-    return tmp_path / "sql"
+    return tmp_path / "cache" / "profpipe"
 
 
-def _caches(tree):
-    return sorted((tree.parent / "cache" / "profpipe").iterdir())
+def _counting(value):
+    calls = []
+
+    def build():
+        calls.append(1)
+        return value
+    return build, calls
 
 
-def test_the_cached_yaml_is_the_parsed_files_and_is_written_once(tree):
-    files = sorted([*tree.glob("*.yml"), *tree.glob("*/*.yml")])
-    first = resources.cached_yaml_tree(tree)
-    assert first == {p.relative_to(tree).as_posix(): resources._parse_yaml(p) for p in files}
-    [cache] = _caches(tree)
+def test_a_value_is_built_once_and_anew_when_a_file_changes(cache_home, tmp_path):
+    source = tmp_path / "source.yml"
+    source.write_text("a: 1\n")
+    build, calls = _counting({"a": 1})
+    assert resources.cached("thing", [source], build) == {"a": 1}
+    assert resources.cached("thing", [source], build) == {"a": 1} and len(calls) == 1
+    [cache] = cache_home.iterdir()
     with open(cache, "rb") as handle:
-        assert pickle.load(handle) == first
-    (tree / "columns.yml").write_text("not: what the cache holds\n")  # same size and time? no: a new key
-    assert resources.cached_yaml_tree(tree)["columns.yml"] == {"not": "what the cache holds"}
-    assert len(_caches(tree)) == 2  # no temporary file left beside them
+        assert pickle.load(handle) == {"a": 1}
+    source.write_text("a: 22\n")  # another size: another key
+    assert resources.cached("thing", [source], build) == {"a": 1} and len(calls) == 2
+    assert len(list(cache_home.iterdir())) == 2  # no temporary file left beside them
 
 
-def test_the_cache_is_read_when_its_key_matches(tree):
-    resources.cached_yaml_tree(tree)
-    [cache] = _caches(tree)
-    with open(cache, "wb") as handle:
-        pickle.dump({"columns.yml": "from the cache"}, handle)
-    assert resources.cached_yaml_tree(tree) == {"columns.yml": "from the cache"}
-
-
-def test_a_damaged_cache_is_parsed_anew(tree):
-    expected = resources.cached_yaml_tree(tree)
-    [cache] = _caches(tree)
+def test_a_damaged_cache_is_built_anew(cache_home, tmp_path):
+    source = tmp_path / "source.yml"
+    source.write_text("")
+    build, calls = _counting([1, 2])
+    resources.cached("thing", [source], build)
+    [cache] = cache_home.iterdir()
     cache.write_bytes(b"\x80\x05 not a pickle")
-    assert resources.cached_yaml_tree(tree) == expected
+    assert resources.cached("thing", [source], build) == [1, 2] and len(calls) == 2
 
 
-def test_an_unwritable_cache_folder_costs_nothing_but_time(tree, monkeypatch):
-    blocker = tree.parent / "file"
+def test_an_unwritable_cache_folder_costs_nothing_but_time(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where the folder should be
-    assert resources.cached_yaml_tree(tree)["columns.yml"] == resources._parse_yaml(tree / "columns.yml")
-    assert sorted(p.name for p in tree.parent.iterdir()) == ["file", "sql"]
+    build, calls = _counting("value")
+    assert resources.cached("thing", [blocker], build) == "value"
+    assert resources.cached("thing", [blocker], build) == "value" and len(calls) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
-def test_the_packaged_files_are_read_through_the_cache():
-    root = resources.data_dir("sql")
-    assert resources.read_yaml(root / "marts" / "kernel_stats.yml") == resources._parse_yaml(root / "marts" / "kernel_stats.yml")
-    assert resources.read_yaml(root / "marts" / "no_such_model.yml") is None
+def test_the_packaged_library_and_rules_come_through_the_cache_unchanged(cache_home):
+    for packaged in (models._packaged_models, advisor._packaged_rules):
+        packaged.cache_clear()
+    try:
+        built = (models.load_models(), advisor.load_rules())  # built and cached
+        for packaged in (models._packaged_models, advisor._packaged_rules):
+            packaged.cache_clear()
+        assert (models.load_models(), advisor.load_rules()) == built  # read back
+        assert built == (list(models._load_models(resources.data_dir("sql"))),
+                         list(advisor._load_rules(resources.data_dir("sql"))))
+        assert sorted(p.name.split("-")[0] for p in cache_home.iterdir()) == ["advisor", "models"]
+    finally:
+        for packaged in (models._packaged_models, advisor._packaged_rules):
+            packaged.cache_clear()
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in resources.data_dir("schemas").glob("*.schema.json")))
