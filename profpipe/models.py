@@ -258,15 +258,6 @@ def query(name: str) -> str:
     return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
 
 
-def load_tables(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
-    """Copy every normalized table of `folder`/tables/<name>.parquet into `con` as a table, so that the saved
-    profile.duckdb holds all it needs: it opens from any working folder, and after the output folder is
-    moved or copied (the Parquet files stay for tools that read Parquet)."""
-    con.execute(";\n".join(
-        f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM read_parquet('{_quote(str(folder.resolve() / 'tables' / name))}.parquet')"
-        for name in catalog()))
-
-
 def create_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create every macro of sql/macros in `con` (saved in profile.duckdb for users too)."""
     con.execute(";\n".join(re.sub(r"CREATE\s+MACRO", "CREATE OR REPLACE MACRO", macro.sql, count=1, flags=re.IGNORECASE)
@@ -290,6 +281,8 @@ class ModelRun:
     #: Every table and model known to hold no rows: the empty normalized tables, the skipped models and the
     #: tables that came out empty.
     empty: set[str]
+    #: The models saved as tables that this run created (their documentation goes with them: comment_on).
+    tables: list[str]
 
     def slowest(self, count: int) -> list[tuple[str, float]]:
         """The `count` models that took longest, slowest first."""
@@ -297,7 +290,7 @@ class ModelRun:
 
 
 def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None,
-               row_counts: dict[str, int] | None = None) -> ModelRun:
+               row_counts: dict[str, int] | None = None, prepared: bool = False) -> ModelRun:
     """Create every model in `con`, in the given (dependency) order.
 
     With `row_counts` (rows per normalized table), a model none of whose inputs holds a row is not run: it is
@@ -306,15 +299,19 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     model gives no rows from empty inputs, so this changes no result). A model's output counts as empty when it
     was created empty or is a table (a mart, a computed-once model) that holds no row; a view that ran counts as
     holding rows. run_option (the options) is not an input here. The empty models are created together, in one
-    statement per batch."""
+    statement per batch. `prepared`: `con` already holds every model as the profile template has it (each view
+    with its SQL, each mart as an empty table: profpipe/profile_db.py), so only the marts that run and the
+    computed-once models are created."""
     empty = {name for name, rows in (row_counts or {}).items() if rows == 0}
     seconds: dict[str, float] = {}
     skipped: list[str] = []
+    tables: list[str] = []
     pending: list[str] = []
     for model in models or load_models():
         inputs = model.refs | (model.sources - set(EXTRA_SOURCES))
         if row_counts is not None and inputs and inputs <= empty:
-            pending.append(_empty_model_sql(model))
+            if not prepared:
+                pending.append(_empty_model_sql(model))
             skipped.append(model.name)
             empty.add(model.name)
             continue
@@ -322,17 +319,19 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
             con.execute(";\n".join(pending))
             pending.clear()
         started = time.perf_counter()
-        con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
-        materialized = model.kind == "TABLE"
+        if model.kind == "TABLE" or not prepared:
+            con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
+        if model.kind == "TABLE":
+            tables.append(model.name)
         if model.computed_once:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {model.name} AS\n{model.sql}")
-            materialized = True
-        if materialized and row_counts is not None and not con.execute(f"SELECT count(*) FROM {model.name}").fetchall()[0][0]:
+        if ((model.kind == "TABLE" or model.computed_once) and row_counts is not None
+                and not con.execute(f"SELECT count(*) FROM {model.name}").fetchall()[0][0]):
             empty.add(model.name)
         seconds[model.name] = time.perf_counter() - started
     if pending:
         con.execute(";\n".join(pending))
-    return ModelRun(seconds, skipped, empty)
+    return ModelRun(seconds, skipped, empty, tables)
 
 
 def _empty_model_sql(model: Model) -> str:
@@ -363,20 +362,22 @@ def documentation() -> dict[str, dict[str, Any]]:
     return entries
 
 
-def comment_on(con: duckdb.DuckDBPyConnection) -> None:
-    """Write every table's and model's documentation into `con` (COMMENT ON TABLE / VIEW / COLUMN), where
-    any DuckDB client shows it (duckdb_tables(), duckdb_columns())."""
-    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                             "WHERE table_schema = 'main'").fetchall())
+def comment_on(con: duckdb.DuckDBPyConnection, names: set[str] | None = None) -> None:
+    """Write every table's and model's documentation (or only that of `names`) into `con` (COMMENT ON TABLE / VIEW
+    / COLUMN), where any DuckDB client shows it (duckdb_tables(), duckdb_columns())."""
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "  # not the temp tables
+                             "WHERE table_catalog = current_database() AND table_schema = 'main'").fetchall())
+    database = _identifier(con.execute("SELECT current_database()").fetchall()[0][0])
     statements = []
     for name, entry in documentation().items():
-        if name not in kinds:
+        if name not in kinds or (names is not None and name not in names):
             continue
         kind = "VIEW" if kinds[name] == "VIEW" else "TABLE"
-        statements.append(f"COMMENT ON {kind} {name} IS '{_quote(entry['description'])}'")
+        qualified = f"{database}.main.{name}"  # never a temporary table of the same name (a computed-once model)
+        statements.append(f"COMMENT ON {kind} {qualified} IS '{_quote(entry['description'])}'")
         for column in entry["columns"]:
             unit = f" [{column['unit']}]" if column["unit"] else ""
-            statements.append(f"COMMENT ON COLUMN {name}.{_identifier(column['name'])} IS '{_quote(column['description'] + unit)}'")
+            statements.append(f"COMMENT ON COLUMN {qualified}.{_identifier(column['name'])} IS '{_quote(column['description'] + unit)}'")
     try:
         con.execute(";\n".join(["BEGIN TRANSACTION", *statements, "COMMIT"]))  # one commit, not one per comment
     except duckdb.Error:

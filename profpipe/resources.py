@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
+import shutil
 from functools import lru_cache
 from pathlib import Path
 from collections.abc import Callable
@@ -47,28 +47,50 @@ def cached(name: str, files: list[Path], build: Callable[[], T]) -> T:
     """What `build()` returns, kept in the user's cache folder under a key made of `name` and every one of `files`'
     path, size and modification time (list the code that builds it among them): a changed file builds it anew.
     A cache that cannot be read or written costs only the time of `build`."""
-    stamp = hashlib.sha256(name.encode())
-    for path in sorted(files):
-        status = path.stat()
-        stamp.update(f"\0{path}\0{status.st_size}\0{status.st_mtime_ns}".encode())
-    cache = _cache_dir() / f"{name}-{stamp.hexdigest()[:32]}.pickle"
+    cache = _cache_path(name, files, ".pickle")
     try:
         with open(cache, "rb") as handle:
             return pickle.load(handle)
     except Exception:  # noqa: BLE001 - a missing, partial or stale cache is built anew
         pass
     value = build()
+    _keep(cache, lambda partial: partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
+    return value
+
+
+def cached_copy(name: str, files: list[Path], build: Callable[[Path], None], destination: Path) -> None:
+    """Copy to `destination` the file `build(path)` writes, kept in the user's cache folder under a key made as for
+    `cached`; where it cannot be kept, `build` writes `destination` itself."""
+    cache = _cache_path(name, files, "")
+    if cache.is_file() or _keep(cache, build):
+        shutil.copyfile(cache, destination)
+    else:
+        build(destination)
+
+
+def _cache_path(name: str, files: list[Path], suffix: str) -> Path:
+    stamp = hashlib.sha256(name.encode())
+    for path in sorted(files):
+        status = path.stat()
+        stamp.update(f"\0{path}\0{status.st_size}\0{status.st_mtime_ns}".encode())
+    return _cache_dir() / f"{name}-{stamp.hexdigest()[:32]}{suffix}"
+
+
+def _keep(cache: Path, write: Callable[[Path], None]) -> bool:
+    """Write `cache` with `write(path)` into a partial file beside it, renamed into place; False where it cannot be."""
+    partial = cache.with_name(f".{cache.name}.{os.getpid()}.partial")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=cache.parent, prefix=f".{name}-", delete=False) as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, cache)
+        partial.unlink(missing_ok=True)
+        write(partial)
+        os.replace(partial, cache)
+        return True
     except OSError:
         try:
-            os.unlink(handle.name)
-        except (OSError, UnboundLocalError):
+            partial.unlink(missing_ok=True)
+        except OSError:
             pass
-    return value
+        return False
 
 
 def _cache_dir() -> Path:

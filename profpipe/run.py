@@ -26,7 +26,7 @@ from . import ingest
 from .advisor import Finding, advise, findings_document, save_findings, write_findings
 from .captures import number_captures, source_span
 from .clocks import clock_findings
-from .database import configured, connect as duckdb_connect, transaction
+from .database import configured, transaction
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
 from .export.ascend_reports import write_ascend_reports
@@ -37,7 +37,8 @@ from .export.minddata_reports import write_minddata_reports
 from .export.mindspore_reports import write_reports
 from .export.summary import build_summary, write_summary
 from .report import RunContext, write_run_report
-from .models import Model, ModelRun, comment_on, create_macros, load_models, run_models, set_run_options, load_tables
+from .models import Model, ModelRun, comment_on, load_models, run_models, set_run_options
+from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
@@ -282,27 +283,29 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     with meter.stage("merge"):
         tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices,
                                                          user_metadata)
-    con = duckdb_connect(tmp / "profile.duckdb")
+    con = None
     try:
-        with meter.stage("models"), transaction(con):
-            models_to_run = load_models()
-            reporter.stage("models", len(models_to_run))
-            load_tables(con, tmp)
-            create_macros(con)
-            set_run_options(con, options.model_options)
-            model_run = run_models(con, models_to_run, row_counts)
-            findings = advise(con)
-            save_findings(con, findings)
+        with meter.stage("models"):
+            con = open_profile(tmp / "profile.duckdb")
+            with transaction(con):
+                models_to_run = load_models()
+                reporter.stage("models", len(models_to_run))
+                fill_tables(con, tmp, row_counts)
+                set_run_options(con, options.model_options)
+                model_run = run_models(con, models_to_run, row_counts, prepared=True)
+                findings = advise(con)
+                save_findings(con, findings)
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
             cursor = con.cursor()
-            with meter.stage("export"), _beside(lambda: _document(cursor, notices)):
+            with meter.stage("export"), _beside(lambda: _document(cursor, set(model_run.tables), notices)):
                 summary = _export(con, path, tmp, models_to_run, model_run.empty,
                                   timeline_content(options.timeline, sources), skipped, health, options, reporter,
                                   notices, user_metadata)
     finally:
-        con.close()
+        if con is not None:
+            con.close()
     if exports:
         write_findings(findings_document(findings, VERSION), tmp / "findings.json", indent=2 if options.pretty else None)
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
@@ -314,11 +317,11 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                      notices=notices, meter=meter, findings=findings, models=model_run)
 
 
-def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:
-    """Write the tables' and columns' documentation into profile.duckdb (models.comment_on). A failure costs the
-    comments only: the run goes on and a notice says so."""
+def _document(con: duckdb.DuckDBPyConnection, tables: set[str], notices: list[str]) -> None:
+    """Write the documentation of the `tables` the models re-created into profile.duckdb (models.comment_on; the
+    template documents the rest). A failure costs the comments only: the run goes on and a notice says so."""
     try:
-        comment_on(con)
+        comment_on(con, tables)
     except duckdb.Error as exc:
         notices.append(f"profile.duckdb has no column documentation ({str(exc).splitlines()[0]}); its tables are "
                        "complete (see profpipe describe)")
