@@ -95,7 +95,7 @@ def analyse(
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
     memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
     visual_report: Annotated[bool, typer.Option("--report/--no-report", help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`).")] = True,
-    profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes).")] = False,
+    profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory and the slowest models (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes, slowest_models_s).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
     manifest.json; tables/ with --keep-parquet).
@@ -138,6 +138,11 @@ def analyse(
         from .export.text_table import simple_table
 
         typer.echo(simple_table(["stage", "seconds", "peak MiB", "worker peak MiB"], result.meter.rows()), err=True)
+        if result.models is not None:
+            typer.echo(f"\nslowest models ({len(result.models.seconds)} run, {len(result.models.skipped)} created empty: "
+                       "their inputs hold no rows)", err=True)
+            typer.echo(simple_table(["model", "seconds"], [[name, round(seconds, 3)] for name, seconds
+                                                           in result.models.slowest(10)]), err=True)
     raise typer.Exit(result.exit_code)
 
 
