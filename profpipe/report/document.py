@@ -14,8 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from plotly.offline import get_plotlyjs
-
 ASSETS = Path(__file__).parent / "assets"
 
 
@@ -68,4 +66,6 @@ def _asset(name: str) -> str:
 
 @cache
 def _plotly() -> str:
+    from plotly.offline import get_plotlyjs
+
     return get_plotlyjs()
