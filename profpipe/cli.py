@@ -3,9 +3,11 @@
 A thin layer over profpipe.run and profile.duckdb: argument parsing, progress bars and
 plain-text tables for people, CSV/JSON for machines. Errors in the input are printed as one
 line naming the file and line, never as a traceback.
-"""
-from __future__ import annotations
 
+Unlike the other modules, this one does not use `from __future__ import annotations`: typer reads each command's
+parameters from their annotations at every start, and annotations kept as strings are compiled and evaluated twice
+per parameter (a fifth of `profpipe --help`'s time). Hints that name what only type checkers import are strings.
+"""
 import json
 import math
 import os
@@ -40,7 +42,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 
 
 @cache
-def _console(stderr: bool = False) -> Console:
+def _console(stderr: bool = False) -> "Console":
     """The rich Console on stdout (or stderr), made by the first command that prints with it."""
     from rich.console import Console
 
@@ -48,7 +50,7 @@ def _console(stderr: bool = False) -> Console:
 
 
 @contextmanager
-def _progress_bars(quiet: bool) -> Iterator[_BarReporter]:
+def _progress_bars(quiet: bool) -> "Iterator[_BarReporter]":
     """A Reporter that draws one bar per stage on stderr (nothing when quiet or not a terminal). rich.progress is
     imported here, by the commands that draw bars: `profpipe --help` starts without it."""
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -62,7 +64,7 @@ def _progress_bars(quiet: bool) -> Iterator[_BarReporter]:
 class _BarReporter:
     """Draws one progress bar per stage."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: "Progress") -> None:
         self._progress = progress
         self._task = None
 
@@ -569,7 +571,7 @@ def diff(
     _print_diff(a, b, table, top)
 
 
-def _write_table(table: pa.Table, path: Path) -> None:
+def _write_table(table: "pa.Table", path: Path) -> None:
     """The whole diff table as Parquet or CSV."""
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -581,7 +583,7 @@ def _write_table(table: pa.Table, path: Path) -> None:
         pa_csv.write_csv(table, path)
 
 
-def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
+def _print_diff(a: str, b: str, table: "pa.Table", top: int) -> None:
     """The top rows of a diff as a plain-text table (times in µs)."""
     from .export.text_table import simple_table
 
@@ -605,7 +607,7 @@ def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
                              "change us", "change %", "p", "significant"), cells))
 
 
-def _open(output: Path) -> duckdb.DuckDBPyConnection:
+def _open(output: Path) -> "duckdb.DuckDBPyConnection":
     """A read-only connection to an output folder's profile.duckdb, or to a warehouse's views."""
     from .database import connect as duckdb_connect
     from .warehouse import connect, is_warehouse
@@ -651,7 +653,7 @@ def _print_input_pipeline(rank: int, pipeline: dict) -> None:
             _console().print(f"  {finding['finding']} -> {finding['suggestion']}", markup=False)
 
 
-def _print_health(result: RunResult) -> None:
+def _print_health(result: "RunResult") -> None:
     """The trace-health summary, on stderr: counts per check, the first rows, where the whole ledger is."""
     health = result.health
     if not health["rows"]:
@@ -670,7 +672,7 @@ def _ms(value: float | None) -> str:
     return "n/a (no FP/BP point)" if value is None else f"{value:.3f}"
 
 
-def _print_summary(result: RunResult) -> None:
+def _print_summary(result: "RunResult") -> None:
     from rich.table import Table
     from rich.text import Text
 
