@@ -3,9 +3,11 @@
 A thin layer over profpipe.run and profile.duckdb: argument parsing, progress bars and
 plain-text tables for people, CSV/JSON for machines. Errors in the input are printed as one
 line naming the file and line, never as a traceback.
-"""
-from __future__ import annotations
 
+Unlike the other modules, this one does not use `from __future__ import annotations`: typer reads each command's
+parameters from their annotations at every start, and annotations kept as strings are compiled and evaluated twice
+per parameter (a fifth of `profpipe --help`'s time). Hints that name what only type checkers import are strings.
+"""
 import json
 import math
 import os
@@ -13,46 +15,56 @@ import sys
 from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
 from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .version import VERSION
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress
     import duckdb
     import pyarrow as pa
 
     from .run import RunResult
 
-# The heavy modules (duckdb, pyarrow, polars, the pipeline) are imported inside the commands, so that
-# `profpipe --help` and `--version` answer at once.
+# The heavy modules (duckdb, pyarrow, polars, the pipeline) and rich are imported inside the commands, so that
+# `profpipe --help` and `--version` answer at once; tests/test_startup.py keeps it so.
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
-_err = Console(stderr=True)
-_out = Console()
+# default_map: the group's own --help is False unless given. Typer leaves it None, and a None is coerced through
+# a pydantic TypeAdapter, which imports pydantic (0.1-0.2 s) for `profpipe COMMAND --help`.
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  context_settings={"default_map": {"help": False}})
+
+
+@cache
+def _console(stderr: bool = False) -> "Console":
+    """The rich Console on stdout (or stderr), made by the first command that prints with it."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
 
 
 @contextmanager
-def _progress_bars(quiet: bool) -> Iterator[_BarReporter]:
+def _progress_bars(quiet: bool) -> "Iterator[_BarReporter]":
     """A Reporter that draws one bar per stage on stderr (nothing when quiet or not a terminal). rich.progress is
     imported here, by the commands that draw bars: `profpipe --help` starts without it."""
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+    err = _console(stderr=True)
     with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                  console=_err, transient=True, disable=quiet or not _err.is_terminal) as progress:
+                  console=err, transient=True, disable=quiet or not err.is_terminal) as progress:
         yield _BarReporter(progress)
 
 
 class _BarReporter:
     """Draws one progress bar per stage."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: "Progress") -> None:
         self._progress = progress
         self._task = None
 
@@ -299,6 +311,7 @@ def describe(
     The same text is in profile.duckdb (COMMENT ON, see duckdb_columns()) and in sql/**/*.yml.
     """
     from rich.table import Table
+    from rich.text import Text
 
     if format not in ("table", "json"):
         raise _usage("--format must be table or json")
@@ -315,7 +328,7 @@ def describe(
         for entry in shown:
             listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], entry["description"],
                                                 ", ".join(entry["grain"]))))
-        _out.print(listing)
+        _console().print(listing)
         return
     if table not in entries:
         raise _usage(f"no table or model {table!r}; `profpipe describe` lists them")
@@ -323,14 +336,14 @@ def describe(
     if format == "json":
         sys.stdout.write(json.dumps(entry, indent=2) + "\n")
         return
-    _out.print(Text(f"{entry['name']} ({entry['layer']}): {entry['description']}"))
+    _console().print(Text(f"{entry['name']} ({entry['layer']}): {entry['description']}"))
     if entry["grain"]:
-        _out.print(Text(f"one row per: {', '.join(entry['grain'])}"))
+        _console().print(Text(f"one row per: {', '.join(entry['grain'])}"))
     columns = Table("column", "type", "unit", "meaning", "tests")
     for column in entry["columns"]:
         columns.add_row(*(Text(v) for v in (column["name"], column["type"], column["unit"] or "",
                                             column["description"], ", ".join(column["tests"]))))
-    _out.print(columns)
+    _console().print(columns)
 
 
 @app.command()
@@ -358,6 +371,7 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
     the columns). A warehouse holds the normalized tables and the marts of every run."""
     from rich.table import Table
+    from rich.text import Text
 
     try:
         con = _open(output)
@@ -373,7 +387,7 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
             continue
         rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
         listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
-    _out.print(listing)
+    _console().print(listing)
 
 
 @app.command()
@@ -565,7 +579,7 @@ def diff(
     _print_diff(a, b, table, top)
 
 
-def _write_table(table: pa.Table, path: Path) -> None:
+def _write_table(table: "pa.Table", path: Path) -> None:
     """The whole diff table as Parquet or CSV."""
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -577,7 +591,7 @@ def _write_table(table: pa.Table, path: Path) -> None:
         pa_csv.write_csv(table, path)
 
 
-def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
+def _print_diff(a: str, b: str, table: "pa.Table", top: int) -> None:
     """The top rows of a diff as a plain-text table (times in µs)."""
     from .export.text_table import simple_table
 
@@ -601,7 +615,7 @@ def _print_diff(a: str, b: str, table: pa.Table, top: int) -> None:
                              "change us", "change %", "p", "significant"), cells))
 
 
-def _open(output: Path) -> duckdb.DuckDBPyConnection:
+def _open(output: Path) -> "duckdb.DuckDBPyConnection":
     """A read-only connection to an output folder's profile.duckdb, or to a warehouse's views."""
     from .database import connect as duckdb_connect
     from .warehouse import connect, is_warehouse
@@ -639,15 +653,15 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 def _print_input_pipeline(rank: int, pipeline: dict) -> None:
     """The MindData answer of one rank: how input-bound its steps are, then profpipe's and MindInsight's findings."""
     if pipeline["avg_wait_share"] is not None:
-        _out.print(f"rank {rank}: input pipeline: {pipeline['input_bound']} input-bound "
+        _console().print(f"rank {rank}: input pipeline: {pipeline['input_bound']} input-bound "
                    f"({100 * pipeline['avg_wait_share']:.1f}% of a step waits for data, "
                    f"{pipeline['steps_measured']} steps, {pipeline['wait_source']})", markup=False)
     for finding in pipeline["findings"]:
         if finding["analyzer"] != "mindspore":
-            _out.print(f"  {finding['finding']} -> {finding['suggestion']}", markup=False)
+            _console().print(f"  {finding['finding']} -> {finding['suggestion']}", markup=False)
 
 
-def _print_health(result: RunResult) -> None:
+def _print_health(result: "RunResult") -> None:
     """The trace-health summary, on stderr: counts per check, the first rows, where the whole ledger is."""
     health = result.health
     if not health["rows"]:
@@ -666,10 +680,11 @@ def _ms(value: float | None) -> str:
     return "n/a (no FP/BP point)" if value is None else f"{value:.3f}"
 
 
-def _print_summary(result: RunResult) -> None:
+def _print_summary(result: "RunResult") -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    _out.print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
+    _console().print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
     for rank in result.summary["ranks"]:
         if rank.get("top_ops"):
             ops = Table(title=f"rank {rank['rank']}: top ops by self time (annotations such as ProfilerStep#N left out)",
@@ -682,7 +697,7 @@ def _print_summary(result: RunResult) -> None:
                 ops.add_row(Text(name), str(row["calls"]), f"{row['self_ms']:.3f}", f"{row['total_ms']:.3f}",
                             f"{row['device_self_ms']:.3f}",
                             "" if row["self_share"] is None else f"{100 * row['self_share']:.1f}")
-            _out.print(ops)
+            _console().print(ops)
         elif rank["top_op_types"]:
             types = Table(title=f"rank {rank['rank']}: top op types", title_justify="left")
             for column in ("side", "op type", "count", "total ms", "share %"):
@@ -690,7 +705,7 @@ def _print_summary(result: RunResult) -> None:
             for row in rank["top_op_types"]:
                 types.add_row(Text(row["side"]), Text(row["op_type"]), str(row["occurrences"]), f"{row['total_ms']:.3f}",
                               "" if row["share"] is None else f"{100 * row['share']:.1f}")
-            _out.print(types)
+            _console().print(types)
         if rank["top_kernels"]:
             kernels = Table(title=f"rank {rank['rank']}: top kernels", title_justify="left")
             for column in ("kernel", "stream", "count", "total ms", "share %"):
@@ -699,18 +714,18 @@ def _print_summary(result: RunResult) -> None:
                 name = row["name"] if len(row["name"]) <= 60 else row["name"][:57] + "..."
                 kernels.add_row(Text(name), str(row["stream_id"]), str(row["instances"]), f"{row['total_ms']:.3f}",
                                 "" if row["share"] is None else f"{100 * row['share']:.1f}")
-            _out.print(kernels)
+            _console().print(kernels)
         steps = rank["steps"]
         if steps["count"]:
             phases = ", ".join(f"{label} {_ms(steps[key])}" for label, key in (
                 ("iteration gap", "avg_iteration_interval_ms"), ("fp+bp", "avg_fp_and_bp_ms"), ("tail", "avg_tail_ms")))
-            _out.print(f"rank {rank['rank']}: {steps['count']} steps, avg {_ms(steps['avg_total_ms'])} ms ({phases})",
+            _console().print(f"rank {rank['rank']}: {steps['count']} steps, avg {_ms(steps['avg_total_ms'])} ms ({phases})",
                        markup=False)
         for device in rank["memory"]:
             where = device["device_type"] + ("" if device["device_id"] is None or device["device_id"] < 0
                                              else f":{device['device_id']}")
             since = " since the trace began" if device["in_use_from_trace_start"] else ""
-            _out.print(f"rank {rank['rank']}: memory {where}: peak {device['peak_in_use_bytes'] / 2**20:.1f} MiB "
+            _console().print(f"rank {rank['rank']}: memory {where}: peak {device['peak_in_use_bytes'] / 2**20:.1f} MiB "
                        f"in use{since}, {device['allocations']} allocations, {device['frees']} frees", markup=False)
         if rank["input_pipeline"]:
             _print_input_pipeline(rank["rank"], rank["input_pipeline"])

@@ -16,27 +16,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
-from .advisor import Finding, advise, findings_document, save_findings, write_findings
 from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .database import configured, transaction
 from .discover import Source, discover
 from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
-from .export.ascend_reports import write_ascend_reports
-from .export.chrome_trace import write_timeline
-from .export.mart_csv import write_marts
-from .export.memory_reports import write_memory_reports
-from .export.minddata_reports import write_minddata_reports
-from .export.mindspore_reports import write_reports
-from .export.summary import build_summary, write_summary
-from .report import RunContext, write_run_report
 from .models import Model, ModelRun, comment_on, load_models, run_models, set_run_options
 from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
@@ -51,6 +42,11 @@ from .safety import full_disk_error, out_of_space_named, raise_if_interrupted, s
 from .step_filter import keep_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
+if TYPE_CHECKING:
+    from .advisor import Finding
+
+# The advisor, the exports and the visual report are imported where the run reaches them: a worker process that
+# reads sources (ingest_source, here and in a batch) imports this module and needs none of them.
 
 
 class Reporter(Protocol):
@@ -278,6 +274,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     reports, the timeline, summary.json, findings.json and manifest.json. The advisor's findings are saved in
     profile.duckdb (table advisor_finding) in both cases. `meter` times each stage; `notices` are the
     earlier stages' (more are added)."""
+    from .advisor import advise, findings_document, save_findings, write_findings
+
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
     with meter.stage("merge"):
@@ -420,6 +418,14 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
             user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline (with `content`:
     full, summary or none) and summary.json (returned). Models known to hold no rows (`empty`) write no file."""
+    from .export.ascend_reports import write_ascend_reports
+    from .export.chrome_trace import write_timeline
+    from .export.mart_csv import write_marts
+    from .export.memory_reports import write_memory_reports
+    from .export.minddata_reports import write_minddata_reports
+    from .export.mindspore_reports import write_reports
+    from .export.summary import build_summary, write_summary
+
     reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file and m.name not in empty]
     write_reports(con, tmp / "reports", reports, options.report.style)
@@ -443,6 +449,8 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
     reporter.advance(1)
     if options.visual_report:
+        from .report import RunContext, write_run_report
+
         write_run_report(con, tmp / "report.html", RunContext(input=str(path), profpipe_version=VERSION,
                                                                timeline=timeline_info, timeline_content=content))
     reporter.advance(1)

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, query, realdata, run
-import profpipe.run
+import profpipe.export.chrome_trace
 from profpipe.cli import app
 from profpipe.discover import discover, load_rank_map, task_records
 from profpipe.errors import ProfpipeError, UsageError
@@ -68,7 +68,8 @@ def test_minddata_folder_beside_a_cpu_dump_joins_its_source(tmp_path: Path, monk
     assert any(role.startswith("minddata:") for role in sources[0].files)
 
     # MindData's steady clock beside the dump's epoch clock: the timeline is test_..._timeline's business
-    monkeypatch.setattr(profpipe.run, "write_timeline", lambda con, path, *rest: TimelineResult(path, 0, 0, 0))
+    monkeypatch.setattr(profpipe.export.chrome_trace, "write_timeline",
+                        lambda con, path, *rest: TimelineResult(path, 0, 0, 0))
     result = run(folder, tmp_path / "out")
     assert result.skipped == [] and result.ranks == [0]
     cpu_alone = run(CPU, tmp_path / "cpu")

@@ -20,7 +20,6 @@ from ..version import VERSION
 from ..warehouse import connect as connect_warehouse
 from ..warehouse import is_warehouse, open_run
 from . import document
-from .compare_pages import batch_page, diff_page
 from .pages import RunContext, run_pages
 
 __all__ = ["RunContext", "write_diff_report", "write_report", "write_run_report", "write_warehouse_report"]
@@ -37,6 +36,8 @@ def write_run_report(con: duckdb.DuckDBPyConnection, path: Path, context: RunCon
 
 def write_warehouse_report(warehouse: Path, path: Path) -> Path:
     """Write the Batch report of a warehouse: its runs' trend and the latest run's regressions."""
+    from .compare_pages import batch_page  # with profpipe.diff and polars, which a run's report does not need
+
     with connect_warehouse(warehouse) as con:
         page = batch_page(con, warehouse)
     document.write(path, document.render(f"profpipe batch report: {warehouse.name}", str(warehouse), [page], _FOOTER))
@@ -45,6 +46,8 @@ def write_warehouse_report(warehouse: Path, path: Path) -> Path:
 
 def write_diff_report(changes: pa.Table, a: str, b: str, path: Path) -> Path:
     """Write the Diff report of `profpipe diff`: the ranked changes of run B against run A."""
+    from .compare_pages import diff_page
+
     document.write(path, document.render(f"profpipe diff: {b} against {a}", f"A = {a} · B = {b}",
                                          [diff_page(changes, a, b)], _FOOTER))
     return path
