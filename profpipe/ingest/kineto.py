@@ -251,7 +251,8 @@ ORDER BY start_ns
 #: launch it (HTA's trace_filter traces).
 _DEVICE_SQL = f"""
 CREATE TABLE device AS
-SELECT row_number() OVER () AS row_id, e.*,
+SELECT row_number() OVER () AS row_id, e.name, e.pid, e.tid, e.start_ns, e.dur_ns, e.correlation, e.external_id,
+       e.stream, e.device, e.bytes, e.grid, e.block, e.registers_per_thread, e.shared_memory_bytes, e.coll,
        CASE WHEN e.cat = 'mtia_ccp_events' AND e.name = 'dma_request' THEN 'memcpy' ELSE k.kind END AS kind
 FROM events e JOIN (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind) USING (cat);
 CREATE TABLE calls AS

@@ -201,7 +201,12 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
     splits = None if quote or not large else _epoch_splits(large)
     stream.times = "quoted" if quote or (large and splits is None) else "split" if splits else "as is"
 
-    def rewrite(text: bytes) -> bytes:  # a piece cut at a comma or brace: never inside a character or a number
+    def rewrite(text: bytes | memoryview) -> bytes | memoryview:
+        """A piece cut at a comma or brace (never inside a character or a number), rewritten where needed (else
+        as it is: a view of the read bytes is written without a copy)."""
+        if not (sanitize or splits or stream.times == "quoted"):
+            return text
+        text = bytes(text)
         if sanitize:
             decoded = text.decode("utf-8", errors="replace")
             stream.replaced += decoded.count("\ufffd") - text.count("\ufffd".encode())
@@ -211,7 +216,7 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
         return _exact_times(text) if stream.times == "quoted" else text
 
     if stream.times == "as is" and not sanitize and isinstance(handle, io.BufferedReader):
-        middle_end = os.fstat(handle.fileno()).st_size - 2 * _TAIL
+        middle_end = os.fstat(handle.fileno()).st_size - _TAIL
         if middle_end > handle.tell():
             offset += _copy_middle(handle, out, pending, middle_end)
             pending = b""
@@ -222,7 +227,7 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
         pending += block
         if len(pending) > 2 * _TAIL:
             cut = pending.rfind(b",", 0, len(pending) - _TAIL) + 1  # never inside a number
-            out.write(rewrite(pending[:cut]))
+            out.write(rewrite(memoryview(pending)[:cut]))
             offset += cut
             pending = pending[cut:]
     stream.size = offset + len(pending)
@@ -263,10 +268,12 @@ def _copy_array(stream: TraceArray, handle: BinaryIO | Inflated, out: BinaryIO, 
         out.write(rewrite(pending[:boundary.start() + 1]) + b"]")
         stream.truncated_at = offset + boundary.start() + 1
         return
-    events = _without_trailing_comma(pending[:end])
-    if len(events) < len(pending[:end].rstrip()):
+    stop = _skip_space_back(pending, end - 1) + 1
+    if stop and pending[stop - 1] == 0x2C:  # ','
+        stop -= 1
         stream.repairs.append("a comma follows its last event (not JSON); it is ignored")
-    out.write(rewrite(events) + b"]")
+    out.write(rewrite(memoryview(pending)[:stop]))
+    out.write(b"]")
     stream.metadata.update(_members(stream.source, trailer, offset + end + 1, before_array=False))
 
 
