@@ -28,7 +28,8 @@ from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .database import configured, connect as duckdb_connect
 from .discover import Source, discover
-from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
+from .errors import (EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError,
+                     first_line_of)
 from .export.ascend_reports import write_ascend_reports
 from .export.chrome_trace import write_timeline
 from .export.mart_csv import write_marts
@@ -317,7 +318,7 @@ def _document(con: duckdb.DuckDBPyConnection, notices: list[str]) -> None:
     try:
         comment_on(con)
     except duckdb.Error as exc:
-        notices.append(f"profile.duckdb has no column documentation ({str(exc).splitlines()[0]}); its tables are "
+        notices.append(f"profile.duckdb has no column documentation ({first_line_of(exc)}); its tables are "
                        "complete (see profpipe describe)")
 
 
@@ -473,7 +474,7 @@ def source_error(exc: Exception, location: Path) -> ProfpipeError:
     if isinstance(exc, ProfpipeError):
         return exc
     if isinstance(exc, OSError):
-        return InputError(exc.filename or location, exc.strerror or str(exc))
+        return InputError(exc.filename or location, exc.strerror or first_line_of(exc))
     if isinstance(exc, RecursionError):
         return InputError(location, "nested too deeply to read")
     if isinstance(exc, MemoryError):
