@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from . import models
+from .errors import first_line_of
 from .models import ModelError, library_files, load_models
 from .resources import cached, data_dir, json_schema_validator, read_yaml
 
@@ -159,7 +160,7 @@ def _check(con: duckdb.DuckDBPyConnection, rule: Rule) -> Finding:
         columns = [d[0] for d in result.description]
         rows = result.fetchall()
     except duckdb.Error as exc:
-        return Finding(**base, **empty, status="error", reason=f"the rule failed: {str(exc).splitlines()[0]}")
+        return Finding(**base, **empty, status="error", reason=f"the rule failed: {first_line_of(exc)}")
     if tuple(columns[:4]) != KEY_COLUMNS:
         raise ModelError(f"advisor rule {rule.id}: returns {columns[:4]}, not {list(KEY_COLUMNS)} first")
     if not rows:

@@ -72,3 +72,11 @@ class InputError(ProfpipeError):
 
 class SchemaError(ProfpipeError):
     """A table produced by a reader does not match its declaration in schemas/tables.json."""
+
+
+def first_line_of(exc: BaseException, fallback: str = "no message") -> str:
+    """The first line of a library exception's message, to quote in one of profpipe's; where the message is
+    empty, the exception's type name and `fallback`. (A DuckDB message that quotes bytes that are not UTF-8
+    arrives empty on CPython before gh-107915, 3.11.2 among them; later ones raise UnicodeDecodeError.)"""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else f"{type(exc).__name__}: {fallback}"

@@ -27,7 +27,8 @@ from .captures import number_captures, source_span
 from .clocks import clock_findings
 from .database import configured, transaction
 from .discover import Source, discover
-from .errors import EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError
+from .errors import (EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError,
+                     first_line_of)
 from .models import Model, ModelRun, comment_on, load_models, run_models, set_run_options
 from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
@@ -321,7 +322,7 @@ def _document(con: duckdb.DuckDBPyConnection, tables: set[str], notices: list[st
     try:
         comment_on(con, tables)
     except duckdb.Error as exc:
-        notices.append(f"profile.duckdb has no column documentation ({str(exc).splitlines()[0]}); its tables are "
+        notices.append(f"profile.duckdb has no column documentation ({first_line_of(exc)}); its tables are "
                        "complete (see profpipe describe)")
 
 
@@ -500,7 +501,7 @@ def source_error(exc: Exception, location: Path) -> ProfpipeError:
     if isinstance(exc, ProfpipeError):
         return exc
     if isinstance(exc, OSError):
-        return InputError(exc.filename or location, exc.strerror or str(exc))
+        return InputError(exc.filename or location, exc.strerror or first_line_of(exc))
     if isinstance(exc, RecursionError):
         return InputError(location, "nested too deeply to read")
     if isinstance(exc, MemoryError):

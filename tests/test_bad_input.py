@@ -8,12 +8,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
 from profpipe.cli import app
-from profpipe.errors import InputError, ProfpipeError, UsageError
+from profpipe.errors import InputError, ProfpipeError, UsageError, first_line_of
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 CPU = next((FIXTURES / "mindspore_cpu" / "mlp_graph").glob("*_ascend_ms"))
@@ -161,3 +162,12 @@ def test_no_profiler_data(tmp_path):
 def test_missing_input_folder(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
         run(tmp_path / "absent", tmp_path / "out")
+
+
+def test_first_line_of_a_library_message():
+    """A library's message is quoted by its first line; an empty one (DuckDB's, on CPython 3.11.2, where it
+    quotes bytes that are not UTF-8) by the exception's type name and a fallback, never an IndexError."""
+    assert first_line_of(duckdb.ParserException("Parser Error: syntax error\n\nLINE 1: SELEC")) == \
+        "Parser Error: syntax error"
+    assert first_line_of(duckdb.InvalidInputException()) == "InvalidInputException: no message"
+    assert first_line_of(OSError(" \n"), "unreadable") == "OSError: unreadable"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import InputError
+from ..errors import InputError, first_line_of
 
 
 def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, files: list[Path], what: str) -> None:
@@ -30,8 +30,8 @@ def create_table(con: duckdb.DuckDBPyConnection, table: str, select_sql: str, fi
             try:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE json_probe AS {select_sql}", {"files": [str(path)]})
             except (duckdb.Error, UnicodeDecodeError) as file_error:
-                raise InputError(path, f"not {what} ({first_line(file_error)})") from None
-        raise InputError(files[0].parent, f"could not read the files as {what} ({first_line(error)})") from None
+                raise InputError(path, f"not {what} ({duckdb_reason(file_error)})") from None
+        raise InputError(files[0].parent, f"could not read the files as {what} ({duckdb_reason(error)})") from None
     for path in files:  # DuckDB reads an array cut just after a comma as complete
         end = _last_byte(path)
         if end[0] not in b"]}":
@@ -66,7 +66,10 @@ def _last_byte(path: Path) -> tuple[int, int]:
             size, step = start, step * 2
 
 
-def first_line(error: Exception) -> str:
+def duckdb_reason(error: Exception) -> str:
+    """The first line of a DuckDB error, which may be a UnicodeDecodeError or, on an older CPython, an error
+    with no message, where DuckDB's message quotes bytes of the file that are not UTF-8."""
     if isinstance(error, UnicodeDecodeError):
         return f"bytes that are not UTF-8 near byte {error.start} of DuckDB's message: not UTF-8 text?"
-    return str(error).strip().splitlines()[0]
+    return first_line_of(error, "no message (Python drops DuckDB's where it quotes bytes that are not UTF-8): "
+                                "not UTF-8 text?")

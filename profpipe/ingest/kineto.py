@@ -57,7 +57,7 @@ import duckdb
 import pyarrow as pa
 
 from ..discover import Source
-from ..errors import InputError
+from ..errors import InputError, first_line_of
 from ..health import Warn
 from .nesting import nest
 from .python_frames import PYTHON_FRAME_SQL, resolve_frames
@@ -706,7 +706,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
                     _count_unreadable(con, path, array, warn, tolerant)
                 return array
             except duckdb.Error as exc:
-                message = re.sub(r' in file "[^"]*"', "", str(exc).strip().splitlines()[0])
+                message = re.sub(r' in file "[^"]*"', "", first_line_of(exc))
                 if not sanitize and "invalid UTF-8" in message:
                     sanitize = True
                 elif not tolerant and ("duplicate key" in message or "Expected OBJECT" in message):

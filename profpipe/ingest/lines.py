@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from ..errors import InputError
+from ..errors import InputError, first_line_of
 from ..health import Warn
 from .units import MAX_NS  # noqa: F401 - the readers' limit, also taken from here
 
@@ -158,7 +158,7 @@ def iter_csv_frames(path: Path, warn: Warn | None, *, has_header: bool = True, n
         try:
             frame = pl.read_csv(io.BytesIO(body), has_header=has_header, infer_schema=False, null_values=null_values)
         except pl.exceptions.PolarsError as exc:
-            raise InputError(path, f"not a readable {what} ({str(exc).splitlines()[0]})", line=first_line) from None
+            raise InputError(path, f"not a readable {what} ({first_line_of(exc)})", line=first_line) from None
         frame = frame.slice(skip)
         yield frame.with_columns(pl.int_range(body_line, body_line + pl.len(), dtype=pl.Int64).alias("line"))
     if not seen_text:

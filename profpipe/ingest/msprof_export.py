@@ -378,11 +378,11 @@ def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Pat
                 con.sql(sql).fetchall()
             except (duckdb.Error, UnicodeDecodeError) as file_error:
                 raise InputError(path, f"events of the wrong type for {table} "
-                                       f"({json_files.first_line(file_error)})") from None
+                                       f"({json_files.duckdb_reason(file_error)})") from None
             finally:
                 con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
         raise InputError(files[0].parent, f"events of the wrong type for {table} "
-                                          f"({json_files.first_line(error)})") from None
+                                          f"({json_files.duckdb_reason(error)})") from None
 
 
 def _model_files(source: Source, warn: Warn) -> tuple[dict[str, int | list[int]], dict[str, list[Path]]]:
