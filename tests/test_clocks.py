@@ -239,8 +239,9 @@ def _timeline_of_times(out: Path, target: Path, ranks: dict[int, tuple[str, int 
                     f"dur_ns, clock_domain) VALUES {values}")
         con.execute("INSERT INTO run_info (rank, capture, device_id, device_type, framework, layout, source_dir, clock, "
                     "epoch_offset_ns) VALUES (?, 0, ?, 'cpu', 'pytorch', 'kineto', 'x', ?, ?)", [rank, rank, clock, offset])
-    write_timeline(con, target)
+    written = write_timeline(con, target.parent, gzip_it=False)  # writes target.parent / "trace.json"
     con.close()
+    assert written.path == target
     return json.loads(target.read_text(), parse_float=Decimal)
 
 
