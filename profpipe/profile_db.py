@@ -28,7 +28,12 @@ def open_profile(path: Path) -> duckdb.DuckDBPyConnection:
     empty, ready for `fill_tables` and models.run_models(..., prepared=True)."""
     cached_copy(f"profile-template-duckdb-{duckdb.__version__}", library_files(Path(__file__), Path(models.__file__)),
                 _write_template, path)
-    return connect(path)
+    try:
+        return connect(path)
+    except duckdb.Error:  # a damaged template in the cache: this run makes its own (the cache is only a shortcut)
+        path.unlink(missing_ok=True)
+        _write_template(path)
+        return connect(path)
 
 
 def fill_tables(con: duckdb.DuckDBPyConnection, folder: Path, row_counts: dict[str, int]) -> None:

@@ -81,3 +81,17 @@ def test_the_packaged_library_and_rules_come_through_the_cache_unchanged(cache_h
 def test_every_json_schema_is_valid(name):
     schema = json.loads((resources.data_dir("schemas") / name).read_text(encoding="utf-8"))
     jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+def test_a_damaged_profile_template_in_the_cache_costs_only_time(cache_home, tmp_path):
+    from conftest import FIXTURES, query, run
+
+    good = run(FIXTURES / "mindspore_cpu" / "lenet_graph", tmp_path / "good")
+    [template] = cache_home.glob("profile-template-*")
+    template.write_bytes(b"not a DuckDB database" * 100)
+    again = run(FIXTURES / "mindspore_cpu" / "lenet_graph", tmp_path / "again")
+    assert again.exit_code == good.exit_code == 0
+    sql = "SELECT * FROM op_type_stats ORDER BY ALL"
+    assert query(tmp_path / "again", sql) == query(tmp_path / "good", sql) != []
+    assert query(tmp_path / "again", "SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL") == \
+        query(tmp_path / "good", "SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL")
