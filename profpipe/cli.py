@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from .run import RunResult
+    from .run import QuietReporter, RunResult
 
 # The heavy modules (duckdb, pyarrow, polars, the pipeline) and rich are imported inside the commands, so that
 # `profpipe --help` and `--version` answer at once; tests/test_startup.py keeps it so.
@@ -50,14 +50,19 @@ def _console(stderr: bool = False) -> "Console":
 
 
 @contextmanager
-def _progress_bars(quiet: bool) -> "Iterator[_BarReporter]":
-    """A Reporter that draws one bar per stage on stderr (nothing when quiet or not a terminal). rich.progress is
-    imported here, by the commands that draw bars: `profpipe --help` starts without it."""
+def _progress_bars(quiet: bool) -> "Iterator[_BarReporter | QuietReporter]":
+    """A Reporter that draws one bar per stage on stderr; a quiet one when quiet or stderr is no terminal (a nightly
+    job's log), which imports nothing. rich.progress is imported here, by the runs that draw bars."""
+    if quiet or not sys.stderr.isatty():
+        from .run import QuietReporter
+
+        yield QuietReporter()
+        return
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     err = _console(stderr=True)
     with Progress(TextColumn("{task.description:<8}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=quiet or not err.is_terminal) as progress:
+                  console=err, transient=True, disable=not err.is_terminal) as progress:
         yield _BarReporter(progress)
 
 
