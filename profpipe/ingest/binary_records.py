@@ -43,7 +43,10 @@ def iter_record_chunks(paths: Sequence[Path], dtype: np.dtype, warn: Warn,
     """
     check_slices(paths)
     size = dtype.itemsize
-    buffer = bytearray(CHUNK_RECORDS * size)
+    # a chunk of records, or the whole stream when it is smaller (a zeroed 256 MiB buffer for a small file cost
+    # more than reading it); a file that grows while read is still read whole, a buffer at a time
+    stream_bytes = sum(path.stat().st_size for path in paths)
+    buffer = bytearray(min(CHUNK_RECORDS, stream_bytes // size + 1) * size)
     view = memoryview(buffer)
     filled = 0  # bytes at the front of buffer: a partial record carried over, then what was read
     stream_offset = 0  # offset of buffer[0] within the joined stream
