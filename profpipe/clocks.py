@@ -505,18 +505,20 @@ def table_ranges_sql(tables: set[str]) -> str:
             "WHERE t IS NOT NULL GROUP BY rank, capture, domain ORDER BY rank, capture, domain")
 
 
-def clock_findings(tables_dir: Path) -> list[HealthEvent]:
+def clock_findings(tables_dir: Path, row_counts: dict[str, int] | None = None) -> list[HealthEvent]:
     """The clock rows of trace_health for the normalized tables in `tables_dir` (after ingest, before
-    trace_health.parquet is written); the runner adds them to the run's ledger."""
+    trace_health.parquet is written); the runner adds them to the run's ledger. `row_counts` (rows per table, when
+    known) spares reading the tables that hold none."""
     tables_dir = Path(tables_dir)
     if not (tables_dir / "run_info.parquet").is_file():
         return []
+    timed = {table for members in DOMAIN_TABLES.values() for table, _, _ in members}
     con = memory_database()
     try:
         present = set()
-        for path in sorted(tables_dir.glob("*.parquet")):
-            name = path.stem
-            if re.fullmatch(r"[a-z_]+", name):
+        for name in sorted(timed | {"run_info"}):
+            path = tables_dir / f"{name}.parquet"
+            if path.is_file() and (name == "run_info" or row_counts is None or row_counts.get(name)):
                 quoted = str(path).replace("'", "''")
                 con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{quoted}')")
                 present.add(name)

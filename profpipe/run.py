@@ -407,10 +407,12 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
         shutil.rmtree(part, ignore_errors=True)
     if options.step_list is not None:
         notices += keep_steps(tmp / "tables", list(options.step_list))
-    for finding in clock_findings(tmp / "tables"):
-        health.add(finding)
-    pq.write_table(health.table(), tmp / "tables" / "trace_health.parquet")
     row_counts = table_row_counts(tmp / "tables")
+    for finding in clock_findings(tmp / "tables", row_counts):
+        health.add(finding)
+    ledger = health.table()
+    pq.write_table(ledger, tmp / "tables" / "trace_health.parquet")
+    row_counts["trace_health"] = ledger.num_rows
     return tmp / "tables", ranks_read, skipped, row_counts
 
 
