@@ -231,15 +231,17 @@ def _device(events: list[dict]) -> list[dict]:
 
 
 def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
-    """The profpipe rows, derived here from the raw events at ns precision: the window is the host steps' span,
-    compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
+    """The profpipe rows, derived here from the raw events at ns precision: the window is the GPU's own span of the
+    host's steps (their copies on the GPU streams, gpu_user_annotation ProfilerStep#N, from the first start to the
+    last end; the GPU runs 0.1-0.2 ms behind the host here), compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
     only positive gaps after the latest earlier end are idle, by HTA's three causes; per step, those gaps clipped to
     the host steps."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     events = _events(CUDA_TRACE)
     base = 1790857026000000000  # the fixture's baseTimeNanoseconds
-    steps = _host_steps(events).values()
-    low, high = min(s for s, _ in steps), max(e for _, e in steps)
+    copies = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e.get("cat") == "gpu_user_annotation"
+              and e["name"] in {f"ProfilerStep#{n}" for n in _host_steps(events)}]
+    low, high = min(s for s, _ in copies), max(e for _, e in copies)
     cut = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)]
     kernels = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)
                if e["cat"] == "kernel"]

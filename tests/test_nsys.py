@@ -70,11 +70,13 @@ def test_steps_from_the_named_nvtx_ranges(tmp_path: Path):
     assert phases == [(n, STEP_1 + (n - 1) * 10 * MS, STEP_1 + (n - 1) * 10 * MS + 2 * MS,
                        STEP_1 + (n - 1) * 10 * MS + 7 * MS, STEP_1 + n * 10 * MS, "forward", "backward") for n in (1, 2)]
     gpu = query(out, "SELECT compute_ns, memcpy_ns, memset_ns, busy_ns, idle_ns, kernels, launch_delay_avg_ns, "
-                     "launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns FROM step_gpu_time")
-    # kernels 1.0 + 1.5 ms; copy 0.2; memset 0.01; delays 0.1, 0.3, 0.3, 0.1 ms; forward span 2.0,
-    # backward 4.5 -> 7.0 (BP point), optimizer span 1.0, DataLoader span 0.9
-    assert gpu == [(2_500_000, 200_000, 10_000, 2_710_000, 7_290_000, 4, 200_000, 300_000, 900_000, 2 * MS,
-                    2_500_000, MS)] * 2
+                     "launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns, host_sync_ns "
+                     "FROM step_gpu_time")
+    # kernels 1.0 + 1.5 ms; copy 0.2; memset 0.01; idle: the GPU window (what the step launched: the copy's start at
+    # 0.3 ms to the memset's end at 7.71 ms) less busy; delays 0.1, 0.3, 0.3, 0.1 ms; forward span 2.0,
+    # backward 4.5 -> 7.0 (BP point), optimizer span 1.0, DataLoader span 0.9; the 0.6 ms cudaStreamSynchronize_v3020
+    assert gpu == [(2_500_000, 200_000, 10_000, 2_710_000, 7_410_000 - 2_710_000, 4, 200_000, 300_000, 900_000,
+                    2 * MS, 2_500_000, MS, 600_000)] * 2
 
 
 def test_without_a_step_range_name_there_are_no_steps(tmp_path: Path):

@@ -425,7 +425,8 @@ ORDER BY start_ns, seq
 #: Sequence number), else the first cpu_op. BP point: where the step's last backward event ends (Paddle's
 #: Backward spans, Kineto's autograd engine events); no BP point without one (inference, or 2021 traces that lack
 #: those events). Both lie in the step: only events that start in it carry them. The step's copies on the GPU
-#: streams (gpu_user_annotation ProfilerStep#N) are kept as device_step_start points: HTA's step cut-off counts them.
+#: streams (gpu_user_annotation ProfilerStep#N) are kept as device_step_start and device_step_end points: HTA's step
+#: cut-off counts their starts; the step's GPU window (int_step_gpu_window) is their span.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
 WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
@@ -455,12 +456,14 @@ WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerSt
 ), host_points AS ({STEP_POINTS_SQL}
 ), device_steps AS (  -- the step's copies on the GPU streams (gpu_user_annotation), by the number in their name
     SELECT try_cast(nullif(regexp_extract(name, {sql_text(step_pattern(step_range))}, 1), '') AS BIGINT) AS step,
-           start_ns AS ts_ns
+           start_ns, start_ns + dur_ns AS end_ns
     FROM events WHERE cat = 'gpu_user_annotation' AND {is_step_sql('name', step_range)}
 )
 SELECT * FROM host_points
 UNION ALL
-SELECT step, 'device_step_start', NULL, 4, NULL, NULL, ts_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM device_steps WHERE step IS NOT NULL
+UNION ALL
+SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM device_steps WHERE step IS NOT NULL
 ORDER BY step, seq, ts_ns"""
 
 
