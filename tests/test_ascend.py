@@ -274,3 +274,22 @@ def test_empty_aicpu_file_is_named_in_the_ledger(folder: Path, tmp_path: Path) -
     assert outcome.rows("aicpu_exec") == 0 and not outcome.lossy
     assert _events(outcome, "aicpu_exec") == [("ambiguous", "kept", 0)]
     assert [e.path for e in outcome.health if e.check == "ambiguous"] == [str(aicpu)]
+
+
+@pytest.mark.parametrize("value", [b"garbage", str(2**70).encode(), "\u00b2".encode(), b""])
+def test_graph_desc_data_type_no_enum_names_is_counted(value: bytes, tmp_path: Path) -> None:
+    """A data type that is not a number of the backend's enum (damage: garbage, 2^70, a non-ASCII digit) is
+    kept as written in op_desc (and framework_raw), and the line is counted: never a silent change."""
+    job = tmp_path / "JOB"
+    shutil.copytree(ERA_A / "JOB1", job)
+    desc = job / "Framework.host.vm.graph_desc_info.0.slice_0"
+    clean = read_damaged(ERA_A)
+    assert _events(clean, "op_desc") == []
+    desc.write_bytes(desc.read_bytes().replace(b"input_data_type:40", b"input_data_type:" + value, 1))
+    outcome = read_damaged(job)
+    assert outcome.rows("op_desc") == clean.rows("op_desc") and not outcome.lossy
+    assert _events(outcome, "op_desc") == [("unknown_tag", "kept", 1)]
+    (event,) = [e for e in outcome.health if e.check == "unknown_tag"]
+    assert (event.path, event.line) == (str(desc), 1)
+    tensors = json.loads(outcome.tables["op_desc"].column("tensors_json")[0].as_py())
+    assert tensors["input_0"]["data_type"] == value.decode()
