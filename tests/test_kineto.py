@@ -722,3 +722,78 @@ def test_flops_of_damaged_input_dims_are_none_or_pytorchs(tmp_path_factory, firs
         assert flops is None
     assert query(result.output, "SELECT count(*) FROM host_op") == [(sum(1 for e in trace["traceEvents"]
                                                                          if e.get("cat") in ("cpu_op", "user_annotation")),)]
+
+
+# --- odd events: damage or legitimate, counted either way (issue 33) ---------------------------------------
+
+def _ledger_of(result) -> dict[tuple[str, str], tuple[int, str]]:
+    return {(r["check_name"], r["action"]): (r["rows"], r["message"]) for r in result.health["rows"]}
+
+
+def test_a_kernel_without_a_category_is_left_out_and_counted(tmp_path: Path):
+    """No cat: nothing says which table the event belongs to (real traces always have one): damage, dropped."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    del kernels[0]["cat"]
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    assert result.exit_code == 3
+    assert query(result.output, "SELECT count(*) FROM device_exec WHERE kind = 'kernel'") == [(len(kernels) - 1,)]
+    rows, message = _ledger_of(result)[("malformed_record", "dropped")]
+    assert rows == 1 and "1 events without a category (cat)" in message
+
+
+def test_a_paddle_thread_id_that_is_not_a_number_is_counted_and_kept_apart(tmp_path: Path):
+    trace = json.loads((PADDLE / "worker0.paddle_trace.json").read_text())
+    host = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid") == "4242(C++)"]
+    odd = [e for e in host if e["name"].startswith("ProfileStep#1")]
+    for event in odd:
+        event["tid"] = "abc(C++)"
+    result = run(_bad(tmp_path, json.dumps(trace).encode(), "worker0.paddle_trace.json"), tmp_path / "out")
+    assert result.exit_code == 3
+    rows, message = _ledger_of(result)[("malformed_record", "repaired")]
+    assert rows == len(odd) == 1 and "thread id that is not a number" in message
+    assert result.health["rows"][0]["example"] == "tid abc(C++)"
+    # the step keeps its own thread (not merged with others under an empty id); its tid is none
+    assert query(result.output, "SELECT count(*) FROM host_op WHERE tid IS NULL") == [(1,)]
+    assert query(result.output, "SELECT count(*) FROM host_op") == [(len(host) - _paddle_api(host),)]
+
+
+def _paddle_api(events: list[dict]) -> int:
+    return sum(e.get("cat") == "CudaRuntime" for e in events)
+
+
+def test_zero_length_kernels_are_legitimate_and_counted(tmp_path: Path):
+    """Real traces hold 0 ns kernels (639 in Kineto's resnet50 sample: whole µs before PyTorch 2): kept, with a row."""
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[0]["dur"] = 0
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    assert result.exit_code == 0
+    assert query(result.output, "SELECT count(*), count(*) FILTER (WHERE dur_ns = 0) FROM device_exec "
+                                "WHERE kind = 'kernel'") == [(len(kernels), 1)]
+    rows, message = _ledger_of(result)[("out_of_range", "kept")]
+    assert rows == 1 and "1 device activities (kernel) last 0 ns" in message
+
+
+def test_real_zero_length_kernels_are_counted(tmp_path: Path):
+    path = realdata("kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz")
+    trace = _load(path)
+    zero = sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("dur") == 0
+               and e.get("cat") in ("Kernel", "Memcpy", "Memset"))
+    result = run(path, tmp_path / "out")
+    assert result.exit_code == 0 and zero > 0
+    assert _ledger_of(result)[("out_of_range", "kept")][0] == zero
+
+
+def test_a_kernel_that_starts_before_the_one_before_it_on_its_stream_ended_is_counted(tmp_path: Path):
+    trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
+    kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"
+                      and e["args"]["stream"] == 7), key=lambda e: e["ts"])
+    kernels[1]["ts"] = kernels[0]["ts"] + kernels[0]["dur"] / 2  # starts while the first runs
+    result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    assert result.exit_code == 0
+    rows, message = _ledger_of(result)[("clock", "kept")]
+    assert rows == 1 and "start before the one before them on their stream ended" in message
+    moved = BASE_NS + _ns(Decimal(str(kernels[1]["ts"])))  # kept as recorded
+    assert query(result.output, f"SELECT count(*) FROM device_exec WHERE kind = 'kernel' AND start_ns = {moved}") == \
+        [(1,)]
