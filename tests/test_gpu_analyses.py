@@ -177,8 +177,14 @@ def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Pat
     rows = {(s, c): (gaps, idle, share, avg, std, low, p25, p50, p75, high) for s, c, gaps, idle, share, avg, std, low, p25,
             p50, p75, high in query(out, "SELECT stream_id, category, gaps, idle_ns, idle_share, avg_ns, stddev_ns, min_ns, "
                                          "p25_ns, median_ns, p75_ns, max_ns FROM gpu_idle_breakdown WHERE definition = 'hta'")}
+    # where two activities overlap on a stream HTA counts the negative gap as idle time; profpipe counts no gap there
+    # (an idle time cannot be negative): those (stream, cause) rows hold more idle time in fewer gaps, none negative
+    negative = {(i["stream"], i["category"]) for i in expected["intervals"] if (i["min"] or 0) < 0}
     for idle in expected["idle"]:
         got = rows[(idle["stream"], idle["category"])]
+        if (idle["stream"], idle["category"]) in negative:
+            assert got[1] > idle["idle_time"] * 1000 and 0 <= got[2] <= 1
+            continue
         assert got[1] == idle["idle_time"] * 1000
         ratio = idle["idle_time_ratio"]
         assert got[2] is None if ratio != ratio else round(got[2], 2) == ratio  # NaN: the stream never idled
@@ -186,6 +192,9 @@ def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Pat
     assert all(row[1] == 0 for key_, row in rows.items() if key_ not in listed)  # HTA leaves out causes it never saw
     for stats in expected["intervals"]:
         got = rows[(stats["stream"], stats["category"])]
+        if (stats["stream"], stats["category"]) in negative:
+            assert got[0] < stats["count"] and got[5] >= 0
+            continue
         assert got[0] == stats["count"]
         for value, hta_value in zip(got[3:], (stats[k] for k in ("mean", "std", "min", "25%", "50%", "75%", "max"))):
             assert (value is None and hta_value is None) or round(value / 1000, 2) == hta_value  # HTA shows 2 decimals

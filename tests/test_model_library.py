@@ -10,7 +10,7 @@ import duckdb
 import pytest
 import yaml
 
-from conftest import FIXTURES, REPO, realdata, run
+from conftest import FIXTURES, REPO, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
 from profpipe.models import (UNIT_SUFFIXES, UNITS, ModelError, create_macros, documentation, load_models, run_models,
@@ -308,15 +308,6 @@ def test_the_loader_refuses_a_model_invariant_that_is_not_one(tmp_path, test):
         doc.write(f"tests:\n  - {test}\n")
     with pytest.raises(ModelError, match="invariant"):
         load_models(tmp_path)
-
-
-def test_the_models_data_tests_and_invariants_pass_on_the_realdata_tree(tmp_path):
-    """Every realdata set the tests can reach, in one run (the same analysis tests/test_clocks.py and
-    tests/test_sources.py read)."""
-    out = run(realdata("."), tmp_path / "out").output
-    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
-        failures = check_models(con)
-    assert not failures, "\n".join(map(str, failures))
 
 
 def test_the_saved_profile_opens_from_any_folder_and_after_a_move(outputs, tmp_path, monkeypatch):

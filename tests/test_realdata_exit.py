@@ -1,5 +1,7 @@
 """Exit codes that match the vendor: every real MindSpore / MindInsight dump in ../shared/realdata that
-MindSpore's own parsers read without complaint is a complete run (exit 0) with no lossy ledger row.
+MindSpore's own parsers read without complaint is a complete run (exit 0) with no lossy ledger row; and on these
+and on real PyTorch, HTA and Nsight Systems traces, every model's data tests and invariants hold (a share within
+0-1, parts within their whole: profpipe/model_checks.py).
 
 What MindSpore leaves out by design (Ascend tasks of no op, AI CPU Thread records without their Node
 record, an AICPUMI file of no records) is `excluded` or `kept`, never `dropped`: a nightly job that
@@ -10,9 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from conftest import realdata, run
+from profpipe.model_checks import check_models
 from profpipe.errors import EXIT_COMPLETE
 from profpipe.health import LOSSY_ACTIONS
 
@@ -32,6 +36,27 @@ def test_vendor_clean_dump_is_complete(relative: str, tmp_path: Path) -> None:
     lossy = [(r["check_name"], r["action"], r["message"]) for r in result.health["rows"] if r["action"] in LOSSY_ACTIONS]
     assert lossy == [] and result.skipped == []
     assert result.exit_code == EXIT_COMPLETE
+    _assert_models_hold(result.output)
+
+
+#: Real GPU traces of several kinds: the HTA test traces whose numbers broke an invariant once (identical runtime
+#: calls in one µs, activities overlapping on a stream), an MTIA trace, a PyTorch sample and an nsys export.
+GPU_SETS = ["HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+            "HolisticTraceAnalysis/tests/data/mtia_trace_single_rank/mtia_rank_0.json.gz",
+            "HolisticTraceAnalysis/tests/data/rank_non_gpu/rank_non_gpu.json.gz",
+            "HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz",
+            "kineto/tb_plugin/samples/resnet50_num_workers_0", "Fuser/report1.sqlite"]
+
+
+@pytest.mark.parametrize("relative", GPU_SETS, ids=[Path(p).parent.name for p in GPU_SETS])
+def test_models_hold_on_real_gpu_traces(relative: str, tmp_path: Path) -> None:
+    _assert_models_hold(run(realdata(relative), tmp_path / "out", data_simplification=True).output)
+
+
+def _assert_models_hold(out: Path) -> None:
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        failures = check_models(con)
+    assert not failures, "\n".join(map(str, failures))
 
 
 def test_job3_ledger_names_what_mindspore_leaves_out(tmp_path: Path) -> None:
