@@ -11,7 +11,9 @@ joins the rank's first capture that lacks its family; any other source opens the
 is the rank's first cycle whatever the file names, and the sources of one cycle share its number. Sources whose
 clocks cannot be compared with the epoch (device counters, a steady clock without an offset) follow, ordered
 by clock and start time; when a rank mixes such clocks the order across clocks is a guess, and a trace_health
-row (ambiguous, kept) says so.
+row (ambiguous, kept) says so. Two sources of one rank and family whose times overlap (discover already set aside
+byte-for-byte copies) cannot be two cycles of that rank: both are read, as two captures, and a trace_health row
+(conflicting_entry, kept) names them.
 """
 from __future__ import annotations
 
@@ -55,14 +57,23 @@ class _Capture:
     clock: str
     low: int | None
     high: int | None
-    families: set[str] = field(default_factory=set)
+    #: The source of each family it holds: family -> that source's span.
+    families: dict[str, SourceSpan] = field(default_factory=dict)
 
     def takes(self, span: SourceSpan) -> bool:
-        if span.family in self.families or span.clock != self.clock:
-            return False
-        if span.low is None or self.low is None:
-            return False
-        return span.low <= self.high and self.low <= span.high
+        return span.family not in self.families and _overlap(self.clock, self.low, self.high, span)
+
+    def rival(self, span: SourceSpan) -> SourceSpan | None:
+        """The source of `span`'s family this capture holds whose times overlap `span`'s (None: none)."""
+        held = self.families.get(span.family)
+        return held if held is not None and _overlap(held.clock, held.low, held.high, span) else None
+
+
+def _overlap(clock: str, low: int | None, high: int | None, span: SourceSpan) -> bool:
+    """True when `span` lies on `clock` and its times meet low..high."""
+    if span.clock != clock or span.low is None or low is None:
+        return False
+    return span.low <= high and low <= span.high
 
 
 def source_span(part: Path, rank: int, family: str, location: str) -> SourceSpan:
@@ -95,9 +106,12 @@ def number_captures(spans: list[SourceSpan]) -> tuple[dict[Path, int], list[Heal
             if capture is None and span.low is None:  # no times (MindSpore 1.x memory_usage .pb): the first
                 capture = next((c for c in captures if span.family not in c.families), None)  # cycle lacking it
             if capture is None:
+                rival = next((r for c in captures if (r := c.rival(span)) is not None), None)
+                if rival is not None:
+                    events.append(_conflict(rank, rival, span, len(captures)))
                 capture = _Capture(span.clock, span.low, span.high)
                 captures.append(capture)
-            capture.families.add(span.family)
+            capture.families[span.family] = span
             if span.low is not None:
                 capture.low = span.low if capture.low is None else min(capture.low, span.low)
                 capture.high = span.high if capture.high is None else max(capture.high, span.high)
@@ -109,6 +123,17 @@ def number_captures(spans: list[SourceSpan]) -> tuple[dict[Path, int], list[Heal
                         f"({', '.join(clocks)}): captures are numbered by time within each clock, the clocks one "
                         "after the other", check="ambiguous", action="kept", rank=rank, source=own[0].location))
     return numbers, events
+
+
+def _conflict(rank: int, first: SourceSpan, second: SourceSpan, capture: int) -> HealthEvent:
+    """The trace_health row of two different sources of one rank and family whose times overlap: two profiling
+    cycles of one rank do not overlap, so one of them is likely another rank's or another run's."""
+    return HealthEvent(
+        message=f"rank {rank}: {second.location} and {first.location} are both its {first.family} data over "
+                "overlapping times but hold different data (not copies); both are read, the second as capture "
+                f"{capture}: statistics over the rank's captures count both. If one belongs to another rank or "
+                "run, move it or give it its rank with --rank-map",
+        check="conflicting_entry", action="kept", rank=rank, source=second.location, path=second.location)
 
 
 def _natural(text: str) -> list[object]:

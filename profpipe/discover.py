@@ -9,6 +9,7 @@ msprof folder and its export), and nothing is ever written into the input folder
 """
 from __future__ import annotations
 
+import filecmp
 import fnmatch
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from .errors import InputError, UsageError
 from .health import Warn
+from .output import FINGERPRINT_EDGE, fingerprint
 
 #: MindSpore framework-profiler files (CPU and GPU/CUPTI), by role. The number is the
 #: device id (the rank id in 2.x multi-card runs).
@@ -175,9 +177,10 @@ class Source:
     rank_from: str = "name"
     #: Why the source cannot be read (no rank); the run reports it as the source's error.
     problem: str | None = None
-    #: The location of the source that supersedes this one (a more complete msprof copy); not read.
+    #: The location of the source that supersedes this one (a more complete msprof copy, or the source it is a
+    #: byte-for-byte copy of); not read.
     superseded_by: Path | None = None
-    #: Why it was superseded (the record counts compared).
+    #: Why it was superseded (the record counts compared, or the copy's files).
     superseded_why: str = ""
     #: The nearest profiler_metadata.json in the source's folder or above it, inside the input (None: none).
     user_metadata: Path | None = None
@@ -217,7 +220,9 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     The source model: several sources may hold one rank. MindData logs join their rank's MindSpore/Ascend
     source wherever it is under `path`; a raw msprof folder and an export of it (same rank, same PROF_*
     job) keep the more complete one, the other is marked superseded; after ingest the remaining sources of
-    a rank are numbered into captures (profiling cycles) by time (profpipe/captures.py). A rank comes from the file, then the file name, then
+    a rank are numbered into captures (profiling cycles) by time (profpipe/captures.py). Of sources of one rank and
+    family that hold the same bytes (a copy under another name or in another folder), the first is read and the
+    others are marked superseded by it. A rank comes from the file, then the file name, then
     `rank_map` (a file mapping paths or globs relative to `path` to ranks, see `load_rank_map`); a source
     with none gets a `problem` naming what to do.
     """
@@ -283,6 +288,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
+    _supersede_copies(found)
     _own_user_metadata(found, metadata_files)
     if ranks is not None:
         found = [s for s in found if s.rank in set(ranks)]
@@ -834,8 +840,47 @@ def _supersede_msprof_copies(sources: list[Source]) -> None:
             raw_n, export_n = task_records(raw), task_records(export)
             loser, winner = (export, raw) if raw_n >= export_n else (raw, export)
             loser.superseded_by = _location(winner)
-            loser.superseded_why = (f"raw data: {raw_n} task records ({_location(raw)}), export: {export_n} "
+            loser.superseded_why = (f"a more complete copy of the same msprof job and rank: raw data: {raw_n} task records ({_location(raw)}), export: {export_n} "
                                     f"({_location(export)})")
+
+
+def _supersede_copies(sources: list[Source]) -> None:
+    """Of sources of one rank and family whose files hold the same bytes (a trace copied under another name, a
+    dump copied into a second folder), keep the first in discover's order and mark the others superseded by it:
+    read twice, every op would count twice. Only sizes are compared first; files are opened only where the
+    sizes of every role agree (the first and last MiB, then the whole files where they are larger than that)."""
+    groups: dict[tuple[object, ...], list[Source]] = {}
+    for source in sources:
+        if source.superseded_by is None and source.problem is None and source.rank >= 0:
+            shape = tuple((role, _file_size(path)) for role, path in source.all_files())
+            groups.setdefault((source.rank, source.family, shape), []).append(source)
+    for group in groups.values():
+        originals: list[Source] = []
+        for source in group:
+            original = next((o for o in originals if _same_bytes(o, source)), None)
+            if original is None:
+                originals.append(source)
+                continue
+            files = source.all_files()
+            source.superseded_by = _location(original)
+            source.superseded_why = (f"of which it is a copy (the same rank, format and bytes: {len(files)} file"
+                                     f"{'s' if len(files) != 1 else ''}, {sum(_file_size(p) for _, p in files)} "
+                                     "bytes; read twice, every record would count twice)")
+
+
+def _same_bytes(first: Source, second: Source) -> bool:
+    """True when the files of each role of the two sources (of equal sizes) hold the same bytes."""
+    try:
+        for (_, a), (_, b) in zip(first.all_files(), second.all_files(), strict=True):
+            if a.resolve() == b.resolve():
+                continue
+            if fingerprint(a) != fingerprint(b):
+                return False
+            if _file_size(a) > 2 * FINGERPRINT_EDGE and not filecmp.cmp(a, b, shallow=False):
+                return False
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 #: Files that hold a whole run of their format, readable with nothing beside them.

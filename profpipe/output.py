@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .errors import UsageError
 
-_FINGERPRINT_EDGE = 1024 * 1024
+#: The bytes at each end of a file that `fingerprint` hashes (all of a file up to twice as large).
+FINGERPRINT_EDGE = 1024 * 1024
 
 
 #: The mark profpipe leaves in every output folder it writes: a copied or moved output stays recognisable,
@@ -110,10 +111,10 @@ def fingerprint(path: Path) -> str:
     size = path.stat().st_size
     digest = hashlib.blake2b(str(size).encode(), digest_size=16)
     with open(path, "rb") as handle:
-        if size <= 2 * _FINGERPRINT_EDGE:
+        if size <= 2 * FINGERPRINT_EDGE:
             digest.update(handle.read())
         else:
-            digest.update(handle.read(_FINGERPRINT_EDGE))
-            handle.seek(size - _FINGERPRINT_EDGE)
+            digest.update(handle.read(FINGERPRINT_EDGE))
+            handle.seek(size - FINGERPRINT_EDGE)
             digest.update(handle.read())
     return f"blake2b-edges:{digest.hexdigest()}"

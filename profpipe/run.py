@@ -239,9 +239,8 @@ def ingest_source(source: Source, part_dir: Path, strict: bool) -> IngestOutcome
     location = _location(source)
     warn = health.for_source(str(location), source.rank)
     if source.superseded_by is not None:
-        warn(f"{location}: superseded by {source.superseded_by}, a more complete copy of the same msprof job "
-             f"and rank ({source.superseded_why}); not read", check="superseded", action="superseded",
-             path=location)
+        warn(f"{location}: superseded by {source.superseded_by}, {source.superseded_why}; not read",
+             check="superseded", action="superseded", path=location)
         return IngestOutcome(None, health.events)
     shutil.rmtree(part_dir, ignore_errors=True)  # an earlier attempt's, when a batch worker died under it
     sink = TableSink(part_dir)

@@ -25,7 +25,7 @@ from kineto_nccl import ARRIVALS, COLLECTIVES  # noqa: E402  (the NCCL fixtures'
 RULES = {rule.id: rule for rule in load_rules()}
 #: Analysed once for the module: fixtures on which rules fire.
 ANALYSED = ["mindspore_gpu/two_ranks", "minddata_sink", "ascend_raw/era_a", "mindspore_hccl", "pytorch_cuda",
-            "kineto_nccl", "kineto_nccl_straggler"]
+            "kineto_nccl", "kineto_nccl_straggler", "kineto_async"]
 #: The sync call and the device capacity the test writes into the generator's Kineto trace.
 SYNC_NS = 1_500_000
 CAPACITY_BYTES = 34 << 20
@@ -129,12 +129,13 @@ def test_aicpu_rule_names_the_op_of_the_raw_ai_cpu_record(outputs):
 
 def test_sync_and_memory_rules_on_the_trace_the_test_wrote(outputs):
     document = json.loads(next((outputs["kineto_sync"].parent / "kineto_in").glob("*.json")).read_text())
-    step_ns = sum(round(e["dur"] * 1000) for e in document["traceEvents"] if e["name"].startswith("ProfilerStep#"))
+    step_ns = next(round(e["dur"] * 1000) for e in document["traceEvents"] if e["name"] == "ProfilerStep#1")
     reserved = max(e["args"]["Total Reserved"] for e in document["traceEvents"]
                    if e["name"] == "[memory]" and e["args"]["Device Type"] == 1)
     findings = _findings(outputs["kineto_sync"])
     sync = findings["host_device_sync"]
-    assert sync["worst_value"] == pytest.approx(SYNC_NS / step_ns) and sync["ranks"] == [0]
+    # the call lies inside step 1: its share of that step
+    assert sync["worst_value"] == pytest.approx(SYNC_NS / step_ns) and sync["ranks"] == [0] and sync["steps"] == [1]
     assert sync["evidence"][0]["apis"] == "cudaDeviceSynchronize" and sync["evidence"][0]["sync_calls"] == 1
     memory = findings["memory_near_capacity"]
     assert reserved / CAPACITY_BYTES > 0.9 and memory["worst_value"] == pytest.approx(reserved / CAPACITY_BYTES)
@@ -142,6 +143,18 @@ def test_sync_and_memory_rules_on_the_trace_the_test_wrote(outputs):
     # the real H100 trace: 126 MiB reserved of 79 GiB, and no synchronising call inside its steps
     quiet = {c["rule_id"]: c["status"] for c in json.loads((outputs["pytorch_cuda"] / "findings.json").read_text())["checked"]}
     assert quiet["memory_near_capacity"] == quiet["host_device_sync"] == "passed"
+
+
+@pytest.mark.parametrize("name", ANALYSED + ["kineto_sync"])
+def test_share_metrics_are_within_zero_and_one_on_every_fixture(outputs, name):
+    """What the console, the report and findings.json show of a rule whose unit is share (its worst value and every
+    row its evidence SQL gives) lies in [0, 1]: kineto_async's 36.7 ms cudaDeviceSynchronize after its 1.8 ms of
+    steps once made host_device_sync 2038 %."""
+    findings = [f for f in json.loads((outputs[name] / "findings.json").read_text())["findings"] if f["unit"] == "share"]
+    with duckdb.connect(str(outputs[name] / "profile.duckdb"), read_only=True) as con:
+        for finding in findings:
+            values = [row[0] for row in con.execute(f"SELECT value FROM ({finding['evidence_sql']})").fetchall()]
+            assert values and all(0 <= v <= 1 for v in values + [finding["worst_value"]]), (finding["rule_id"], values)
 
 
 #: One-sided critical value of Dixon's r10 for n = 4 at alpha = 0.005 (Rorabacher 1991, Table 1).
@@ -208,9 +221,9 @@ QUIET = {
     "launch_bound_stream": ({"kernel_launch_stats": [{"rank": 0, "capture": 0, "stream_id": 7, "launches": 10,
                                                       "short_kernels": 9, "mean_queue_length": 1.0}]},
                             ("kernel_launch_stats", "mean_queue_length", 0.5)),
-    "host_device_sync": ({"cuda_api_stats": [{"rank": 0, "name": "cudaStreamSynchronize", "total_ns": 5, "calls": 1}],
-                          "step_phases": [{"rank": 0, "capture": 0, "step": 1, "total_ns": 100}]},
-                         ("cuda_api_stats", "total_ns", 6)),
+    "host_device_sync": ({"step_gpu_time": [{"rank": 0, "capture": 0, "step": 1, "step_ns": 100, "host_sync_ns": 5,
+                                             "host_sync_calls": 1, "host_sync_apis": "cudaStreamSynchronize"}]},
+                         ("step_gpu_time", "host_sync_ns", 6)),
     "comm_not_overlapped": ({"step_overlap": [{"rank": 0, "capture": 0, "step": 1, "total_ns": 100,
                                                "pure_communication_ns": 10}]},
                             ("step_overlap", "pure_communication_ns", 11)),

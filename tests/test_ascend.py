@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
+from fuzzing import ReadOutcome, read_damaged
 from profpipe.errors import InputError, ProfpipeError
 from profpipe.ingest import binary_records
 from profpipe.options import ReportOptions
@@ -233,3 +234,62 @@ def test_empty_or_wrong_text_file(name: str, tmp_path: Path) -> None:
 def test_bad_report_options() -> None:
     with pytest.raises(ProfpipeError, match="report style"):
         ReportOptions(style="newest")
+
+
+# ---- what MindSpore leaves out, and damage it would not see (issue 33) ------------------------
+
+_AICPU_TEXT = "DATA_PREPROCESS.dev.AICPU.0.slice_0"
+
+
+def _events(outcome: ReadOutcome, table: str) -> list[tuple[str, str, int | None]]:
+    return [(e.check, e.action, e.rows) for e in outcome.health if e.tables and table in e.tables.split(",")]
+
+
+def test_thread_records_without_their_node_are_excluded_not_dropped(tmp_path: Path) -> None:
+    """MindSpore reads AI CPU Node/Thread pairs only and some profilers write Thread records alone (the real
+    JOB3): such records are `excluded`; a damaged Node record still costs a `dropped` row."""
+    job = tmp_path / "JOB"
+    shutil.copytree(ERA_A / "JOB1", job)
+    node, thread, _ = (ERA_A / "JOB1" / _AICPU_TEXT).read_bytes().split(b"\x00")
+    (job / _AICPU_TEXT).write_bytes(thread + b"\x00" + thread + b"\x00")
+    outcome = read_damaged(job)
+    assert outcome.rows("aicpu_exec") == 0 and not outcome.lossy
+    assert _events(outcome, "aicpu_exec") == [("unlinked", "excluded", 2)]
+    (job / _AICPU_TEXT).write_bytes(node.replace(b"Node:", b"Nxde:") + b"\x00" + thread + b"\x00")
+    outcome = read_damaged(job)
+    assert outcome.rows("aicpu_exec") == 0 and outcome.lossy
+    assert _events(outcome, "aicpu_exec") == [("malformed_record", "dropped", 1), ("unlinked", "excluded", 1)]
+
+
+@pytest.mark.parametrize("folder", [ERA_A, ERA_C], ids=["era_a_text", "era_c_binary"])
+def test_empty_aicpu_file_is_named_in_the_ledger(folder: Path, tmp_path: Path) -> None:
+    """An empty AI CPU file is what the profiler writes when no AI CPU kernel ran (MindSpore reads it as none),
+    and what a file cut to nothing looks like: no rows, and a `kept` row that names the file."""
+    target = tmp_path / "in"
+    shutil.copytree(folder, target)
+    aicpu = next(p for p in target.rglob("*") if "AICPU" in p.name or p.name.startswith("aicpu."))
+    assert read_damaged(folder).rows("aicpu_exec") == 1
+    aicpu.write_bytes(b"")
+    outcome = read_damaged(target)
+    assert outcome.rows("aicpu_exec") == 0 and not outcome.lossy
+    assert _events(outcome, "aicpu_exec") == [("ambiguous", "kept", 0)]
+    assert [e.path for e in outcome.health if e.check == "ambiguous"] == [str(aicpu)]
+
+
+@pytest.mark.parametrize("value", [b"garbage", str(2**70).encode(), "\u00b2".encode(), b""])
+def test_graph_desc_data_type_no_enum_names_is_counted(value: bytes, tmp_path: Path) -> None:
+    """A data type that is not a number of the backend's enum (damage: garbage, 2^70, a non-ASCII digit) is
+    kept as written in op_desc (and framework_raw), and the line is counted: never a silent change."""
+    job = tmp_path / "JOB"
+    shutil.copytree(ERA_A / "JOB1", job)
+    desc = job / "Framework.host.vm.graph_desc_info.0.slice_0"
+    clean = read_damaged(ERA_A)
+    assert _events(clean, "op_desc") == []
+    desc.write_bytes(desc.read_bytes().replace(b"input_data_type:40", b"input_data_type:" + value, 1))
+    outcome = read_damaged(job)
+    assert outcome.rows("op_desc") == clean.rows("op_desc") and not outcome.lossy
+    assert _events(outcome, "op_desc") == [("unknown_tag", "kept", 1)]
+    (event,) = [e for e in outcome.health if e.check == "unknown_tag"]
+    assert (event.path, event.line) == (str(desc), 1)
+    tensors = json.loads(outcome.tables["op_desc"].column("tensors_json")[0].as_py())
+    assert tensors["input_0"]["data_type"] == value.decode()

@@ -177,8 +177,14 @@ def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Pat
     rows = {(s, c): (gaps, idle, share, avg, std, low, p25, p50, p75, high) for s, c, gaps, idle, share, avg, std, low, p25,
             p50, p75, high in query(out, "SELECT stream_id, category, gaps, idle_ns, idle_share, avg_ns, stddev_ns, min_ns, "
                                          "p25_ns, median_ns, p75_ns, max_ns FROM gpu_idle_breakdown WHERE definition = 'hta'")}
+    # where two activities overlap on a stream HTA counts the negative gap as idle time; profpipe counts no gap there
+    # (an idle time cannot be negative): those (stream, cause) rows hold more idle time in fewer gaps, none negative
+    negative = {(i["stream"], i["category"]) for i in expected["intervals"] if (i["min"] or 0) < 0}
     for idle in expected["idle"]:
         got = rows[(idle["stream"], idle["category"])]
+        if (idle["stream"], idle["category"]) in negative:
+            assert got[1] > idle["idle_time"] * 1000 and 0 <= got[2] <= 1
+            continue
         assert got[1] == idle["idle_time"] * 1000
         ratio = idle["idle_time_ratio"]
         assert got[2] is None if ratio != ratio else round(got[2], 2) == ratio  # NaN: the stream never idled
@@ -186,6 +192,9 @@ def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Pat
     assert all(row[1] == 0 for key_, row in rows.items() if key_ not in listed)  # HTA leaves out causes it never saw
     for stats in expected["intervals"]:
         got = rows[(stats["stream"], stats["category"])]
+        if (stats["stream"], stats["category"]) in negative:
+            assert got[0] < stats["count"] and got[5] >= 0
+            continue
         assert got[0] == stats["count"]
         for value, hta_value in zip(got[3:], (stats[k] for k in ("mean", "std", "min", "25%", "50%", "75%", "max"))):
             assert (value is None and hta_value is None) or round(value / 1000, 2) == hta_value  # HTA shows 2 decimals
@@ -231,15 +240,17 @@ def _device(events: list[dict]) -> list[dict]:
 
 
 def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
-    """The profpipe rows, derived here from the raw events at ns precision: the window is the host steps' span,
-    compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
+    """The profpipe rows, derived here from the raw events at ns precision: the window is the GPU's own span of the
+    host's steps (their copies on the GPU streams, gpu_user_annotation ProfilerStep#N, from the first start to the
+    last end; the GPU runs 0.1-0.2 ms behind the host here), compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
     only positive gaps after the latest earlier end are idle, by HTA's three causes; per step, those gaps clipped to
     the host steps."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     events = _events(CUDA_TRACE)
     base = 1790857026000000000  # the fixture's baseTimeNanoseconds
-    steps = _host_steps(events).values()
-    low, high = min(s for s, _ in steps), max(e for _, e in steps)
+    copies = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e.get("cat") == "gpu_user_annotation"
+              and e["name"] in {f"ProfilerStep#{n}" for n in _host_steps(events)}]
+    low, high = min(s for s, _ in copies), max(e for _, e in copies)
     cut = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)]
     kernels = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)
                if e["cat"] == "kernel"]

@@ -714,26 +714,72 @@ def test_step_overlap_receive_alone_is_not_stage_time():
     ])
 
 
-def test_step_gpu_time_splits_device_work_and_idle_time():
+def _gpu_overlap_inputs() -> dict:
     tables = _overlap_inputs()
     tables["run_info"] = [{"device_id": 0, "device_type": "gpu", "framework": "pytorch", "layout": "kineto",
                            "source_dir": "x", "clock": "host"}]
     tables["host_api"] = [{"name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 110,
                            "dur_ns": 3}]
+    return tables
+
+
+def test_step_gpu_time_splits_device_work_and_idle_time_in_the_steps_gpu_window():
+    tables = _gpu_overlap_inputs()
     tables["host_op"] = [{"side": "Host", "op_name": "dl", "category": "dataloader", "start_ns": 100, "dur_ns": 10},
                          {"side": "Host", "op_name": "bw", "category": "backward", "start_ns": 160, "dur_ns": 20},
                          {"side": "Host", "op_name": "opt", "category": "optimizer", "start_ns": 195, "dur_ns": 5}]
     same(model_rows(tables, "step_gpu_time"), [
-        # step 1 holds the launches of relu (launched at 110, started 120: delay 10), the NCCL kernel (140) and the
-        # gemm starting at 180; the gemm starting at 90 precedes every step.  compute 30 + 40 = 70, NCCL 30.
-        # busy = computation 70 + pure communication 20 = 90; idle 100 - 90 = 10.  forward = backward start 160 -
-        # fp 100 = 60; backward = bp 190 - 160 = 30
-        {"step": 1, "step_ns": 100, "compute_ns": 70, "communication_ns": 30, "memcpy_ns": 0, "memset_ns": 0,
+        # step 1 launched relu (call at 110, started 120: delay 10) and, without calls, the NCCL kernel (140) and the
+        # gemm starting at 180 (the gemm at 90 precedes every step): its GPU window is their span, 120-220.  In it:
+        # compute 120-130 (the gemm from 90, cut) + relu 120-150 merged = 120-150, and 180-220: 30 + 40 = 70; NCCL
+        # 140-170 = 30, of it 140-150 under compute; busy 120-170 + 180-220 = 90; idle 100 - 90 = 10.
+        # forward = backward start 160 - fp 100 = 60; backward = bp 190 - 160 = 30
+        {"step": 1, "step_ns": 100, "gpu_window_start_ns": 120, "gpu_window_end_ns": 220, "gpu_window_ns": 100,
+         "compute_ns": 70, "communication_ns": 30, "memcpy_ns": 0, "memset_ns": 0,
          "busy_ns": 90, "idle_ns": 10, "overlapped_communication_ns": 10, "kernels": 3, "launch_delay_avg_ns": 10,
-         "launch_delay_max_ns": 10, "dataloader_ns": 10, "forward_ns": 60, "backward_ns": 30, "optimizer_ns": 5},
-        # step 2: nothing launched in it; busy 20 (the tail of the gemm); idle 80
-        {"step": 2, "step_ns": 100, "compute_ns": 0, "communication_ns": 0, "busy_ns": 20, "idle_ns": 80, "kernels": 0,
-         "launch_delay_avg_ns": None, "dataloader_ns": None, "forward_ns": None},
+         "launch_delay_max_ns": 10, "dataloader_ns": 10, "forward_ns": 60, "backward_ns": 30, "optimizer_ns": 5,
+         "host_sync_ns": 0, "host_sync_calls": 0},
+        # step 2 launched nothing: no GPU window, nothing in it
+        {"step": 2, "step_ns": 100, "gpu_window_start_ns": None, "gpu_window_ns": 0, "compute_ns": 0,
+         "communication_ns": 0, "busy_ns": 0, "idle_ns": 0, "kernels": 0, "launch_delay_avg_ns": None,
+         "dataloader_ns": None, "forward_ns": None},
+    ])
+
+
+def test_step_gpu_time_takes_the_steps_copies_on_the_device_as_its_window_and_cuts_at_the_next():
+    """Steps' copies on the GPU streams (device_step_start / device_step_end points, two streams for step 1) give the
+    window, not what the host step launched; a window reaching past the next one's start ends there."""
+    tables = _gpu_overlap_inputs()
+    device = [{"rank": 0, "capture": 0, "step": step, "kind": kind, "seq": 4, "stream_id": stream, "ts_ns": ts}
+              for step, stream, kind, ts in ((1, 1, "device_step_start", 150), (1, 1, "device_step_end", 210),
+                                             (1, 3, "device_step_start", 140), (1, 3, "device_step_end", 175),
+                                             (2, 1, "device_step_start", 200), (2, 1, "device_step_end", 260))]
+    tables["step_point"] += device
+    same(model_rows(tables, "step_gpu_time"), [
+        # step 1: 140 (stream 3's copy) to 210, cut at step 2's start 200: 140-200.  compute 140-150 (relu) and
+        # 180-200 (gemm, cut) = 30; NCCL 140-170 = 30, under compute 140-150 = 10; busy 140-170 + 180-200 = 50
+        {"step": 1, "gpu_window_start_ns": 140, "gpu_window_end_ns": 200, "gpu_window_ns": 60, "compute_ns": 30,
+         "communication_ns": 30, "busy_ns": 50, "idle_ns": 10, "overlapped_communication_ns": 10, "kernels": 3},
+        # step 2: 200-260, the gemm's tail 200-220 in it, though step 1 launched it
+        {"step": 2, "gpu_window_start_ns": 200, "gpu_window_end_ns": 260, "gpu_window_ns": 60, "compute_ns": 20,
+         "busy_ns": 20, "idle_ns": 40, "kernels": 0},
+    ])
+
+
+def test_step_gpu_time_counts_a_sync_wait_only_inside_its_step():
+    """A cudaStreamSynchronize_v3020 from 190 to 230 crosses the step 1/2 edge at 200: 10 in step 1, 30 in step 2,
+    where a cudaDeviceSynchronize on another thread (210-240) overlaps it: merged, 200-240 = 40. A sync after the
+    last step (300-900) and a call that does not wait (cudaLaunchKernel) count in no step."""
+    tables = _gpu_overlap_inputs()
+    tables["host_api"] += [
+        {"tid": 1, "name": "cudaStreamSynchronize_v3020", "category": "cuda_runtime", "start_ns": 190, "dur_ns": 40},
+        {"tid": 2, "name": "cudaDeviceSynchronize", "category": "cuda_runtime", "start_ns": 210, "dur_ns": 30},
+        {"tid": 1, "name": "cudaDeviceSynchronize", "category": "cuda_runtime", "start_ns": 300, "dur_ns": 600}]
+    same(model_rows(tables, "step_gpu_time"), [
+        {"step": 1, "step_ns": 100, "host_sync_ns": 10, "host_sync_calls": 1,
+         "host_sync_apis": "cudaStreamSynchronize_v3020"},
+        {"step": 2, "step_ns": 100, "host_sync_ns": 40, "host_sync_calls": 2,
+         "host_sync_apis": "cudaDeviceSynchronize, cudaStreamSynchronize_v3020"},
     ])
 
 
@@ -795,16 +841,23 @@ def test_step_communication_pairs_points_in_order_per_stream():
 
 def test_kernel_name_stats_takes_the_profilers_record_else_the_first_execution():
     tables = {
-        "device_exec": [kernel("gemm", 100, 20, stream_id=7, op_name="Default/MatMul-op1"),
-                        kernel("gemm", 50, 40, stream_id=8, op_name="Default/MatMul-op2"),
-                        kernel("relu", 10, 5, stream_id=9)],
+        "device_exec": [kernel("gemm", 100, 20, stream_id=7, op_name="Default/MatMul-op1", correlation=2,
+                               grid="8,4,1", block="256,1,1"),
+                        kernel("gemm", 50, 40, stream_id=8, op_name="Default/MatMul-op2", correlation=1),
+                        kernel("relu", 10, 5, stream_id=9, correlation=3, grid="1,1,1", block="32,1,1")],
+        "host_api": [{"name": "cuLaunchKernel", "category": "cuda_driver", "correlation": 1, "start_ns": 40, "dur_ns": 5},
+                     {"name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 2, "start_ns": 90,
+                      "dur_ns": 5},
+                     {"name": "cudaLaunchKernelExC", "category": "cuda_runtime", "correlation": 3, "start_ns": 5,
+                      "dur_ns": 2}],
         "kernel_meta": [{"name": "relu", "launch_api": "cudaLaunchKernel", "op_name": "Default/ReLU-op3",
                          "stream_id": 4, "block_dim": "128,1,1", "grid_dim": "4,1,1"}],
     }
     same(model_rows(tables, "kernel_name_stats"), [
-        # gemm: no record, so the first execution's op and stream (the one at 50); 2 runs, 20 + 40 = 60
-        {"name": "gemm", "launch_api": None, "op_name": "Default/MatMul-op2", "stream_id": 8, "instances": 2,
-         "total_ns": 60, "max_ns": 40, "min_ns": 20},
+        # gemm: no record, so the first execution's op, stream and launching call (the one at 50, correlation 1:
+        # cuLaunchKernel), and the shape of the first execution that has one (the one at 100); 2 runs, 20 + 40 = 60
+        {"name": "gemm", "launch_api": "cuLaunchKernel", "op_name": "Default/MatMul-op2", "stream_id": 8,
+         "block_dim": "256,1,1", "grid_dim": "8,4,1", "instances": 2, "total_ns": 60, "max_ns": 40, "min_ns": 20},
         # relu: the profiler's record wins
         {"name": "relu", "launch_api": "cudaLaunchKernel", "op_name": "Default/ReLU-op3", "stream_id": 4,
          "block_dim": "128,1,1", "grid_dim": "4,1,1", "instances": 1, "total_ns": 5},
@@ -984,7 +1037,8 @@ def _gpu_tables(*launched: tuple[dict, dict], **more) -> dict:
 def test_gpu_time_breakdown_by_hta_and_by_profpipe():
     """Two kernels overlapping, a copy after them, and a 0.4 µs memset that HTA's µs rounding (start up, end down)
     makes -1 µs long, alone: HTA counts it so (busy less 1 µs), profpipe counts its 400 ns. profpipe's window is the
-    step; HTA's the activities' span."""
+    GPU's own span of the step (what the step, 0-100 µs, launched: 10 µs to the memset's end at 80.9 µs); HTA's the
+    span of the activities it keeps, µs-rounded (10 to 80 µs)."""
     tables = _gpu_tables(_launched(1, 10_000, 30_000, 0), _launched(2, 30_000, 30_000, 1_000),
                          _launched(3, 50_000, 20_000, 2_000, kind="memcpy", name="Memcpy HtoD (Pageable -> Device)"),
                          _launched(4, 80_500, 400, 3_000, kind="memset", name="Memset (Device)"),
@@ -992,8 +1046,8 @@ def test_gpu_time_breakdown_by_hta_and_by_profpipe():
     same(model_rows(tables, "gpu_time_breakdown"), [
         {"definition": "hta", "window_ns": 70_000, "busy_ns": 59_000, "idle_ns": 11_000, "compute_ns": 50_000,
          "non_compute_ns": 9_000, "memory_ns": 20_000, "idle_share": 11 / 70},
-        {"definition": "profpipe", "window_ns": 100_000, "busy_ns": 60_400, "idle_ns": 39_600, "compute_ns": 50_000,
-         "non_compute_ns": 10_400, "memory_ns": 20_400, "compute_share": 0.5}])
+        {"definition": "profpipe", "window_ns": 70_900, "busy_ns": 60_400, "idle_ns": 10_500, "compute_ns": 50_000,
+         "non_compute_ns": 10_400, "memory_ns": 20_400, "compute_share": 50_000 / 70_900}])
 
 
 def test_gpu_idle_breakdown_by_hta_and_by_profpipe():

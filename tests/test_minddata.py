@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
+from fuzzing import read_damaged
 from profpipe.discover import discover
 from profpipe.options import ReportOptions
 
@@ -356,3 +358,35 @@ def test_input_wait_uses_the_step_trace_where_there_is_one(tmp_path: Path):
     assert query(out, "SELECT step, wait_source, wait_ns, step_ns FROM step_input_wait ORDER BY step") == \
         [(1, "get_next", 1_000, 23_709_050), (2, "get_next", 0, 1_306_000), (3, "get_next", 1_000, None)]
     assert query(out, "SELECT queue_size, queue_capacity FROM data_batch_stats WHERE trace = 'iterator'") == [(3, 64)]
+
+
+_AICPUMI = "JOB/data/DATA_PREPROCESS.dev.AICPUMI.0.slice_0"
+
+
+def test_aicpumi_file_of_no_records_is_kept_not_malformed(tmp_path: Path):
+    """The real JOB3 has an empty AICPUMI file and MindSpore reads it as no get_next samples: no rows, a
+    `kept` row naming the file, and the run stays complete."""
+    folder = tmp_path / "era_a"
+    shutil.copytree(SINK / "era_a", folder)
+    for content in (b"", b"\x00\x00"):
+        (folder / _AICPUMI).write_bytes(content)
+        outcome = read_damaged(folder)
+        assert outcome.rows("queue_sample") == 0 and not outcome.lossy
+        assert [(e.check, e.action, e.rows) for e in outcome.health] == [("ambiguous", "kept", 0)]
+
+
+def test_aicpumi_cut_anywhere_keeps_the_whole_records_and_counts_the_cut_one(tmp_path: Path):
+    """Every cut of the AICPUMI file: the records ended by their NUL are kept; a cut inside a record drops that
+    record, counted. A cut exactly after a NUL leaves a well-formed shorter file, which nothing in the file or
+    beside it tells from a shorter recording (MindSpore reads it the same): that loss is not detectable."""
+    folder = tmp_path / "era_a"
+    shutil.copytree(SINK / "era_a", folder)
+    data = (SINK / "era_a" / _AICPUMI).read_bytes()
+    for cut in range(len(data) + 1):
+        (folder / _AICPUMI).write_bytes(data[:cut])
+        outcome = read_damaged(folder)
+        whole = data[:cut].count(b"\x00")
+        assert outcome.rows("queue_sample") == outcome.rows("data_batch_time") == whole, cut
+        lossy = [(e.check, e.action, e.rows) for e in outcome.health if e.lossy]
+        at_boundary = cut == 0 or data[:cut].endswith(b"\x00")
+        assert lossy == ([] if at_boundary else [("truncated", "dropped", 1)]), cut

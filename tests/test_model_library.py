@@ -21,7 +21,7 @@ from profpipe.tables import catalog
 #: One folder per format family: the model tests run on each one's output.
 FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",
                 "ascend_ms_era_f", "ascend_ms_cluster", "msprof_timeline", "msprof_tx", "kineto", "kineto_nccl",
-                "kineto_nccl_straggler", "paddle", "nsys",
+                "kineto_nccl_straggler", "kineto_async", "paddle", "nsys",
                 "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
                 "host_info", "mindspore_fwk_tlv"]
 #: Unit endings no normalized or mart column may carry (README, "Units").
@@ -281,6 +281,33 @@ def test_a_data_test_that_breaks_is_reported(tmp_path):
         run_models(con, models)
         found = {(f.test, f.rows) for f in check_models(con, models)}
     assert found == {("unique grain (x)", 1), ("x not null", 1), ("x within [2, None]", 2)}
+
+
+def test_an_invariant_that_breaks_is_reported_by_row_and_by_group(tmp_path):
+    _mini_library(tmp_path, {"marts/m": ("SELECT * FROM (VALUES (1, 2, 3, 'a'), (2, 2, 3, 'a'), (NULL, 1, 1, 'b')) "
+                                         "t(x, part, whole, g)", "")})
+    (tmp_path / "marts" / "m.yml").write_text(
+        "description: One row per thing.\ncolumns:\n"
+        "  - {name: x, type: INTEGER, description: n}\n  - {name: part, type: INTEGER, description: n}\n"
+        "  - {name: whole, type: INTEGER, description: n}\n  - {name: g, type: VARCHAR, description: n}\n"
+        "tests:\n  - {expression: 'x + part <= whole', why: the parts fit the whole}\n"
+        "  - {expression: 'sum(part) <= 3', why: the parts of a group fit, per: [g]}\n")
+    models = load_models(tmp_path)
+    with duckdb.connect() as con:
+        run_models(con, models)
+        found = {(f.test, f.rows) for f in check_models(con, models)}
+    # the NULL row holds (nothing to compare); group a sums 4
+    assert found == {("the parts fit the whole (x + part <= whole)", 1),
+                     ("the parts of a group fit (sum(part) <= 3 per g)", 1)}
+
+
+@pytest.mark.parametrize("test", ["not a mapping", "{expression: x > 0}", "{expression: x > 0, why: w, pre: [x]}"])
+def test_the_loader_refuses_a_model_invariant_that_is_not_one(tmp_path, test):
+    _mini_library(tmp_path, {"marts/m": ("SELECT 1 AS x", "")})
+    with (tmp_path / "marts" / "m.yml").open("a") as doc:
+        doc.write(f"tests:\n  - {test}\n")
+    with pytest.raises(ModelError, match="invariant"):
+        load_models(tmp_path)
 
 
 def test_the_saved_profile_opens_from_any_folder_and_after_a_move(outputs, tmp_path, monkeypatch):

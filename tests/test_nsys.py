@@ -70,11 +70,13 @@ def test_steps_from_the_named_nvtx_ranges(tmp_path: Path):
     assert phases == [(n, STEP_1 + (n - 1) * 10 * MS, STEP_1 + (n - 1) * 10 * MS + 2 * MS,
                        STEP_1 + (n - 1) * 10 * MS + 7 * MS, STEP_1 + n * 10 * MS, "forward", "backward") for n in (1, 2)]
     gpu = query(out, "SELECT compute_ns, memcpy_ns, memset_ns, busy_ns, idle_ns, kernels, launch_delay_avg_ns, "
-                     "launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns FROM step_gpu_time")
-    # kernels 1.0 + 1.5 ms; copy 0.2; memset 0.01; delays 0.1, 0.3, 0.3, 0.1 ms; forward span 2.0,
-    # backward 4.5 -> 7.0 (BP point), optimizer span 1.0, DataLoader span 0.9
-    assert gpu == [(2_500_000, 200_000, 10_000, 2_710_000, 7_290_000, 4, 200_000, 300_000, 900_000, 2 * MS,
-                    2_500_000, MS)] * 2
+                     "launch_delay_max_ns, dataloader_ns, forward_ns, backward_ns, optimizer_ns, host_sync_ns "
+                     "FROM step_gpu_time")
+    # kernels 1.0 + 1.5 ms; copy 0.2; memset 0.01; idle: the GPU window (what the step launched: the copy's start at
+    # 0.3 ms to the memset's end at 7.71 ms) less busy; delays 0.1, 0.3, 0.3, 0.1 ms; forward span 2.0,
+    # backward 4.5 -> 7.0 (BP point), optimizer span 1.0, DataLoader span 0.9; the 0.6 ms cudaStreamSynchronize_v3020
+    assert gpu == [(2_500_000, 200_000, 10_000, 2_710_000, 7_410_000 - 2_710_000, 4, 200_000, 300_000, 900_000,
+                    2 * MS, 2_500_000, MS, 600_000)] * 2
 
 
 def test_without_a_step_range_name_there_are_no_steps(tmp_path: Path):
@@ -254,3 +256,57 @@ def test_timeline_of_an_export(tmp_path: Path):
     overlap = by_lane.pop("Overlap Analysis")
     assert by_lane == {"Step Trace": 2 + 6, "Host": 15 + 11, "GPU kernels": 10}
     assert overlap == query(out, "SELECT count(*) FROM overlap_segment")[0][0] > 0
+
+
+# --- names StringIds does not resolve (issue 33) ----------------------------------------------------------
+
+def _unnamed_rows(result) -> list[tuple]:
+    return sorted((r["check_name"], r["action"], r["rows"], r["tables"], r["message"].split(": ", 1)[1])
+                  for r in result.health["rows"])
+
+
+def test_a_kernel_name_id_that_points_nowhere_is_counted_with_the_name_read_instead(tmp_path: Path):
+    """Kernel 1's demangled name id points nowhere: it is read under its short name, and the ledger says so."""
+    folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 99 WHERE rowid = 1")
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 3  # a name rewritten: kernel statistics by name change
+    assert query(result.output, "SELECT name, count(*) FROM device_exec WHERE kind = 'kernel' GROUP BY ALL "
+                                "ORDER BY ALL") == [("gemm_kernel", 1), ("void gemm_kernel<float, 128>(float const*, float*)", 3)]
+    assert _unnamed_rows(result) == [(
+        "unlinked", "repaired", 1, "device_exec",
+        ("1 kernels whose demangledName id StringIds lacks; named their shortName (the kernel's name without its "
+         "template and argument types) instead"))]
+    assert result.health["rows"][0]["example"] == "id 99"
+
+
+def test_name_ids_that_point_nowhere_in_every_table_are_counted_per_table(tmp_path: Path):
+    folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 99, shortName = 98 "
+                                    "WHERE rowid <= 2")
+    with sqlite3.connect(folder / "report1.sqlite") as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 97 WHERE nameId = 5")  # cudaMemsetAsync: 2 calls
+        db.execute("UPDATE NVTX_EVENTS SET textId = 96 WHERE textId = 7")  # the registered range
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 3
+    assert query(result.output, "SELECT name, count(*) FROM device_exec WHERE kind = 'kernel' GROUP BY ALL "
+                                "ORDER BY ALL") == [("kernel 99", 2), ("void gemm_kernel<float, 128>(float const*, float*)", 2)]
+    assert query(result.output, "SELECT count(*) FROM host_api WHERE name = 'nameId 97'") == [(2,)]
+    assert query(result.output, "SELECT count(*) FROM host_op WHERE op_name = '[unnamed range]'") == [(1,)]
+    # one ledger row per check and action: the three tables' reports add up (the first message is kept)
+    [row] = result.health["rows"]
+    assert (row["check_name"], row["action"], row["rows"], row["events"]) == ("unlinked", "repaired", 2 + 2 + 1, 3)
+    assert row["message"].endswith("2 kernels whose demangledName and shortName ids StringIds lacks; named "
+                                   "'kernel <demangledName id>' instead")
+
+
+def test_an_export_without_string_ids_counts_every_name_it_cannot_read(tmp_path: Path):
+    folder = _export_with(tmp_path, "DROP TABLE StringIds")
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 3
+    kernels = _direct(NSYS / "report1.sqlite", "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    calls = _direct(NSYS / "report1.sqlite", "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0]
+    assert query(result.output, "SELECT DISTINCT name FROM device_exec WHERE kind = 'kernel'") == [("kernel 3",)]
+    [row] = result.health["rows"]  # kernels, calls and the registered range: one row (the first message kept)
+    assert (row["check_name"], row["action"], row["rows"], row["events"]) == ("missing_file", "repaired",
+                                                                              kernels + calls + 1, 3)
+    assert row["message"].endswith(f"the export has no StringIds table: {kernels} kernels whose demangledName and "
+                                   "shortName ids point nowhere; named 'kernel <demangledName id>' instead")

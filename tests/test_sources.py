@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, query, realdata, run
@@ -26,6 +28,7 @@ from profpipe.export.chrome_trace import TimelineResult
 CPU = FIXTURES / "mindspore_cpu" / "lenet_graph" / "vm_4374_20261121001621178_ascend_ms"
 MINDDATA = FIXTURES / "minddata_mindspore" / "slow_generator"
 KINETO_V2021 = FIXTURES / "kineto" / "v2021" / "worker0.pt.trace.json"
+KINETO_RANK0 = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
 RAW_JOB = FIXTURES / "ascend_raw" / "era_c" / "PROF_000001_20220101000000000_AAAAAAAAAAAAAAAA"
 EXPORT_JOB = FIXTURES / "msprof_timeline" / "PROF_000001_20260101000000000_FIXTUREFIXTUREAB"
 
@@ -154,16 +157,30 @@ def _msprof_job(tmp_path: Path, raw_complete: bool) -> Path:
     return job.parent
 
 
+def _later_era_a_job(job: Path, ticks: int) -> None:
+    """Move an era A job's device times (HWTS records, step-trace points) `ticks` later: a later cycle."""
+    for name, size, at in (("hwts.log.data.45.dev.profiler_default_tag.0.slice_0", 64, 8),
+                           ("data/training_trace.46.dev.profiler_default_tag.0.slice_0", 20, 12)):
+        data = bytearray((job / name).read_bytes())
+        for start in range(at, len(data), size):
+            data[start:start + 8] = (int.from_bytes(data[start:start + 8], "little") + ticks).to_bytes(8, "little")
+        (job / name).write_bytes(bytes(data))
+
+
 def test_two_raw_ascend_cycles_of_one_rank_get_their_own_step_files(tmp_path: Path):
     """Step-keyed compatible files are written per capture; op files cover both cycles together."""
     root = tmp_path / "in"
     for job in ("JOB1", "JOB2"):
         shutil.copytree(FIXTURES / "ascend_raw" / "era_a" / "JOB1", root / job)
+    _later_era_a_job(root / "JOB2", 10**8)  # one second later (100 MHz): a second cycle, not a copy
+    shutil.copytree(root / "JOB2", tmp_path / "second" / "JOB2")
     both = run(root, tmp_path / "both").output / "reports"
+    assert query(tmp_path / "both", "SELECT count(*) FROM trace_health WHERE check_name = 'conflicting_entry'") == [(0,)]
     alone = run(FIXTURES / "ascend_raw" / "era_a", tmp_path / "alone").output / "reports"
+    second = run(tmp_path / "second", tmp_path / "second_out").output / "reports"
     step_file = "step_trace_raw_0_detail_time.csv"
     assert (both / step_file).read_bytes() == (alone / step_file).read_bytes()
-    assert (both / "step_trace_raw_0_detail_time_capture1.csv").read_bytes() == (alone / step_file).read_bytes()
+    assert (both / "step_trace_raw_0_detail_time_capture1.csv").read_bytes() == (second / step_file).read_bytes()
     assert (both / "step_trace_point_info_0_capture1.json").is_file()
     assert [(r, c) for r, c in query(tmp_path / "both", "SELECT rank, capture FROM rank_info ORDER BY 2")] == [(0, 0), (0, 1)]
     # the op table counts the executions of both cycles: twice those of one
@@ -239,10 +256,16 @@ def test_rank_map_lines_and_json(tmp_path: Path):
 
     as_json = tmp_path / "ranks.json"
     as_json.write_text(json.dumps({"sub": 1, "trainer_*.json": 0}))  # a folder names every file in it
-    # trainer_a and trainer_c: two captures of rank 0; sub's trainer_b: rank 1 (the first pattern that matches wins)
-    assert sorted(s.rank for s in discover(folder, rank_map=as_json)) == [0, 0, 1]
+    # trainer_a and trainer_c: rank 0, sub's trainer_b: rank 1 (the first pattern that matches wins); trainer_c holds
+    # trainer_a's bytes: a copy, superseded (read twice, rank 0's ops would count twice)
+    sources = discover(folder, rank_map=as_json)
+    assert sorted((s.rank, s.files["trace"].name, s.superseded_by) for s in sources) == [
+        (0, "trainer_a.json", None), (0, "trainer_c.json", folder / "trainer_a.json"), (1, "trainer_b.json", None)]
     mapped = run(folder, tmp_path / "json", rank_map=as_json)
-    assert sorted(query(mapped.output, "SELECT rank, capture FROM run_info")) == [(0, 0), (0, 1), (1, 0)]
+    assert mapped.exit_code == 0
+    assert sorted(query(mapped.output, "SELECT rank, capture FROM run_info")) == [(0, 0), (1, 0)]
+    assert query(mapped.output, "SELECT check_name, action, source FROM trace_health") == [
+        ("superseded", "superseded", str(folder / "trainer_c.json"))]
 
 
 def test_rank_map_from_the_command_line_and_its_errors(tmp_path: Path):
@@ -372,3 +395,97 @@ def test_a_step_list_keeps_those_steps_of_every_capture(tmp_path: Path):
     assert query(out, "SELECT capture, count(*) FROM host_op GROUP BY ALL ORDER BY ALL") == [(0, ops), (1, ops)]
     with pytest.raises(ProfpipeError, match="rank 0 has steps .*; rank 0 capture 1 has steps"):
         run(folder, tmp_path / "out2", step_list=[last + 1])
+
+
+# --- copies and rival sources of one rank (issue 33) ------------------------------------------------------
+
+def _superseded_rows(out: Path) -> list[tuple]:
+    return query(out, "SELECT check_name, action, source, message FROM trace_health ORDER BY ALL")
+
+
+def test_a_copy_of_a_trace_under_another_name_is_superseded_not_counted_twice(tmp_path: Path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(KINETO_RANK0, folder / "rank-0.pt.trace.json")
+    shutil.copy(KINETO_RANK0, folder / "rank_0_copy.pt.trace.json")
+    result = run(folder, tmp_path / "out")
+    alone = run(KINETO_RANK0, tmp_path / "alone")
+    assert result.exit_code == 0 and result.skipped == []
+    assert _data_counts(result) == _data_counts(alone)
+    assert query(result.output, "SELECT sum(calls) FROM host_op_stats") == \
+        query(alone.output, "SELECT sum(calls) FROM host_op_stats")
+    [(check, action, source, message)] = _superseded_rows(result.output)
+    assert (check, action, source) == ("superseded", "superseded", str(folder / "rank_0_copy.pt.trace.json"))
+    assert f"superseded by {folder / 'rank-0.pt.trace.json'}, of which it is a copy" in message
+    assert f"{KINETO_RANK0.stat().st_size} bytes" in message
+
+
+def test_a_mindspore_dump_copied_into_a_second_folder_is_read_once(tmp_path: Path):
+    root = tmp_path / "in"
+    _copy(CPU, root / "a" / CPU.name)
+    _copy(CPU, root / "b" / CPU.name)
+    result = run(root, tmp_path / "out")
+    alone = run(CPU, tmp_path / "alone")
+    assert result.exit_code == 0
+    assert _data_counts(result) == _data_counts(alone)
+    assert query(result.output, "SELECT rank, capture, source_dir FROM run_info") == [
+        (0, 0, str(root / "a" / CPU.name / "FRAMEWORK"))]
+    [(check, action, source, message)] = _superseded_rows(result.output)
+    assert (check, action, source) == ("superseded", "superseded", str(root / "b" / CPU.name / "FRAMEWORK"))
+    assert f"superseded by {root / 'a' / CPU.name / 'FRAMEWORK'}, of which it is a copy" in message
+
+
+def _padded_trace(path: Path, padding: str) -> None:
+    """The rank 0 trace with a long metadata string: a file larger than the ends the fingerprint hashes."""
+    trace = json.loads(KINETO_RANK0.read_text())
+    trace["padding"] = padding
+    path.write_text(json.dumps(trace))
+
+
+def test_a_large_trace_that_differs_only_in_its_middle_is_no_copy(tmp_path: Path):
+    """Same size, same first and last MiB: the whole files are compared before a source is called a copy."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    padding = "x" * (3 << 20)
+    _padded_trace(folder / "rank-0.pt.trace.json", padding)
+    _padded_trace(folder / "rank_0_copy.pt.trace.json", padding)
+    _padded_trace(folder / "rank_0_other.pt.trace.json", padding[: 3 << 19] + "y" + padding[(3 << 19) + 1:])
+    sources = {s.files["trace"].name: s.superseded_by for s in discover(folder)}
+    assert sources == {"rank-0.pt.trace.json": None, "rank_0_copy.pt.trace.json": folder / "rank-0.pt.trace.json",
+                       "rank_0_other.pt.trace.json": None}
+
+
+@settings(max_examples=15, deadline=None)
+@given(names=st.lists(st.text("abcdefgh_-.0123456789", min_size=1, max_size=12), min_size=1, max_size=5,
+                      unique_by=str.lower))
+def test_any_number_of_copies_leaves_one_source_read(names: list[str]):
+    """Property: n byte-equal copies of one rank's trace, under any names, leave one source read; the other n - 1
+    are superseded by it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name in names:
+            shutil.copy(KINETO_RANK0, folder / f"{name}.pt.trace.json")
+        sources = discover(folder)
+        read = [s for s in sources if s.superseded_by is None]
+        assert len(sources) == len(names) and len(read) == 1
+        assert all(s.superseded_by == read[0].files["trace"] for s in sources if s is not read[0])
+
+
+def test_two_different_traces_of_one_rank_over_the_same_time_are_a_conflicting_entry(tmp_path: Path):
+    """Not copies, yet both claim rank 0 over the same time (two cycles of a rank never overlap): both are read as
+    two captures, as before, and trace_health says so instead of summing them in silence."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(KINETO_RANK0, folder / "rank-0.pt.trace.json")
+    other = json.loads(KINETO_RANK0.read_text())
+    other["traceEvents"] = [e for e in other["traceEvents"] if e.get("cat") != "kernel"]
+    (folder / "rank_0_other.pt.trace.json").write_text(json.dumps(other))
+    result = run(folder, tmp_path / "out")
+    assert result.exit_code == 0
+    assert query(result.output, "SELECT capture, count(*) FROM run_info GROUP BY ALL ORDER BY ALL") == [(0, 1), (1, 1)]
+    [(check, action, source, message)] = _superseded_rows(result.output)
+    assert (check, action, source) == ("conflicting_entry", "kept", str(folder / "rank_0_other.pt.trace.json"))
+    assert f"{folder / 'rank_0_other.pt.trace.json'} and {folder / 'rank-0.pt.trace.json'}" in message
+    assert "both are read, the second as capture 1" in message and "--rank-map" in message

@@ -5,7 +5,9 @@ Two encodings, told apart by the first two bytes (shared/reference/formats-ascen
 * era A/B text `DATA_PREPROCESS.dev.AICPU.<dev>.slice_<n>`: NUL-separated records, a "Node"
   record (name, run start, run end; optional compute/memcpy fields, the `Run tart` typo, and
   `<us> <counter>` pairs in newer files) followed by its "Thread" record (dispatch and total
-  time). Thread records without a Node record carry no name and give no row, as in MindSpore;
+  time). Thread records without a Node record carry no name and give no row: MindSpore reads
+  Node/Thread pairs only, and some profiler versions write Thread records alone (the real JOB3),
+  so they are `excluded`, not lost;
 * era C binary (0x5A5A magic): 128-byte records, named through task_desc by stream and task id;
   task ids >= 25000 are not AI CPU kernels and are skipped.
 """
@@ -51,9 +53,9 @@ def read_aicpu_text(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
     """Node/Thread record pairs of the text files, in file order.
 
     Left out, each counted in the ledger: records that are neither a Node nor a Thread record (a
-    cut-short last record among them), Node records not followed by their Thread record and Thread
-    records without a Node before them (no name: MindSpore drops them too), times beyond int64 ns,
-    runs that end before they start and exact repeats of a pair."""
+    cut-short last record among them), Node records not followed by their Thread record, times beyond
+    int64 ns, runs that end before they start and exact repeats of a pair (all `dropped`), and Thread
+    records without a Node before them (`excluded`: no name, and MindSpore reads pairs only)."""
     frames = []
     for path in paths:
         data = read_capped(path, MAX_WHOLE_FILE_BYTES, "AI CPU text records")  # a few MB in long runs
@@ -79,12 +81,12 @@ def read_aicpu_text(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
                                  pl.col("dispatch").shift(-1).alias("dispatch"),
                                  pl.col("total").shift(-1).alias("total"))
 
-    def report(mask: pl.Expr, check: str, what: str) -> None:
+    def report(mask: pl.Expr, check: str, what: str, action: str = "dropped") -> None:
         bad = parsed.filter(mask)
         if bad.height:
             first = bad.row(0, named=True)
-            warn(f"{first['path']}: byte offset {first['offset']}: {bad.height} AI CPU records {what}; dropped",
-                 check=check, action="dropped", rows=bad.height, path=first["path"], offset=first["offset"],
+            warn(f"{first['path']}: byte offset {first['offset']}: {bad.height} AI CPU records {what}; {action}",
+                 check=check, action=action, rows=bad.height, path=first["path"], offset=first["offset"],
                  example=first["record"][:120], tables=_TABLE)
 
     report(~pl.col("is_node") & ~pl.col("is_thread"), "malformed_record",
@@ -92,7 +94,7 @@ def read_aicpu_text(paths: Sequence[Path], warn: Warn) -> pl.DataFrame:
     report(pl.col("is_node") & ~pl.col("thread_next"), "unlinked", "are Node records without the Thread record "
            "that gives their dispatch and total time")
     report(pl.col("is_thread") & ~pl.col("node_before"), "unlinked", "are Thread records without a Node record "
-           "before them (no op name; MindSpore drops them too)")
+           "before them (no op name; MindSpore reads Node/Thread pairs only)", action="excluded")
     pairs = parsed.filter(pl.col("is_node") & pl.col("thread_next")).select(
         "path", "offset", "record",
         pl.col("name").str.strip_chars().alias("op_name"),

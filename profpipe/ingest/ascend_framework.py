@@ -119,25 +119,38 @@ _GRAPH_TOKEN = re.compile(r'(\w+):("[^"]*"|\S*)')
 
 def read_graph_desc_text(paths: Sequence[Path], backend: str, warn: Warn) -> pl.DataFrame:
     """`op_name:<full> op_type:<type> input_id:<i> input_format:.. input_data_type:.. input_shape:".."` ...
-    A line repeated exactly is read once (the copies are counted in the ledger)."""
+    A line repeated exactly is read once (the copies are counted in the ledger). A data type (or GE
+    format) that is not a number of the backend's enum is kept as written, and the lines holding one
+    are counted (`unknown_tag`)."""
     rows = []
     for path in paths:
         lines = _nonblank_lines(path)
         lines = _drop_duplicate_lines(path, lines, lines, warn, "op_desc")
+        unknown: list[tuple[int, str]] = []  # (line, field) of the lines with a value no enum names
         for line_no, line in lines.iter_rows():
             tokens = _GRAPH_TOKEN.findall(line)
             if len(tokens) < 2 or tokens[0][0] != "op_name" or tokens[1][0] != "op_type":
                 raise InputError(path, f"expected 'op_name:<name> op_type:<type> ...', got {line[:120]!r}",
                                  line=line_no)
-            rows.append((tokens[0][1], tokens[1][1], _tensors_json(path, line_no, tokens[2:], backend)))
+            rows.append((tokens[0][1], tokens[1][1], _tensors_json(path, line_no, tokens[2:], backend, unknown)))
+        if unknown:
+            line_no, field = unknown[0]
+            warn(f"{path}, line {line_no}: {len(unknown)} graph_desc lines have a tensor data type or format that "
+                 f"is not a value of the {backend} backend's enum (first: {field[:80]}); kept as written",
+                 check="unknown_tag", action="kept", rows=len(unknown), path=path, line=line_no, example=field,
+                 tables="op_desc")
     frame = pl.DataFrame(rows, schema={"op_name": pl.String, "op_type": pl.String, "tensors_json": pl.String},
                          orient="row")
     return _numbered([frame], OP_DESC_SCHEMA)
 
 
-def _tensors_json(path: Path, line_no: int, tokens: list[tuple[str, str]], backend: str) -> str:
+def _tensors_json(path: Path, line_no: int, tokens: list[tuple[str, str]], backend: str,
+                  unknown: list[tuple[int, str]]) -> str:
+    """The tensors of one graph_desc line as JSON; the line (and its first field no enum names) is added
+    to `unknown` when a data type or format is not a value of the backend's enum."""
     tensors: dict[str, dict[str, str]] = {}
     current: dict[str, str] | None = None
+    first_unknown: str | None = None
     for key, value in tokens:
         side, _, attribute = key.partition("_")
         if side not in ("input", "output") or attribute not in ("id", "format", "data_type", "shape"):
@@ -147,19 +160,26 @@ def _tensors_json(path: Path, line_no: int, tokens: list[tuple[str, str]], backe
             continue
         if current is None:
             raise InputError(path, f"{key} before any {side}_id", line=line_no)
-        current[attribute] = _render_tensor_field(attribute, value.strip('"'), backend)
+        rendered = _render_tensor_field(attribute, value.strip('"'), backend)
+        if rendered is None:
+            rendered = value.strip('"')
+            first_unknown = first_unknown or f"{key}:{value}"
+        current[attribute] = rendered
+    if first_unknown is not None:
+        unknown.append((line_no, first_unknown))
     return json.dumps(tensors)
 
 
-def _render_tensor_field(attribute: str, value: str, backend: str) -> str:
-    if attribute == "data_type" and value.isdigit():
-        if backend == "vm":
-            name = _VM_DATA_TYPES.get(int(value))
-            return f"NUMBER_TYPE_{name}" if name else value
-        return _GE_DATA_TYPES.get(int(value), value)
-    if attribute == "format" and backend == "ge" and value.isdigit():
-        return _GE_FORMATS.get(int(value), value)
-    return value
+def _render_tensor_field(attribute: str, value: str, backend: str) -> str | None:
+    """The name of a data type (a GE format) number; None when the value is not one of the enum's."""
+    enum = (_VM_DATA_TYPES if backend == "vm" else _GE_DATA_TYPES) if attribute == "data_type" else (
+        _GE_FORMATS if attribute == "format" and backend == "ge" else None)
+    if enum is None:
+        return value
+    name = enum.get(int(value)) if value.isascii() and value.isdigit() else None
+    if name is None:
+        return None
+    return f"NUMBER_TYPE_{name}" if backend == "vm" and attribute == "data_type" else name
 
 
 def read_points_text(paths: Sequence[Path], warn: Warn) -> dict[int, str]:

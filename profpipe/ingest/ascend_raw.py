@@ -123,7 +123,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     if steps is not None:
         yield "step_point", steps
 
-    if "aicpu" in slices and any(p.stat().st_size for p in slices["aicpu"]):
+    empty = [p for p in slices.get("aicpu", []) if not p.stat().st_size]
+    if empty:
+        warn(f"{empty[0]}: {len(empty)} AI CPU files are empty: no AI CPU kernels from them, as MindSpore reads them "
+             "(the profiler leaves the file empty when no AI CPU kernel ran; nothing tells that from a file cut to "
+             "nothing)", check="ambiguous", action="kept", rows=0, path=empty[0], tables="aicpu_exec")
+    if "aicpu" in slices and len(empty) < len(slices["aicpu"]):
         paths = [p for p in slices["aicpu"] if p.stat().st_size]
         if ascend_aicpu.is_binary(paths):
             names = tasks.select("stream_id", "task_id", "op_name").unique(["stream_id", "task_id"], keep="last")

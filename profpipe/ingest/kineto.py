@@ -42,7 +42,9 @@ duration, with NaN / infinite ones, beyond ±2^62 ns or with a negative duration
 by check; ids and sizes that are not integers are read as none (repaired); exact duplicate events count
 once (duplicate_record); a cut trace says where it was cut, how many events were read and which tables
 lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
-are left out; collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
+are left out; so are events without a category (cat); a host thread id that is not a number is read as none
+(repaired); device activities of 0 ns (legitimate: below the trace's resolution) and activities that start before
+the one before them on their stream ended are kept with a row (kept); collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
 and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
 size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
@@ -128,6 +130,7 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
             WHEN raw_cat = 'Backward' OR name LIKE 'autograd::engine::evaluate_function:%' THEN 'backward'
             WHEN raw_cat = 'Optimization' OR name LIKE 'Optimizer.step%' THEN 'optimizer' END AS phase,
        CASE WHEN name IS NULL THEN 'name'
+            WHEN ph = 'X' AND raw_cat IS NULL THEN 'cat'
             WHEN start_ns BETWEEN -$limit AND $limit AND (ph <> 'X' OR dur_ns BETWEEN 0 AND $limit)
                  AND (ph <> 'i' OR try_cast(memory[4] AS BIGINT) IS NOT NULL) THEN NULL
             WHEN try_cast(raw_ts AS DOUBLE) IS NULL THEN 'ts'
@@ -143,7 +146,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                                                                '^ProfileStep#', 'ProfilerStep#')
                   ELSE name END AS name,
              cat AS raw_cat, ph, pid, ts AS raw_ts, dur AS raw_dur,
-             CASE WHEN suffix(tid, ')') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
+             -- Paddle's "123(C++)"; any other text stays as it is (its own thread; tid none: _report_odd_events)
+             CASE WHEN regexp_full_match(tid, '\\d+\\(.*\\)') THEN regexp_extract(tid, '^(\\d+)\\(', 1) ELSE tid END AS tid,
              -- whole µs (most traces) convert as integers, fractions (ns resolution) as exact decimals, epoch µs
              -- split on the copy (trace_object) as the sum of their parts;
              -- a time that does not fit (a corrupt or huge number) is NULL: counted and left out
@@ -425,7 +429,8 @@ ORDER BY start_ns, seq
 #: Sequence number), else the first cpu_op. BP point: where the step's last backward event ends (Paddle's
 #: Backward spans, Kineto's autograd engine events); no BP point without one (inference, or 2021 traces that lack
 #: those events). Both lie in the step: only events that start in it carry them. The step's copies on the GPU
-#: streams (gpu_user_annotation ProfilerStep#N) are kept as device_step_start points: HTA's step cut-off counts them.
+#: streams (gpu_user_annotation ProfilerStep#N) are kept as device_step_start and device_step_end points: HTA's step
+#: cut-off counts their starts; the step's GPU window (int_step_gpu_window) is their span.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
 WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
@@ -455,12 +460,14 @@ WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerSt
 ), host_points AS ({STEP_POINTS_SQL}
 ), device_steps AS (  -- the step's copies on the GPU streams (gpu_user_annotation), by the number in their name
     SELECT try_cast(nullif(regexp_extract(name, {sql_text(step_pattern(step_range))}, 1), '') AS BIGINT) AS step,
-           start_ns AS ts_ns
+           start_ns, start_ns + dur_ns AS end_ns
     FROM events WHERE cat = 'gpu_user_annotation' AND {is_step_sql('name', step_range)}
 )
 SELECT * FROM host_points
 UNION ALL
-SELECT step, 'device_step_start', NULL, 4, NULL, NULL, ts_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM device_steps WHERE step IS NOT NULL
+UNION ALL
+SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM device_steps WHERE step IS NOT NULL
 ORDER BY step, seq, ts_ns"""
 
 
@@ -484,6 +491,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 warn(f"{path}: {array.trailer_cut}", check="truncated", action="kept", rows=0, path=path,
                      offset=array.size)
             device = _drop_faults(con, path, warn, array.fault_offsets)
+            _report_odd_events(con, path, warn)
             if array.truncated_at is not None or array.gzip_cut_short:
                 _report_truncation(con, path, array, warn)
             clock = _check_clock(con, path, array, warn)
@@ -545,6 +553,7 @@ TIME_LIMIT_NS = 1 << 62
 #: What is wrong with an event the tables cannot hold (events.fault): the ledger's check and a description.
 _FAULTS = {
     "name": ("malformed_record", "without a name"),
+    "cat": ("malformed_record", "without a category (cat), which says what an event is and which table holds it"),
     "ts": ("malformed_record", "whose start time is missing or not a number"),
     "dur": ("malformed_record", "whose duration is missing or not a number"),
     "non_finite": ("non_finite", "whose start time or duration is NaN or infinite"),
@@ -602,6 +611,48 @@ def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets
         warn(f"{path}: {duplicates} events repeat an earlier event exactly (same name, times, ids); each is counted "
              "once", check="duplicate_record", action="dropped", rows=duplicates, path=path, example=example)
     return device
+
+
+#: Device activities that occupy their stream (a sync waits on it): those that should not overlap on it.
+_STREAM_KINDS = tuple(c for c, kind in DEVICE_KINDS.items() if kind != "sync")
+
+
+def _report_odd_events(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """trace_health rows for events the tables keep but whose values are odd: host events whose thread id is not a
+    number (read as none, repaired; each such thread stays a thread of its own), device activities of 0 ns (real
+    traces hold many: shorter than the trace's resolution, whole µs before PyTorch 2; kept) and activities that
+    start before the one before them on their stream ended (one stream runs one at a time; the times are
+    kept as recorded, so a stream's busy time is less than the sum of its activities' durations)."""
+    odd_tid, tid_example, zero, zero_kinds, zero_example, overlap, overlap_example = con.execute(f"""
+        WITH stream AS (
+            SELECT name, start_ns, max(start_ns + dur_ns) OVER (
+                       PARTITION BY pid, coalesce(stream, try_cast(tid AS BIGINT)) ORDER BY start_ns, dur_ns
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS busy_until
+            FROM events WHERE cat IN {_STREAM_KINDS})
+        SELECT (SELECT count(*) FILTER (WHERE try_cast(tid AS BIGINT) IS NULL) FROM events
+                WHERE cat IN {(*HOST_OP_CATS, *HOST_API_CATS, "python_function")}),
+               (SELECT any_value(tid) FILTER (WHERE try_cast(tid AS BIGINT) IS NULL) FROM events
+                WHERE cat IN {(*HOST_OP_CATS, *HOST_API_CATS, "python_function")}),
+               (SELECT count(*) FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND dur_ns = 0),
+               (SELECT string_agg(DISTINCT cat, ', ' ORDER BY cat) FROM events
+                WHERE cat IN {tuple(DEVICE_KINDS)} AND dur_ns = 0),
+               (SELECT any_value(name) FROM events WHERE cat IN {tuple(DEVICE_KINDS)} AND dur_ns = 0),
+               (SELECT count(*) FROM stream WHERE start_ns < busy_until),
+               (SELECT any_value(concat(name, ' at ', start_ns, ' ns, ', busy_until - start_ns, ' ns before the one '
+                                        'before it ended')) FROM stream WHERE start_ns < busy_until)""").fetchall()[0]
+    if odd_tid:
+        warn(f"{path}: {odd_tid} host events have a thread id that is not a number (as Paddle's '123(C++)' would be); "
+             "their tid is read as none, each such thread kept apart", check="malformed_record", action="repaired",
+             rows=odd_tid, path=path, example=f"tid {tid_example}", tables="host_op,host_api,python_frame")
+    if zero:
+        warn(f"{path}: {zero} device activities ({zero_kinds}) last 0 ns, shorter than the trace's time resolution "
+             "(real traces hold them); kept as recorded", check="out_of_range", action="kept", rows=zero, path=path,
+             example=zero_example, tables="device_exec")
+    if overlap:
+        warn(f"{path}: {overlap} device activities start before the one before them on their stream ended (a stream "
+             "runs one at a time: times converted from the device clock, or damage); kept as recorded, so a stream's "
+             "busy time is less than the sum of its durations", check="clock", action="kept", rows=overlap,
+             path=path, example=overlap_example, tables="device_exec")
 
 
 def _report_truncation(con: duckdb.DuckDBPyConnection, path: Path, array: TraceArray, warn: Warn) -> None:
@@ -724,6 +775,7 @@ def _fault_offsets(con: duckdb.DuckDBPyConnection, array: TraceArray, tolerant: 
         SELECT kind, min(ordinal) FROM (
             SELECT ordinal, CASE
                 WHEN name IS NULL THEN 'name'
+                WHEN ph = 'X' AND cat IS NULL THEN 'cat'
                 WHEN try_cast(ts AS DOUBLE) IS NULL THEN 'ts'
                 WHEN ph = 'X' AND try_cast(dur AS DOUBLE) IS NULL THEN 'dur'
                 WHEN NOT isfinite(try_cast(ts AS DOUBLE)) OR (ph = 'X' AND NOT isfinite(try_cast(dur AS DOUBLE)))

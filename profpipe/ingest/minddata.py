@@ -455,7 +455,9 @@ def _get_next(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
 def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Era A raw records `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>` (any field order),
     each ended by a NUL byte, times in µs. A last record without its NUL (the file was cut) is dropped
-    and reported."""
+    and reported; an empty file (nothing but NUL bytes) gives no rows and a warning (`kept`: MindSpore reads it as
+    empty). A file cut exactly after a record's NUL is a well-formed shorter file: nothing in it or
+    beside it tells it from a shorter recording."""
     text = read_capped(path, MAX_WHOLE_FILE_BYTES, "era A GetNext records")  # kilobytes in real runs
     end = text.rfind(b"\x00") + 1
     if text[end:].strip(b"\x00 \t\r\n"):
@@ -485,7 +487,13 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
                                    f"got {record[:80]!r}", offset=offset) from None
         offset += len(record) + 1
     if not rows:
-        raise InputError(path, "no records (expected NUL-separated `Node:<name>, queue size:<q>, ...` records)")
+        if text.strip(b"\x00") and not text[end:].strip(b"\x00 \t\r\n"):  # blank, and no cut-short record counted
+            raise InputError(path, "no records (expected NUL-separated `Node:<name>, queue size:<q>, ...` records)")
+        if not text.strip(b"\x00"):
+            warn(f"{path}: holds no records: no get_next samples, as MindSpore reads it (the profiler leaves the "
+                 "file empty when the device queue reported nothing, as in the real JOB3)", check="ambiguous",
+                 action="kept", rows=0, path=path, tables=_TABLES["get_next_raw"])
+        return
     big = [r for r in rows if not all(0 <= v <= _MAX_COUNT for v in r[2:5])]
     if big:
         warn(f"{path}: {len(big)} records with a negative or out-of-range number, e.g. {big[0][5][:80]!r}; left out",

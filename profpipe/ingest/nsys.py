@@ -27,7 +27,9 @@ Damage is never silent (trace_health): values of the wrong SQLite storage class 
 before the copy (REAL whole numbers read exactly, REAL fractions rounded, TEXT / BLOB / huge read as
 none, BLOB text decoded); intervals without both times, beyond ±2^62 ns or ending before they start
 are left out per table; exact duplicate rows count once; a StringIds id given twice keeps its first
-string (conflicting_entry when they differ).
+string (conflicting_entry when they differ); a name id StringIds lacks (unlinked), or every name id of an export
+without StringIds (missing_file), is counted per table with the name read instead (repaired: a kernel's shortName,
+else "kernel <id>"; "nameId <id>"; "[unnamed range]").
 """
 from __future__ import annotations
 
@@ -220,6 +222,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD",
                      check="bad_encoding", action="repaired", rows=undecodable[0], path=path)
             _drop_bad_intervals(con, path, warn)
+            _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
@@ -366,6 +369,39 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
         con.execute("CREATE TABLE first_strings AS SELECT id, arg_min(value, rowid) AS value FROM strings GROUP BY id")
         con.execute("DROP TABLE strings")
         con.execute("ALTER TABLE first_strings RENAME TO strings")
+
+
+#: Name ids that StringIds does not resolve, per table: (description, SQL of (rows, an example id), the name read
+#: instead, the table they reach).
+_UNNAMED = (
+    ("kernels whose demangledName id", """SELECT count(*), any_value(k.demangledName) FROM kernel k
+        LEFT JOIN strings d ON d.id = k.demangledName LEFT JOIN strings s ON s.id = k.shortName
+        WHERE k.demangledName IS NOT NULL AND d.id IS NULL AND s.id IS NOT NULL""",
+     "their shortName (the kernel's name without its template and argument types)", "device_exec"),
+    ("kernels whose demangledName and shortName ids", """SELECT count(*), any_value(k.demangledName) FROM kernel k
+        LEFT JOIN strings d ON d.id = k.demangledName LEFT JOIN strings s ON s.id = k.shortName
+        WHERE k.demangledName IS NOT NULL AND d.id IS NULL AND s.id IS NULL""",
+     "'kernel <demangledName id>'", "device_exec"),
+    ("CUDA runtime and driver calls whose nameId", """SELECT count(*), any_value(c.nameId) FROM
+        (SELECT nameId FROM runtime UNION ALL SELECT nameId FROM driver) c LEFT JOIN strings s ON s.id = c.nameId
+        WHERE c.nameId IS NOT NULL AND s.id IS NULL""", "'nameId <id>'", "host_api"),
+    ("NVTX ranges whose textId", f"""SELECT count(*), any_value(n.textId) FROM nvtx n LEFT JOIN strings s
+        ON s.id = n.textId WHERE n.eventType IN {_RANGE_EVENT_TYPES} AND n.text IS NULL AND n.textId IS NOT NULL
+        AND s.id IS NULL""", "'[unnamed range]'", "host_op"),
+)
+
+
+def _count_unnamed(con: duckdb.DuckDBPyConnection, path: Path, has_strings: bool, warn: Warn) -> None:
+    """Count, per table, the rows whose name id StringIds does not hold (the whole table missing: missing_file; an
+    id it lacks: unlinked): their names are read as _UNNAMED says, so statistics by name change (repaired)."""
+    for what, sql, instead, table in _UNNAMED:
+        rows, example = con.execute(sql).fetchall()[0]
+        if not rows:
+            continue
+        found = f"{rows} {what} StringIds lacks" if has_strings else \
+            f"the export has no StringIds table: {rows} {what} point nowhere"
+        warn(f"{path}: {found}; named {instead} instead", check="unlinked" if has_strings else "missing_file",
+             action="repaired", rows=rows, path=path, example=f"id {example}", tables=table)
 
 
 def _ranges(name: str) -> str:

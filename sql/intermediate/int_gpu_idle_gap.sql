@@ -1,8 +1,9 @@
 -- Each idle gap of a GPU stream between its activities (kernels, memcpys, memsets; syncs are not work), with its
 -- cause, in two definitions (column definition):
 -- * hta: HolisticTraceAnalysis' get_idle_time_breakdown over the activities HTA keeps (int_hta_gpu_event, µs):
---   in start order on the stream, a gap is the start less the previous activity's end (no running maximum: a
---   gap can be negative); a stream's first activity has no gap.
+--   in start order on the stream, a gap is the start less the previous activity's end (no running maximum); a
+--   stream's first activity has no gap. Where two activities overlap on a stream, HTA counts the negative gap as
+--   idle time (a negative idle time and share); here it is no gap: an idle time cannot be negative.
 -- * profpipe: every activity at ns precision; a gap is the start less the latest end of the stream's earlier
 --   activities, and only a positive gap is idle time.
 -- Causes, both: host_wait when the runtime call that launched the next activity started after the previous
@@ -20,7 +21,7 @@ WITH hta AS (
 ), gaps AS (
     SELECT 'hta' AS definition, rank, capture, stream_id, previous_end_ns AS gap_start_ns, start_ns AS gap_end_ns,
            runtime_start_ns > previous_end_ns AS host_late
-    FROM hta WHERE previous_end_ns IS NOT NULL
+    FROM hta WHERE start_ns >= previous_end_ns
     UNION ALL
     SELECT 'profpipe', rank, capture, stream_id, previous_end_ns, start_ns, runtime_start_ns > previous_end_ns
     FROM ours WHERE start_ns > previous_end_ns

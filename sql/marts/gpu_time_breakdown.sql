@@ -2,14 +2,17 @@
 -- * hta: HolisticTraceAnalysis' get_temporal_breakdown. Window: the first start to the last end of the GPU
 --   activities HTA keeps (int_hta_gpu_event: its µs rounding and step cut-off; syncs included); compute: the union
 --   of the activities of HTA's type computation (macro hta_kernel_type); idle: the window less the union of all.
--- * profpipe: the window of the rank's steps (first step start to last step end; the span of its device work
---   without steps), every kernel, memcpy and memset cut to it, at ns precision; compute: kernels that are not
---   communication (NCCL, HCCL); memory copies and sets are their own kind, not compute.
+-- * profpipe: the GPU's own span of the rank's steps (int_step_gpu_window: from the first step's GPU window start
+--   to the last one's end, where the device ran the steps' work, which on an asynchronous GPU lies long after the
+--   host's steps; the span of its device work without steps), every kernel, memcpy and memset cut to it, at ns
+--   precision; compute: kernels that are not communication (NCCL, HCCL); memory copies and sets are their own
+--   kind, not compute.
 -- Both: non_compute = busy time when no compute runs (communication, memory or other work alone); compute +
 -- non_compute + idle = the window. Unions merge what overlaps, across streams.
 WITH steps AS (
-    SELECT rank, capture, min(start_ns) AS start_ns, max(end_ns) AS end_ns
-    FROM {{ ref('step_phases') }} GROUP BY rank, capture
+    SELECT w.rank, w.capture, min(w.start_ns) AS start_ns, max(w.end_ns) AS end_ns
+    FROM {{ ref('int_step_gpu_window') }} w JOIN {{ ref('step_phases') }} p USING (rank, capture, step)
+    GROUP BY w.rank, w.capture
 ), ours AS (
     SELECT rank, capture, start_ns, start_ns + dur_ns AS end_ns,
            CASE WHEN kind IN ('memcpy', 'memset') THEN 'memory'

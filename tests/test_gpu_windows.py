@@ -1,0 +1,151 @@
+"""Per-step GPU windows (int_step_gpu_window) on a GPU that runs far behind its host (fixtures/kineto_async):
+step_gpu_time, gpu_time_breakdown's profpipe definition and the host_device_sync rule measure the device where it ran
+its steps' work, every part fits its whole, and the launch columns of kernel_name_stats come from the trace. Every
+expected number is derived here from the raw trace events."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, assert_generator_reproduces, query, run
+
+ASYNC = FIXTURES / "kineto_async"
+SYNC_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize")
+
+
+def test_kineto_async_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("kineto_async.py", ASYNC, tmp_path)
+
+
+def _trace(path: Path) -> dict:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as handle:
+        return json.load(handle)
+
+
+def _ns(event: dict, base: int = 0) -> tuple[int, int]:
+    """An event's [start, end) in ns: the trace's own µs from `base` (its baseTimeNanoseconds)."""
+    start = base + round(event["ts"] * 1000)
+    return start, start + round(event["dur"] * 1000)
+
+
+def _union(intervals: list[tuple[int, int]]) -> int:
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total, reach = total + end - start, end
+        elif end > reach:
+            total, reach = total + end - reach, end
+    return total
+
+
+def _clip(intervals: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if s < hi and e > lo]
+
+
+def _oracle(trace: dict) -> dict[int, dict]:
+    """Per host step of the raw trace: the GPU window (the span of its gpu_user_annotation copies, else of the work
+    whose runtime call started in the host step) and the parts of that window, by the definitions of step_gpu_time;
+    times in ns since the epoch (baseTimeNanoseconds + ts)."""
+    events, base = trace["traceEvents"], trace["baseTimeNanoseconds"]
+    steps = {int(e["name"].split("#")[1]): _ns(e, base) for e in events
+             if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")}
+    calls = {e["args"]["correlation"]: _ns(e, base)[0] for e in events if e.get("cat") == "cuda_runtime"}
+    work = [(e, _ns(e, base)) for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    found = {}
+    for step, (host_start, host_end) in steps.items():
+        copies = [_ns(e, base) for e in events if e.get("cat") == "gpu_user_annotation" and e["name"] == f"ProfilerStep#{step}"]
+        launched = [span for e, span in work if host_start <= calls[e["args"]["correlation"]] < host_end]
+        spans = copies or launched
+        window = (min(s for s, _ in spans), max(e for _, e in spans))
+        kinds = {"compute": [], "communication": [], "memcpy": []}
+        for event, span in work:
+            kind = "memcpy" if event["cat"] == "gpu_memcpy" else \
+                "communication" if "nccl" in event["name"].lower() else "compute"
+            kinds[kind] += _clip([span], *window)
+        compute_spans, comm_spans = kinds["compute"], kinds["communication"]
+        overlapped = _union(compute_spans) + _union(comm_spans) - _union(compute_spans + comm_spans)
+        busy = _union([s for spans in kinds.values() for s in spans])
+        syncs = [_ns(e, base) for e in events if e.get("cat") == "cuda_runtime" and e["name"] in SYNC_CALLS]
+        found[step] = {"step_ns": host_end - host_start, "gpu_window_start_ns": window[0],
+                       "gpu_window_ns": window[1] - window[0], "compute_ns": _union(compute_spans),
+                       "communication_ns": _union(comm_spans), "memcpy_ns": _union(kinds["memcpy"]),
+                       "busy_ns": busy, "idle_ns": window[1] - window[0] - busy,
+                       "overlapped_communication_ns": overlapped,
+                       "host_sync_ns": _union(_clip(syncs, host_start, host_end))}
+    return found
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory) -> Path:
+    return run(ASYNC, tmp_path_factory.mktemp("async") / "out").output
+
+
+COLUMNS = ("step_ns", "gpu_window_start_ns", "gpu_window_ns", "compute_ns", "communication_ns", "memcpy_ns", "busy_ns",
+           "idle_ns", "overlapped_communication_ns", "host_sync_ns")
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_step_gpu_time_measures_each_step_where_the_gpu_ran_it(analysed, rank):
+    """Rank 0 has the steps' copies on the device, rank 1 not (the window comes from what each host step launched);
+    the GPU runs each step 9-29 ms after the host's 0.6 ms step, yet every part of a row fits in its window."""
+    oracle = _oracle(_trace(ASYNC / f"rank-{rank}.pt.trace.json"))
+    rows = query(analysed, f"SELECT step, {', '.join(COLUMNS)} FROM step_gpu_time WHERE rank = {rank} ORDER BY step")
+    assert [r[0] for r in rows] == sorted(oracle)
+    for step, *values in rows:
+        got = dict(zip(COLUMNS, values))
+        assert got == oracle[step]
+        assert got["compute_ns"] <= got["busy_ns"] and got["communication_ns"] <= got["busy_ns"]
+        assert got["memcpy_ns"] <= got["busy_ns"] <= got["gpu_window_ns"] and got["host_sync_ns"] <= got["step_ns"]
+        assert got["compute_ns"] > got["step_ns"]  # the GPU's step is far longer than the host's
+
+
+def test_gpu_time_breakdown_takes_the_gpus_own_span_of_the_steps(analysed):
+    """profpipe's window: the first step's GPU start to the last one's end (not the host's 1.8 ms of steps, in which
+    no kernel ran); compute, non-compute and idle add up to it."""
+    for rank in (0, 1):
+        oracle = _oracle(_trace(ASYNC / f"rank-{rank}.pt.trace.json"))
+        window = max(v["gpu_window_start_ns"] + v["gpu_window_ns"] for v in oracle.values()) - \
+            min(v["gpu_window_start_ns"] for v in oracle.values())
+        [(window_ns, busy, compute, non_compute, idle, compute_share)] = query(
+            analysed, "SELECT window_ns, busy_ns, compute_ns, non_compute_ns, idle_ns, compute_share "
+                      f"FROM gpu_time_breakdown WHERE rank = {rank} AND definition = 'profpipe'")
+        steps_busy = sum(v["busy_ns"] for v in oracle.values())  # the windows hold all the work, and no two share it
+        steps_compute = sum(v["compute_ns"] for v in oracle.values())
+        assert (window_ns, busy, compute) == (window, steps_busy, steps_compute)
+        assert compute + non_compute + idle == window_ns and compute_share == pytest.approx(compute / window)
+        assert 0.9 < compute_share <= 1
+
+
+def test_a_sync_after_the_last_step_is_no_wait_inside_steps(analysed):
+    """The cudaDeviceSynchronize 27 µs after the last step waits ~36.7 ms outside every step: host_device_sync does
+    not fire; the 20 µs cudaStreamSynchronize across the step 1/2 edge counts 10 µs in each."""
+    events = _trace(ASYNC / "rank-0.pt.trace.json")["traceEvents"]
+    last_end = max(_ns(e)[1] for e in events if e.get("name", "").startswith("ProfilerStep#") and e["cat"] == "user_annotation")
+    device_sync = next(_ns(e) for e in events if e.get("name") == "cudaDeviceSynchronize")
+    assert device_sync[0] > last_end and device_sync[1] - device_sync[0] > 30_000_000
+    assert query(analysed, "SELECT rank, step, host_sync_ns, host_sync_calls, host_sync_apis FROM step_gpu_time "
+                           "WHERE host_sync_calls > 0 ORDER BY rank, step") == \
+        [(rank, step, 10_000, 1, "cudaStreamSynchronize") for rank in (0, 1) for step in (1, 2)]
+    checked = {c["rule_id"]: c["status"] for c in json.loads((analysed / "findings.json").read_text())["checked"]}
+    assert checked["host_device_sync"] == "passed"
+
+
+def test_kernel_name_stats_takes_launch_api_grid_and_block_from_the_trace(tmp_path: Path):
+    """fixtures/pytorch_cuda (a real trace): per kernel name, the runtime call of the first execution (by its
+    correlation id) and the grid and block of the first execution, as the raw trace holds them."""
+    trace = FIXTURES / "pytorch_cuda" / "rank-0.pt.trace.json.gz"
+    events = _trace(trace)["traceEvents"]
+    calls = {e["args"]["correlation"]: e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    expected: dict[str, tuple] = {}
+    for event in sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"]):
+        args = event["args"]
+        expected.setdefault(event["name"], (calls.get(args["correlation"]), ",".join(map(str, args["block"])),
+                                            ",".join(map(str, args["grid"]))))
+    out = run(trace.parent, tmp_path / "out").output
+    got = {name: rest for name, *rest in query(out, "SELECT name, launch_api, block_dim, grid_dim FROM kernel_name_stats")}
+    assert {name: tuple(rest) for name, rest in got.items()} == expected
+    assert all(api and block and grid for api, block, grid in expected.values())
