@@ -513,6 +513,136 @@ def test_unknown_era_a_tag_and_log_type(tmp_path: Path) -> None:
     assert [(e.action, e.rows) for e in events(outcome, "unknown_tag")] == [("dropped", 1)]
 
 
+# ---- lost step-trace points (issue 33) -----------------------------------------------------------------
+
+#: (tag field offset and width, type byte (None: no type byte)) of the step-trace records, per role
+TRACE_FIELDS = {"a_trace": ((0, 8), None), "c_ts_track": ((36, 2), 1)}
+
+
+def _trace_records(role: str, raw: bytes) -> list[tuple[int, int]]:
+    """(record index, tag) of the records the step trace reads (era C: rptType 10 only)."""
+    fixture, name, size, _ = BINARY[role]
+    (at, width), type_at = TRACE_FIELDS[role]
+    fmt = "<Q" if width == 8 else "<H"
+    return [(i, struct.unpack_from(fmt, raw, i * size + at)[0]) for i in range(len(raw) // size)
+            if type_at is None or raw[i * size + type_at] == 10]
+
+
+def _step_shape(outcome: ReadOutcome) -> list[tuple[int, str]]:
+    """The steps and the FP / BP / iteration-end / step-start points each holds (times left aside: a changed
+    counter is a changed value, test_bad_time_values' business, not a lost step)."""
+    return sorted((r["step"], r["kind"]) for r in rows(outcome, "step_point")
+                  if r["kind"] in ("fp_start", "bp_end", "step_end", "step_start"))
+
+
+def _flips_at_trace_fields(role: str, raw: bytes) -> st.SearchStrategy[bytes]:
+    """`raw` with one to four bytes replaced anywhere, or in the tag and type bytes of the step records."""
+    fixture, name, size, _ = BINARY[role]
+    (at, width), type_at = TRACE_FIELDS[role]
+    spots = [i * size + at + k for i, _ in _trace_records(role, raw) for k in range(min(width, 2))]
+    spots += [i * size + type_at for i, _ in _trace_records(role, raw)] if type_at is not None else []
+
+    def flip(changes: list[tuple[int, int]]) -> bytes:
+        out = bytearray(raw)
+        for spot, value in changes:
+            out[spot] = value
+        return bytes(out)
+
+    targeted = st.lists(st.tuples(st.sampled_from(spots), st.integers(0, 255)), min_size=1, max_size=3).map(flip)
+    return st.one_of(byte_flips(raw), targeted)
+
+
+@pytest.mark.parametrize("role", ["a_trace", "c_ts_track"])
+@FUZZ
+@given(data=st.data())
+def test_step_trace_flip_changes_no_step_silently(role: str, data: st.DataObject, tmp_path: Path) -> None:
+    """Bytes flipped anywhere in the step trace (and often in its tag and record-type bytes): the steps and
+    their FP / BP / end points are as before, or a lossy row says what was lost. Exempt, as a capture may
+    start or stop mid-iteration: the first FP record and the last iteration-end record (kept undamaged)."""
+    fixture, name, size, _ = BINARY[role]
+    raw = _original(fixture, name)
+    records = _trace_records(role, raw)
+    fp_tag, end_tag = (1, 255) if role == "a_trace" else (2, 4)
+    exempt = [next(i for i, tag in records if tag == fp_tag), [i for i, tag in records if tag == end_tag][-1]]
+    flipped = bytearray(data.draw(_flips_at_trace_fields(role, raw), label="flipped"))
+    for i in exempt:
+        flipped[i * size:(i + 1) * size] = raw[i * size:(i + 1) * size]
+    outcome, path = damaged(fixture, name, bytes(flipped), tmp_path)
+    assert_sane(outcome)
+    if outcome.errors:
+        assert_error_names(outcome, path)
+        return
+    base = baseline(fixture)
+    if _step_shape(outcome) != _step_shape(base):
+        assert any(e.lossy for e in new_events(outcome, base)), (_step_shape(outcome), outcome.health)
+
+
+@pytest.mark.parametrize("role,record,tag", [("a_trace", 5, 254), ("a_trace", 5, 1), ("c_ts_track", 4, 0),
+                                             ("c_ts_track", 4, 2), ("c_ts_track", 4, None)],
+                         ids=["a_end_to_comm", "a_end_to_fp", "c_end_to_model_start", "c_end_to_fp", "c_type_99"])
+def test_lost_iteration_end_is_counted(role: str, record: int, tag: int | None, tmp_path: Path) -> None:
+    """The first iteration end lost (its tag changed to another defined tag, or era C its record type to one no
+    msprof defines): two iterations are one step, and the ledger says so at the merged step (malformed_record,
+    dropped, 1 step); an unknown record type is also counted itself (unknown_tag, dropped, at its offset)."""
+    fixture, name, size, _ = BINARY[role]
+    raw = bytearray(_original(fixture, name))
+    index = [i for i, _ in _trace_records(role, bytes(raw))][record]
+    (at, width), type_at = TRACE_FIELDS[role]
+    if tag is None:
+        raw[index * size + type_at] = 99
+    else:
+        struct.pack_into("<Q" if width == 8 else "<H", raw, index * size + at, tag)
+    outcome, path = damaged(fixture, name, bytes(raw), tmp_path)
+    base = baseline(fixture)
+    ends = lambda o: len([r for r in rows(o, "step_point") if r["kind"] == "step_end"])  # noqa: E731
+    assert ends(outcome) == ends(base) - 1
+    [merged] = [e for e in new_events(outcome, base) if e.check == "malformed_record"]
+    assert (merged.action, merged.rows, merged.path) == ("dropped", 1, str(path))
+    assert "iterations merged into one step" in merged.message
+    unknown = events(outcome, "unknown_tag")
+    if tag is None:
+        assert [(e.action, e.rows, e.offset) for e in unknown] == [("dropped", 1, index * size)]
+    else:
+        assert not unknown
+
+
+def test_missing_fp_or_bp_is_counted_except_at_the_capture_edges(tmp_path: Path) -> None:
+    """A step without the FP or BP the other steps have: malformed_record, dropped, at the step's end record.
+    The first step's FP and the points after the last iteration end are exempt (no lossy row)."""
+    fixture, name, size, _ = BINARY["c_ts_track"]
+    original = _original(fixture, name)
+    steps = [i for i, _ in _trace_records("c_ts_track", original)]  # 5 points per iteration: FP comm comm BP END
+    base = baseline(fixture)
+
+    def with_tag(record: int, tag: int) -> ReadOutcome:
+        raw = bytearray(original)
+        struct.pack_into("<H", raw, steps[record] * size + 36, tag)
+        return damaged(fixture, name, bytes(raw), tmp_path)[0]
+
+    for record, what in ((5, "FP start"), (8, "BP end"), (13, "BP end")):
+        outcome = with_tag(record, 0)
+        [event] = [e for e in new_events(outcome, base) if e.lossy]
+        assert (event.check, event.action, event.rows) == ("malformed_record", "dropped", 1), event
+        assert what in event.message
+        step_end = steps[(record // 5) * 5 + 4]
+        assert event.offset == step_end * size
+    for record in (0, 14):  # the first FP; the last iteration end
+        assert not [e for e in new_events(with_tag(record, 0), base) if e.lossy]
+
+
+def test_other_report_type_unknown_to_msprof_is_excluded(tmp_path: Path) -> None:
+    """A ts_track record of a report type no msprof defines that does not read as a step point: counted
+    (unknown_tag, excluded: MindSpore reads type 10 only), the steps unchanged, the run complete."""
+    fixture, name, size, _ = BINARY["c_ts_track"]
+    raw = bytearray(_original(fixture, name))
+    other = next(i for i in range(len(raw) // size) if raw[i * size + 1] != 10)
+    raw[other * size + 1] = 99
+    outcome, path = damaged(fixture, name, bytes(raw), tmp_path)
+    assert [(e.check, e.action, e.rows, e.offset, e.path) for e in new_events(outcome, baseline(fixture))] == [
+        ("unknown_tag", "excluded", 1, other * size, str(path))]
+    assert rows(outcome, "step_point") == rows(baseline(fixture), "step_point") and not outcome.lossy
+
+
 def test_unknown_enums_in_era_c_framework(tmp_path: Path) -> None:
     fixture, name, size, _ = BINARY["c_task_desc"]
     raw = bytearray(_original(fixture, name))

@@ -50,6 +50,9 @@ TS_TRACK_DTYPE = np.dtype([("mode", "u1"), ("rpt_type", "u1"), ("buf_size", "<u2
                            ("syscnt", "<u8"), ("index_id", "<u8"), ("model_id", "<u8"), ("stream_id", "<u2"),
                            ("task_id", "<u2"), ("tag", "<u2"), ("reserved2", "<u2")])
 _TS_TRACK_STEP = 10
+#: The ts_track report types msprof knows (3 timeline, 10 step trace, 11 TS memcpy, 12 task type, 13/14 task
+#: flip, 15 block dim, 61 model with queue); MindSpore reads only type 10, the others are left out by design.
+_TS_TRACK_TYPES = frozenset({3, 10, 11, 12, 13, 14, 15, 61})
 #: Era A joins by the bare task id from this id on, by (stream, task) below it.
 _BARE_TASK_ID_FROM = 25000
 #: The tables whose times come from device counter ticks.
@@ -508,7 +511,9 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
     (even before the op, odd after it); 0/1 model start/end are not used."""
     records = read_columns(paths, TS_TRACK_DTYPE, ["rpt_type", "tag", "stream_id", "task_id", "syscnt",
                                                    "model_id"], warn,
-                           keep=lambda r: r["rpt_type"] == _TS_TRACK_STEP, tables="step_point")
+                           keep=lambda r: ~np.isin(r["rpt_type"], list(_TS_TRACK_TYPES - {_TS_TRACK_STEP})),
+                           tables="step_point")
+    records = _report_unknown_types(paths, records, warn)
     models = np.unique(records["model_id"])
     if models.size > 1:
         warn(f"{paths[0]}: step trace of {models.size} models (graphs {models.tolist()[:10]}); steps are cut at "
@@ -527,6 +532,33 @@ def _ts_track_points(paths: list[Path], tasks: pl.DataFrame, point_names: dict[i
     step_info_names = _tag_names(tag, point_names)  # step_info names the FP/BP ops directly
     names = pl.select(pl.coalesce(step_info_names, names)).to_series()
     return _clean_points(paths, kind, tag, records, names, tick_hz, warn)
+
+
+def _report_unknown_types(paths: list[Path], records: dict[str, np.ndarray], warn: Warn) -> dict[str, np.ndarray]:
+    """The step-trace records (rptType 10) of the ts_track records `records` (type 10 or a type no msprof
+    version defines), after counting the unknown ones: one that reads as a step point (a FP/BP/iteration-end or
+    communication tag of a model the step trace has) is most likely a step record whose type byte is damaged,
+    and its point is lost (dropped); any other is left out as MindSpore leaves out every type but 10 (excluded)."""
+    step = records["rpt_type"] == _TS_TRACK_STEP
+    if step.all():
+        return records
+    tag = records["tag"].astype(np.int64)
+    point_tag = np.isin(tag, [_ERA_C_TAGS["fp"], _ERA_C_TAGS["bp"], _ERA_C_TAGS["end"]]) | (
+        (tag >= _ERA_C_TAGS["comm_low"]) & (tag < _ERA_C_TAGS["comm_high"]))
+    like_step = ~step & point_tag & np.isin(records["model_id"], records["model_id"][step])
+    for mask, action, what in ((like_step, "dropped", "read as step points (a step-trace tag of a model the trace "
+                                                      "has): a damaged type byte, most likely; their points are lost"),
+                               (~step & ~like_step, "excluded", "are not step-trace records either; left out, as "
+                                                                "MindSpore leaves out every type but 10")):
+        index = np.flatnonzero(mask)
+        if not index.size:
+            continue
+        path, offset = locate_offset(paths, int(records["offset"][index[0]]))
+        first = int(records["rpt_type"][index[0]])
+        warn(f"{path}: byte offset {offset}: {index.size} ts_track records have a report type no msprof version "
+             f"defines (first: {first}, tag {int(tag[index[0]])}); they {what}", check="unknown_tag", action=action,
+             rows=int(index.size), path=path, offset=offset, example=f"rptType {first}", tables="step_point")
+    return {name: column[step] for name, column in records.items()}
 
 
 def _tag_names(tag: np.ndarray, point_names: dict[int, str]) -> pl.Series:
@@ -615,9 +647,50 @@ def _clean_points(paths: list[Path], kind: np.ndarray, tag: np.ndarray, records:
     mask[matched["i"].to_numpy()] = True
     mask[matched["i_end"].to_numpy()] = True
     drop(mask, "negative_duration", "are communication points whose end is earlier than their start (both)")
+    _report_incomplete_steps(paths, kind, keep, numbered(), offsets, warn)
     kept = np.flatnonzero(keep)
     return _points_frame(kind[kept], tag[kept], records["stream_id"][kept], syscnt[kept].astype(np.int64),
                          names.gather(kept), tick_hz)
+
+
+def _report_incomplete_steps(paths: list[Path], kind: np.ndarray, keep: np.ndarray, step: np.ndarray,
+                             offsets: np.ndarray, warn: Warn) -> None:
+    """Count the steps whose FP start / BP end points say that trace points were lost (nothing in the step
+    trace repeats them): a step holding the FP or BP of several iterations lost the iteration end between
+    them (the iterations are one step), and a step without the FP or BP that most steps have lost it. The
+    first step may lack its FP and the points after the last iteration end their BP and end (a capture
+    starts and stops mid-iteration)."""
+    closed = int(np.count_nonzero(keep & (kind == _END)))
+    if not closed:
+        return
+    merged, missing = [], []  # (record index of the first point that shows it, count)
+    for point, name in ((_FP, "FP start"), (_BP, "BP end")):
+        index = np.flatnonzero(keep & (kind == point))
+        counts = np.bincount(step[index], minlength=closed + 2)
+        repeat = index[np.r_[False, step[index][1:] == step[index][:-1]]]  # the 2nd, 3rd... point of a step
+        if repeat.size:
+            merged.append((int(repeat[0]), set(np.flatnonzero(counts > 1).tolist()), name))
+        if np.count_nonzero(counts[1:closed + 1]) * 2 <= closed:
+            continue  # not a point most steps have (e.g. no BP in inference)
+        lacking = np.flatnonzero(counts[1:closed + 1] == 0) + 1
+        lacking = lacking[(lacking > 1) | (point != _FP)]
+        if lacking.size:
+            end_of = np.flatnonzero(keep & (kind == _END))[lacking[0] - 1]
+            missing.append((int(end_of), int(lacking.size), int(lacking[0]), name))
+    if merged:
+        first, _, name = min(merged)
+        steps = len(set().union(*(m[1] for m in merged)))
+        path, offset = locate_offset(paths, int(offsets[first]))
+        warn(f"{path}: byte offset {offset}: {steps} steps hold the FP/BP points of several iterations (first: a "
+             f"second {name}): an iteration end is missing in each (lost or damaged), so iterations merged into one "
+             "step", check="malformed_record", action="dropped", rows=steps, path=path, offset=offset,
+             example=f"a second {name} in one step", tables="step_point")
+    for end, steps, first_step, name in missing:
+        path, offset = locate_offset(paths, int(offsets[end]))
+        warn(f"{path}: byte offset {offset}: {steps} steps lack the {name} point the other steps have (lost or "
+             f"damaged; first: step {first_step}, ending here); their phases are missing", check="malformed_record",
+             action="dropped", rows=steps, path=path, offset=offset, example=f"step {first_step} without {name}",
+             tables="step_point")
 
 
 def _non_decreasing(values: np.ndarray) -> np.ndarray:
