@@ -349,12 +349,15 @@ def describe(
         columns.add_row(*(Text(v) for v in (column["name"], column["type"], column["unit"] or "",
                                             column["description"], ", ".join(column["tests"]))))
     _console().print(columns)
+    for invariant in entry["invariants"]:
+        per = f" per {', '.join(invariant['per'])}" if invariant["per"] else ""
+        _console().print(Text(f"invariant{per}: {invariant['expression']} ({invariant['why']})"))
 
 
 @app.command()
 def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
-    """Run the models' data tests (unique grain, not null, accepted values, ranges, relationships) on
-    OUTPUT/profile.duckdb; exit 1 if any fails."""
+    """Run the models' data tests (unique grain, not null, accepted values, ranges, relationships, and the
+    invariants across columns: parts within their whole) on OUTPUT/profile.duckdb; exit 1 if any fails."""
     import duckdb
 
     from .model_checks import check_models

@@ -1,5 +1,6 @@
-"""Data tests of the SQL model library, as dbt runs them: each model's grain is unique, and each column
-holds what its YAML promises (not_null, unique, accepted_values, range, relationship; shares within 0-1).
+"""Data tests of the SQL model library, as dbt runs them: each model's grain is unique, each column holds what its
+YAML promises (not_null, unique, accepted_values, range, relationship; shares within 0-1), and each of the model's
+invariants across columns holds on every row (parts within their whole, a window holding what it is given).
 
 Sits after stage 3 (models): `check_models` runs over a finished profile.duckdb. The test suite runs it on
 the output of every fixture; users can run it on theirs with `profpipe check OUT`.
@@ -34,6 +35,10 @@ def check_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = No
             key = ", ".join(_q(c) for c in model.grain)
             failures += _run(con, model.name, f"unique grain ({', '.join(model.grain)})",
                              f"SELECT {key}, count(*) AS n FROM {model.name} GROUP BY ALL HAVING count(*) > 1")
+        for invariant in model.invariants:
+            per = f" per {', '.join(invariant.per)}" if invariant.per else ""
+            failures += _run(con, model.name, f"{invariant.why} ({invariant.expression}{per})",
+                             invariant.breaking_rows(model.name))
         for column in model.columns:
             for name, condition in _conditions(column):
                 failures += _run(con, model.name, f"{column.name} {name}",

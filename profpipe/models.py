@@ -22,7 +22,10 @@ declared dependencies, checked at load against the layer order above and for cyc
 mentions another model or table by its bare name is refused. Beside each SQL file a YAML file documents
 the model: what one row is (`description`), the columns that identify a row (`grain`), and per column
 its DuckDB type, unit (ns, bytes, share or count; nothing for names, ids and flags), one-line meaning
-and data tests (tests/test_model_library.py and `check_models` run them). Intermediate models that many
+and data tests (tests/test_model_library.py and `check_models` run them); the model's own `tests` are invariants
+across its columns: an `expression` true on every row (NULL counts as true), or with `per` (columns) an aggregate
+expression true for every group of rows, and `why` it must hold (parts that add up to their whole, a window that
+holds what is attributed to it, shares of one whole that sum to at most 1). Intermediate models that many
 others read say `computed_once: true`: the run computes them once into a temporary table, which shadows
 the view while marts and exports read it; the saved profile.duckdb keeps only the view.
 """
@@ -80,6 +83,23 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Invariant:
+    """A model's data test across its columns: `expression` holds on every row, or with `per`, aggregated over
+    every group of rows with the same `per` values (NULL counts as holding)."""
+
+    expression: str
+    why: str
+    per: tuple[str, ...] = ()
+
+    def breaking_rows(self, model: str) -> str:
+        """The SQL query of the rows (or groups) of `model` that break it."""
+        if not self.per:
+            return f"SELECT * FROM {model} WHERE NOT ({self.expression})"
+        keys = ", ".join(_identifier(c) for c in self.per)
+        return f"SELECT {keys} FROM {model} GROUP BY {keys} HAVING NOT ({self.expression})"
+
+
+@dataclass(frozen=True)
 class Model:
     """One SQL model: its rendered SELECT, what it reads and its documentation."""
 
@@ -104,6 +124,9 @@ class Model:
     newline: str = "\n"
     #: reports not written as a file: the Python function that returns their rows.
     returned_by: str | None = None
+    #: Invariants across columns: (SQL expression true on every row, or with `per` columns an aggregate true for
+    #: every group of rows; why it must hold; the `per` columns). NULL counts as true.
+    invariants: tuple[Invariant, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -192,6 +215,13 @@ def _read_model(path: Path, layer: str) -> Model:
                          "function that returns it (returned_by)")
     if layer != "reports" and {"style", "written_by", "newline"} & set(doc):
         raise ModelError(f"SQL model {name}: only reports have a style, a writer or a line ending")
+    invariants = []
+    for test in doc.get("tests") or ():
+        if not isinstance(test, dict) or not {"expression", "why"} <= set(test) <= {"expression", "why", "per"}:
+            raise ModelError(f"{doc_path}: a model's test is an invariant: {{expression: <SQL>, why: <text>, "
+                             "per: [<column>, ...] (optional)}}")
+        invariants.append(Invariant(str(test["expression"]), " ".join(str(test["why"]).split()),
+                                    tuple(test.get("per") or ())))
     shared = _shared_columns(path.parent.parent)
     columns = []
     for column in doc["columns"]:
@@ -210,7 +240,8 @@ def _read_model(path: Path, layer: str) -> Model:
                  columns=tuple(columns), refs=frozenset(n for kind, n in calls if kind == "ref"),
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
                  csv_order=doc.get("csv_order"), file=doc.get("file"), style=doc.get("style"),
-                 written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"))
+                 written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"),
+                 invariants=tuple(invariants))
 
 
 @lru_cache(maxsize=4)
@@ -344,12 +375,12 @@ def _empty_model_sql(model: Model) -> str:
 
 
 def documentation() -> dict[str, dict[str, Any]]:
-    """Every normalized table (layer "table") and model, by name: its layer, what one row is, its grain
-    and its columns (name, type, unit, description, tests), as `profpipe describe` shows them."""
+    """Every normalized table (layer "table") and model, by name: its layer, what one row is, its grain, its
+    invariants and its columns (name, type, unit, description, tests), as `profpipe describe` shows them."""
     entries: dict[str, dict[str, Any]] = {}
     shared = _shared_columns(data_dir("sql"))
     for name, spec in catalog().items():
-        entries[name] = {"name": name, "layer": "table", "description": spec.description, "grain": [],
+        entries[name] = {"name": name, "layer": "table", "description": spec.description, "grain": [], "invariants": [],
                          "columns": [{"name": f.name, "type": str(f.type), "unit": spec.units.get(f.name),
                                       "description": spec.column_docs[f.name]
                                       or shared.get(f.name, {}).get("description", ""),
@@ -357,6 +388,8 @@ def documentation() -> dict[str, dict[str, Any]]:
     for model in load_models():
         entries[model.name] = {"name": model.name, "layer": model.layer, "description": model.description,
                                "grain": list(model.grain),
+                               "invariants": [{"expression": i.expression, "why": i.why, "per": list(i.per)}
+                                              for i in model.invariants],
                                "columns": [{"name": c.name, "type": c.type, "unit": c.unit, "description": c.description,
                                             "tests": [_test_name(t) for t in c.tests]} for c in model.columns]}
     return entries

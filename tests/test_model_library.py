@@ -10,7 +10,7 @@ import duckdb
 import pytest
 import yaml
 
-from conftest import FIXTURES, REPO, run
+from conftest import FIXTURES, REPO, realdata, run
 from profpipe.export.mindspore_reports import write_reports
 from profpipe.model_checks import check_models
 from profpipe.models import (UNIT_SUFFIXES, UNITS, ModelError, create_macros, documentation, load_models, run_models,
@@ -281,6 +281,42 @@ def test_a_data_test_that_breaks_is_reported(tmp_path):
         run_models(con, models)
         found = {(f.test, f.rows) for f in check_models(con, models)}
     assert found == {("unique grain (x)", 1), ("x not null", 1), ("x within [2, None]", 2)}
+
+
+def test_an_invariant_that_breaks_is_reported_by_row_and_by_group(tmp_path):
+    _mini_library(tmp_path, {"marts/m": ("SELECT * FROM (VALUES (1, 2, 3, 'a'), (2, 2, 3, 'a'), (NULL, 1, 1, 'b')) "
+                                         "t(x, part, whole, g)", "")})
+    (tmp_path / "marts" / "m.yml").write_text(
+        "description: One row per thing.\ncolumns:\n"
+        "  - {name: x, type: INTEGER, description: n}\n  - {name: part, type: INTEGER, description: n}\n"
+        "  - {name: whole, type: INTEGER, description: n}\n  - {name: g, type: VARCHAR, description: n}\n"
+        "tests:\n  - {expression: 'x + part <= whole', why: the parts fit the whole}\n"
+        "  - {expression: 'sum(part) <= 3', why: the parts of a group fit, per: [g]}\n")
+    models = load_models(tmp_path)
+    with duckdb.connect() as con:
+        run_models(con, models)
+        found = {(f.test, f.rows) for f in check_models(con, models)}
+    # the NULL row holds (nothing to compare); group a sums 4
+    assert found == {("the parts fit the whole (x + part <= whole)", 1),
+                     ("the parts of a group fit (sum(part) <= 3 per g)", 1)}
+
+
+@pytest.mark.parametrize("test", ["not a mapping", "{expression: x > 0}", "{expression: x > 0, why: w, pre: [x]}"])
+def test_the_loader_refuses_a_model_invariant_that_is_not_one(tmp_path, test):
+    _mini_library(tmp_path, {"marts/m": ("SELECT 1 AS x", "")})
+    with (tmp_path / "marts" / "m.yml").open("a") as doc:
+        doc.write(f"tests:\n  - {test}\n")
+    with pytest.raises(ModelError, match="invariant"):
+        load_models(tmp_path)
+
+
+def test_the_models_data_tests_and_invariants_pass_on_the_realdata_tree(tmp_path):
+    """Every realdata set the tests can reach, in one run (the same analysis tests/test_clocks.py and
+    tests/test_sources.py read)."""
+    out = run(realdata("."), tmp_path / "out").output
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        failures = check_models(con)
+    assert not failures, "\n".join(map(str, failures))
 
 
 def test_the_saved_profile_opens_from_any_folder_and_after_a_move(outputs, tmp_path, monkeypatch):

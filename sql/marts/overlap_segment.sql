@@ -29,10 +29,19 @@ WITH steps AS (
            list_contains(categories, 'computing') AS computing, list_contains(categories, 'collective') AS collective,
            list_contains(categories, 'receiving') AS receiving
     FROM interval_sweep(intervals)
-), step_pieces AS (  -- the pieces inside a step window, with their step
+), overlapped AS (  -- steps that end after the next one starts (MindSpore GPU steps may): that stretch is theirs too
+    SELECT * FROM (SELECT *, lead(start_ns) OVER (PARTITION BY rank, capture ORDER BY start_ns, step) AS next_start_ns
+                   FROM steps)
+    WHERE next_start_ns < end_ns
+), step_pieces AS (  -- the pieces inside a step window, with their step: the last step started, and an earlier one
+                     -- still open
     SELECT p.*, s.step
     FROM pieces p ASOF JOIN steps s ON p.rank = s.rank AND p.capture = s.capture AND p.start_ns >= s.start_ns
     WHERE p.end_ns <= s.end_ns
+    UNION ALL
+    SELECT p.*, s.step
+    FROM pieces p JOIN overlapped s ON p.rank = s.rank AND p.capture = s.capture AND p.start_ns >= s.next_start_ns
+                                   AND p.end_ns <= s.end_ns
 ), labelled AS (
     SELECT rank, capture, step, category, start_ns, end_ns
     FROM (SELECT *, collective OR receiving AS communicating FROM step_pieces), unnest(list_filter([
