@@ -1223,6 +1223,19 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
     ])
 
 
+def test_timeline_draws_a_stretch_two_overlapping_steps_share_once():
+    """Steps 0-100 and 50-150 (a MindSpore GPU step trace may overlap its steps): overlap_segment gives the kernel
+    60-70 to both; the Overlap Analysis lane draws it once, and the free time 0-60 and 70-150 once."""
+    tables = {"run_info": [{"device_type": "gpu", "framework": "mindspore", "layout": "flat"}],
+              "step_point": points(1, start=0, fp=0, end=100) + points(2, start=50, fp=50, end=150),
+              "device_exec": [kernel("gemm", 60, 10)]}
+    assert len([r for r in model_rows(tables, "overlap_segment") if r["category"] == "computation"]) == 2
+    same([r for r in model_rows(tables, "timeline_span") if r["lane"] == 5], [
+        {"thread": "Computing", "name": "computation", "start_ns": 60, "dur_ns": 10},
+        {"thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 60},
+        {"thread": "Free", "name": "free", "start_ns": 70, "dur_ns": 80}])
+
+
 # ---------------------------------------------------------------------------------------------- summary
 
 def test_rank_summary_describes_a_rank_by_its_first_device_source_and_counts_all_captures():
