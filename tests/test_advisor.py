@@ -23,9 +23,12 @@ from kineto import rank_trace  # noqa: E402  (the fixture generator, with its tr
 from kineto_nccl import ARRIVALS, COLLECTIVES  # noqa: E402  (the NCCL fixtures' arrival lags)
 
 RULES = {rule.id: rule for rule in load_rules()}
-#: Analysed once for the module: fixtures on which rules fire.
+#: Analysed once for the module: fixtures on which rules fire (but NO_FINDINGS).
 ANALYSED = ["mindspore_gpu/two_ranks", "minddata_sink", "ascend_raw/era_a", "mindspore_hccl", "pytorch_cuda",
             "kineto_nccl", "kineto_nccl_straggler", "kineto_async"]
+#: Fixtures on which no rule fires: kineto_async's GPU is busy where it ran its steps (gpu_idle fired at 100 % while
+#: its steps were measured in the host's 0.6 ms spans, in which no kernel ran).
+NO_FINDINGS = {"kineto_async"}
 #: The sync call and the device capacity the test writes into the generator's Kineto trace.
 SYNC_NS = 1_500_000
 CAPACITY_BYTES = 34 << 20
@@ -75,7 +78,7 @@ def test_findings_json_follows_its_schema_and_evidence_sql_gives_the_evidence(ou
     document = json.loads((out / "findings.json").read_text())
     jsonschema.validate(document, json.loads((REPO / "schemas" / "findings.schema.json").read_text()))
     assert {c["rule_id"] for c in document["checked"]} == set(RULES)
-    assert document["findings"], name  # each of these fixtures fires some rule
+    assert bool(document["findings"]) != (name in NO_FINDINGS), name  # each fixture fires some rule, but NO_FINDINGS
     with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
         table = {row[0]: row[1:] for row in con.execute(
             f"SELECT rule_id, status, fired_rows FROM {ADVISOR_TABLE}").fetchall()}

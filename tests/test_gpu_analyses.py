@@ -244,7 +244,7 @@ def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
     host's steps (their copies on the GPU streams, gpu_user_annotation ProfilerStep#N, from the first start to the
     last end; the GPU runs 0.1-0.2 ms behind the host here), compute the union of kernels (no NCCL here), memory the union of copies and sets, idle the rest; per stream,
     only positive gaps after the latest earlier end are idle, by HTA's three causes; per step, those gaps clipped to
-    the host steps."""
+    the steps' GPU windows (their copies on the GPU streams)."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     events = _events(CUDA_TRACE)
     base = 1790857026000000000  # the fixture's baseTimeNanoseconds
@@ -278,9 +278,17 @@ def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
                                                             "gpu_idle_breakdown WHERE definition = 'profpipe'")}
     assert got == {(s, c): (len(expected[(s, c)]), sum(expected[(s, c)])) for s in by_stream
                    for c in ("host_wait", "kernel_wait", "other")}
-    # step_gpu_idle: the same gaps clipped to each host step
+    # step_gpu_idle: the same gaps clipped to each step's GPU window (the span of its copies on the GPU streams, cut
+    # where the next step's copies start), not to the host's step
+    spans = {step: [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events
+                    if e.get("cat") == "gpu_user_annotation" and e["name"] == f"ProfilerStep#{step}"]
+             for step in _host_steps(events)}
+    windows = sorted((min(s for s, _ in v), max(e for _, e in v), step) for step, v in spans.items())
+    gpu_windows = {step: (start, min([end] + [s for s, _, _ in windows[i + 1:]]))
+                   for i, (start, end, step) in enumerate(windows)}
+    assert gpu_windows != _host_steps(events)
     per_step: dict[tuple[int, int, str], list[int]] = defaultdict(list)
-    for step, (low, high) in _host_steps(events).items():
+    for step, (low, high) in gpu_windows.items():
         for stream, cause, gap_start, gap_end in gaps:
             if gap_start < high and gap_end > low:
                 per_step[(step, stream, cause)].append(min(gap_end, high) - max(gap_start, low))

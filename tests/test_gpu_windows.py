@@ -70,7 +70,11 @@ def _oracle(trace: dict) -> dict[int, dict]:
         overlapped = _union(compute_spans) + _union(comm_spans) - _union(compute_spans + comm_spans)
         busy = _union([s for spans in kinds.values() for s in spans])
         syncs = [_ns(e, base) for e in events if e.get("cat") == "cuda_runtime" and e["name"] in SYNC_CALLS]
-        found[step] = {"step_ns": host_end - host_start, "gpu_window_start_ns": window[0],
+        computing = compute_spans + kinds["memcpy"]
+        found[step] = {"host_window": (host_start, host_end), "window": window,
+                       "computation_ns": _union(computing),
+                       "pure_communication_ns": _union(computing + comm_spans) - _union(computing),
+                       "step_ns": host_end - host_start, "gpu_window_start_ns": window[0],
                        "gpu_window_ns": window[1] - window[0], "compute_ns": _union(compute_spans),
                        "communication_ns": _union(comm_spans), "memcpy_ns": _union(kinds["memcpy"]),
                        "busy_ns": busy, "idle_ns": window[1] - window[0] - busy,
@@ -97,7 +101,7 @@ def test_step_gpu_time_measures_each_step_where_the_gpu_ran_it(analysed, rank):
     assert [r[0] for r in rows] == sorted(oracle)
     for step, *values in rows:
         got = dict(zip(COLUMNS, values))
-        assert got == oracle[step]
+        assert got == {c: oracle[step][c] for c in COLUMNS}
         assert got["compute_ns"] <= got["busy_ns"] and got["communication_ns"] <= got["busy_ns"]
         assert got["memcpy_ns"] <= got["busy_ns"] <= got["gpu_window_ns"] and got["host_sync_ns"] <= got["step_ns"]
         assert got["compute_ns"] > got["step_ns"]  # the GPU's step is far longer than the host's
@@ -118,6 +122,60 @@ def test_gpu_time_breakdown_takes_the_gpus_own_span_of_the_steps(analysed):
         assert (window_ns, busy, compute) == (window, steps_busy, steps_compute)
         assert compute + non_compute + idle == window_ns and compute_share == pytest.approx(compute / window)
         assert 0.9 < compute_share <= 1
+
+
+def _idle_gaps(trace: dict) -> list[tuple[int, str, int, int]]:
+    """Each stream's idle gaps (stream, cause, start, end) in ns since the epoch: a start after the latest end of the
+    stream's earlier work; host_wait when its runtime call started after that end, kernel_wait under 30 µs, else
+    other."""
+    events, base = trace["traceEvents"], trace["baseTimeNanoseconds"]
+    calls = {e["args"]["correlation"]: _ns(e, base)[0] for e in events if e.get("cat") == "cuda_runtime"}
+    streams: dict[int, list[tuple[int, int, int]]] = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            streams.setdefault(e["args"]["stream"], []).append((*_ns(e, base), e["args"]["correlation"]))
+    gaps = []
+    for stream, work in streams.items():
+        reach = None
+        for start, end, correlation in sorted(work):
+            if reach is not None and start > reach:
+                cause = "host_wait" if calls.get(correlation, -1) > reach else \
+                    "kernel_wait" if start - reach < 30_000 else "other"
+                gaps.append((stream, cause, reach, start))
+            reach = end if reach is None else max(reach, end)
+    return gaps
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_gpu_idle_measures_the_gpu_where_it_ran_each_step(analysed, rank):
+    """The host's 0.6 ms steps hold no kernel at all: measured there the GPU would idle 100 % of every step. In each
+    step's GPU window (its device copies on rank 0, what its host span launched on rank 1) step_overlap splits the
+    window into computation, exposed communication and free time as the raw events do, step_gpu_idle's gaps are the
+    streams' gaps clipped to that window, and neither gpu_idle nor comm_not_overlapped fires."""
+    trace = _trace(ASYNC / f"rank-{rank}.pt.trace.json")
+    oracle = _oracle(trace)
+    base = trace["baseTimeNanoseconds"]
+    work = [_ns(e, base) for e in trace["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    for values in oracle.values():
+        assert not _clip(work, *values["host_window"])  # nothing ran on the GPU in the host's step
+    rows = query(analysed, "SELECT step, start_ns, end_ns, total_ns, computation_ns, pure_communication_ns, free_ns "
+                           f"FROM step_overlap WHERE rank = {rank} ORDER BY step")
+    assert rows == [(step, *v["window"], v["window"][1] - v["window"][0], v["computation_ns"],
+                     v["pure_communication_ns"], v["idle_ns"]) for step, v in sorted(oracle.items())]
+    expected: dict[tuple[int, int, str], list[int]] = {}
+    for step, v in oracle.items():
+        low, high = v["window"]
+        for stream, cause, start, end in _idle_gaps(trace):
+            if start < high and end > low:
+                expected.setdefault((step, stream, cause), []).append(min(end, high) - max(start, low))
+    got = {(step, stream, cause): (gaps, idle) for step, stream, cause, gaps, idle in query(
+        analysed, f"SELECT step, stream_id, category, gaps, idle_ns FROM step_gpu_idle WHERE rank = {rank} AND gaps > 0")}
+    assert got == {key: (len(v), sum(v)) for key, v in expected.items()} and got
+    free_shares = [v["idle_ns"] / (v["window"][1] - v["window"][0]) for v in oracle.values()]
+    assert max(free_shares) < 0.2
+    findings = json.loads((analysed / "findings.json").read_text())
+    checked = {c["rule_id"]: c["status"] for c in findings["checked"]}
+    assert checked["gpu_idle"] == checked["comm_not_overlapped"] == "passed"
 
 
 def test_a_sync_after_the_last_step_is_no_wait_inside_steps(analysed):

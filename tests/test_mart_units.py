@@ -1062,13 +1062,22 @@ def test_gpu_idle_breakdown_by_hta_and_by_profpipe():
 
 
 
+def _device_steps(*windows: tuple[int, int, int]) -> list[dict]:
+    """device_step_start / device_step_end points: the steps' copies on the GPU (gpu_user_annotation ProfilerStep#N)."""
+    return [{"step": step, "kind": kind, "seq": 4 + i, "stream_id": 7, "ts_ns": ts}
+            for step, start, end in windows for i, (kind, ts) in enumerate((("device_step_start", start),
+                                                                          ("device_step_end", end)))]
+
+
 def test_step_gpu_idle_clips_each_gap_to_its_step():
-    """Steps [0, 50 µs) and [50, 200 µs); stream 7 gaps: 10-15 µs (host_wait: the call came at 12 µs), 25-100 µs
-    (other: launched in time, crossing the step boundary: 25 µs in step 1, 50 µs in step 2), 110-112 µs (kernel_wait)."""
+    """Steps whose copies on the GPU are [0, 50 µs) and [50, 200 µs); stream 7 gaps: 10-15 µs (host_wait: the call
+    came at 12 µs), 25-100 µs (other: launched in time, crossing the step boundary: 25 µs in step 1, 50 µs in step
+    2), 110-112 µs (kernel_wait)."""
     tables = _gpu_tables(_launched(1, 0, 10_000, 0), _launched(2, 15_000, 10_000, 12_000),
                          _launched(3, 100_000, 10_000, 20_000), _launched(4, 112_000, 1_000, 21_000),
                          step_point=points(1, start=0, fp=1_000, end=50_000) + points(2, start=50_000, fp=51_000,
-                                                                                      end=200_000))
+                                                                                      end=200_000)
+                         + _device_steps((1, 0, 50_000), (2, 50_000, 200_000)))
     same(model_rows(tables, "step_gpu_idle"), [
         {"step": 1, "stream_id": 7, "category": "host_wait", "gaps": 1, "idle_ns": 5_000, "step_share": 0.1},
         {"step": 1, "stream_id": 7, "category": "kernel_wait", "gaps": 0, "idle_ns": 0, "step_share": 0.0},
@@ -1076,6 +1085,50 @@ def test_step_gpu_idle_clips_each_gap_to_its_step():
         {"step": 2, "stream_id": 7, "category": "host_wait", "gaps": 0, "idle_ns": 0, "step_share": 0.0},
         {"step": 2, "stream_id": 7, "category": "kernel_wait", "gaps": 1, "idle_ns": 2_000, "step_share": 0.02 / 1.5},
         {"step": 2, "stream_id": 7, "category": "other", "gaps": 1, "idle_ns": 50_000, "step_share": 1 / 3}])
+
+def _async_gpu_tables() -> dict:
+    """Host steps [0, 10 µs) and [10, 20 µs) on a GPU far behind them: step 1 launched gemms at 100-110 µs and
+    115-120 µs (calls at 1 and 2 µs: a 5 µs kernel_wait gap), step 2 one at 150-160 µs (call at 12 µs: the 30 µs
+    gap before it, 'other', lies between the two steps' GPU windows 100-120 µs and 150-160 µs)."""
+    return _gpu_tables(_launched(1, 100_000, 10_000, 1_000), _launched(2, 115_000, 5_000, 2_000),
+                       _launched(3, 150_000, 10_000, 12_000),
+                       step_point=points(1, start=0, fp=500, end=10_000) + points(2, start=10_000, fp=10_500, end=20_000))
+
+
+def test_step_gpu_idle_takes_the_gpu_window_of_a_host_step():
+    """In the host's steps the stream has no gap (it ran nothing there); in step 1's GPU window 100-120 µs it idled
+    5 µs (a quarter), step 2's window 150-160 µs holds no gap."""
+    same(model_rows(_async_gpu_tables(), "step_gpu_idle"), [
+        {"step": 1, "stream_id": 7, "category": "host_wait", "gaps": 0, "idle_ns": 0, "step_share": 0.0},
+        {"step": 1, "stream_id": 7, "category": "kernel_wait", "gaps": 1, "idle_ns": 5_000, "step_share": 0.25},
+        {"step": 1, "stream_id": 7, "category": "other", "gaps": 0, "idle_ns": 0, "step_share": 0.0}])
+
+
+def test_step_overlap_and_overlap_segment_take_the_gpu_window_of_a_host_step():
+    """The host's steps hold no kernel (all free, 100 %); their GPU windows: step 1 100-120 µs, computing 15 µs and
+    free 5 µs; step 2 150-160 µs, computing throughout."""
+    tables = _async_gpu_tables()
+    same(model_rows(tables, "step_overlap"), [
+        {"step": 1, "start_ns": 100_000, "end_ns": 120_000, "total_ns": 20_000, "computation_ns": 15_000,
+         "free_ns": 5_000, "stage_ns": 20_000},
+        {"step": 2, "start_ns": 150_000, "end_ns": 160_000, "total_ns": 10_000, "computation_ns": 10_000,
+         "free_ns": 0, "stage_ns": 10_000}])
+    same(model_rows(tables, "overlap_segment"), [
+        {"step": 1, "category": "computation", "start_ns": 100_000, "end_ns": 110_000},
+        {"step": 1, "category": "computation", "start_ns": 115_000, "end_ns": 120_000},
+        {"step": 1, "category": "free", "start_ns": 110_000, "end_ns": 115_000},
+        {"step": 2, "category": "computation", "start_ns": 150_000, "end_ns": 160_000}])
+
+
+def test_a_device_side_step_trace_keeps_its_own_window():
+    """A MindSpore GPU step trace (layout flat) is on the device's clock already: its steps are its windows, whatever
+    the kernels' launch calls say."""
+    tables = _async_gpu_tables()
+    tables["run_info"] = [{"device_type": "gpu", "framework": "mindspore", "layout": "flat"}]
+    same(model_rows(tables, "step_overlap"), [
+        {"step": 1, "start_ns": 0, "end_ns": 10_000, "total_ns": 10_000, "computation_ns": 0, "free_ns": 10_000},
+        {"step": 2, "start_ns": 10_000, "end_ns": 20_000, "total_ns": 10_000, "computation_ns": 0, "free_ns": 10_000}])
+
 
 def test_kernel_launch_delays_and_outliers():
     """Delays from the call's start and end; a 60 µs call is a runtime outlier, a kernel starting 139 µs after its
@@ -1168,6 +1221,19 @@ def test_timeline_span_puts_every_event_on_its_lane_and_thread():
         {"lane": 8, "process": "MindData get_next", "tid": 0, "thread": "Queues", "name": "get next queue",
          "category": "counter", "start_ns": 50, "dur_ns": None, "args": '{"size":2}', "clock_domain": "get_next"},
     ])
+
+
+def test_timeline_draws_a_stretch_two_overlapping_steps_share_once():
+    """Steps 0-100 and 50-150 (a MindSpore GPU step trace may overlap its steps): overlap_segment gives the kernel
+    60-70 to both; the Overlap Analysis lane draws it once, and the free time 0-60 and 70-150 once."""
+    tables = {"run_info": [{"device_type": "gpu", "framework": "mindspore", "layout": "flat"}],
+              "step_point": points(1, start=0, fp=0, end=100) + points(2, start=50, fp=50, end=150),
+              "device_exec": [kernel("gemm", 60, 10)]}
+    assert len([r for r in model_rows(tables, "overlap_segment") if r["category"] == "computation"]) == 2
+    same([r for r in model_rows(tables, "timeline_span") if r["lane"] == 5], [
+        {"thread": "Computing", "name": "computation", "start_ns": 60, "dur_ns": 10},
+        {"thread": "Free", "name": "free", "start_ns": 0, "dur_ns": 60},
+        {"thread": "Free", "name": "free", "start_ns": 70, "dur_ns": 80}])
 
 
 # ---------------------------------------------------------------------------------------------- summary

@@ -1,6 +1,6 @@
--- Steps in which communication runs with nothing computing beside it for more than the threshold of the step
--- (step_overlap.pure_communication_ns), with the rank's overall communication/computation overlap of HTA
--- (comm_comp_overlap, profpipe's definition) where the trace has one.
+-- Steps in which communication runs with nothing computing beside it for more than the threshold of the step's
+-- window on the device (step_overlap.pure_communication_ns / total_ns: a host step's GPU window), with the rank's
+-- overall communication/computation overlap of HTA (comm_comp_overlap, profpipe's definition) where the trace has one.
 SELECT o.rank, o.capture, o.step, o.pure_communication_ns / o.total_ns AS value, o.pure_communication_ns,
        o.communication_ns, o.total_ns, c.overlap_share AS capture_overlap_share
 FROM {{ ref('step_overlap') }} o

@@ -1,6 +1,7 @@
 -- Steps in which the device does nothing (neither computes nor communicates) for more than the threshold of the
--- step (step_overlap.free_ns), with the main cause of the GPU streams' idle gaps in the step where the trace links
--- kernels to their launches (step_gpu_idle: host_wait, kernel_wait or other, the cause with the most idle time).
+-- step's window on the device (step_overlap.free_ns / total_ns: a host step's GPU window), with the main cause of
+-- the GPU streams' idle gaps in the step where the trace links kernels to their launches (step_gpu_idle: host_wait,
+-- kernel_wait or other, the cause with the most idle time).
 WITH causes AS (
     SELECT rank, capture, step, category, sum(idle_ns) AS idle_ns
     FROM {{ ref('step_gpu_idle') }}

@@ -1,6 +1,8 @@
-WITH steps AS (
-    SELECT rank, capture, step, start_ns, end_ns FROM {{ ref('step_phases') }}
-    WHERE (rank, capture) IN (SELECT DISTINCT (rank, capture) FROM {{ ref('int_device_exec') }}) AND end_ns > start_ns
+WITH steps AS (  -- each step's window on the device (int_step_device_window): a host step's GPU window, where the GPU
+                 -- ran its work; a device-side step trace's own window
+    SELECT w.rank, w.capture, w.step, w.start_ns, w.end_ns
+    FROM {{ ref('int_step_device_window') }} w JOIN {{ ref('step_phases') }} p USING (rank, capture, step)
+    WHERE (w.rank, w.capture) IN (SELECT DISTINCT (rank, capture) FROM {{ ref('int_device_exec') }}) AND w.end_ns > w.start_ns
 ), communication AS (
     SELECT rank, capture, op_name, start_ns, end_ns FROM {{ ref('comm_op_stats') }}
     UNION ALL

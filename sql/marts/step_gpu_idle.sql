@@ -1,12 +1,14 @@
 -- Why each GPU stream idled within each step: profpipe's gaps of int_gpu_idle_gap (ns, after the latest earlier
--- end of the stream's work) clipped to the step's window (int_step: start to end), summed per cause. A gap that
+-- end of the stream's work) clipped to the step's window on the device (int_step_device_window: a host step's GPU
+-- window, where the GPU ran its work, which on an asynchronous GPU lies long after the host's step; a device-side
+-- step trace's own window), summed per cause. A gap that
 -- crosses a step boundary counts in each step for the part inside it, under the cause of the whole gap; the idle
 -- time before a stream's first activity and after its last one in the trace is not a gap (HTA's rule).
 WITH clipped AS (
     SELECT s.rank, s.capture, s.step, s.end_ns - s.start_ns AS step_ns, g.stream_id, g.category,
            least(g.gap_end_ns, s.end_ns) - greatest(g.gap_start_ns, s.start_ns) AS idle_ns
     FROM {{ ref('int_gpu_idle_gap') }} g
-    JOIN {{ ref('int_step') }} s
+    JOIN {{ ref('int_step_device_window') }} s
       ON s.rank = g.rank AND s.capture = g.capture AND g.gap_start_ns < s.end_ns AND g.gap_end_ns > s.start_ns
     WHERE g.definition = 'profpipe'
 ), stats AS (

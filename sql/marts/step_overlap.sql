@@ -14,5 +14,5 @@ SELECT s.rank, s.capture, s.step, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS
        c.communication_ns - c.pure_communication_ns AS overlapped_communication_ns,
        c.pure_communication_ns, c.free_ns, c.receive_alone_ns, c.collective_alone_ns,
        s.end_ns - s.start_ns - c.receive_alone_ns AS stage_ns
-FROM {{ ref('step_phases') }} s
+FROM {{ ref('int_step_device_window') }} s  -- the window overlap_segment split: a host step's GPU window
 JOIN covered c USING (rank, capture, step)

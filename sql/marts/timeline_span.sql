@@ -11,6 +11,16 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     SELECT * FROM (VALUES ('computation', 0, 'Computing'), ('communication', 1, 'Communication'),
                           ('pure_communication', 2, 'Communication(Not Overlapped)'), ('free', 3, 'Free'))
         AS t(category, tid, thread)
+), overlap_stretches AS (  -- overlap_segment's stretches, each drawn once: where a step ends after the next one starts
+                           -- (MindSpore GPU step traces) a stretch is in both steps; overlapping copies merge
+    SELECT rank, capture, category, min(start_ns) AS start_ns, max(end_ns) - min(start_ns) AS dur_ns
+    FROM (SELECT *, sum(opens::INT) OVER (PARTITION BY rank, capture, category ORDER BY start_ns, end_ns
+                                          ROWS UNBOUNDED PRECEDING) AS run
+          FROM (SELECT rank, capture, category, start_ns, end_ns,
+                       coalesce(start_ns >= max(end_ns) OVER (PARTITION BY rank, capture, category ORDER BY start_ns, end_ns
+                                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens
+                FROM {{ ref('overlap_segment') }}))
+    GROUP BY rank, capture, category, run
 ), spans AS (
     SELECT rank, capture, 0 AS lane, 0 AS tid, 'iterations' AS thread, 'Step ' || step AS name, 'step' AS category,
            start_ns, total_ns AS dur_ns, {'fp_op': fp_op, 'bp_op': bp_op}::JSON AS args
@@ -60,7 +70,7 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
     FROM {{ ref('int_comm_task') }}
     UNION ALL
     SELECT rank, capture, 5, tid, thread, category, 'overlap', start_ns, dur_ns, NULL::JSON
-    FROM {{ ref('overlap_segment') }} JOIN overlap_threads USING (category)
+    FROM overlap_stretches JOIN overlap_threads USING (category)
     UNION ALL  -- MindData queue sizes: counters (dur NULL); op queues are sampled with the CPU monitor
     SELECT q.rank, q.capture, CASE q.queue WHEN 'get_next' THEN 8 ELSE 6 END, 0, 'Queues',
            CASE WHEN q.queue = 'op_output' THEN o.op_name || '(id=' || q.op_id || ') output queue'
