@@ -50,7 +50,10 @@ GPU_SETS = ["HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_re
 
 @pytest.mark.parametrize("relative", GPU_SETS, ids=[Path(p).parent.name for p in GPU_SETS])
 def test_models_hold_on_real_gpu_traces(relative: str, tmp_path: Path) -> None:
-    _assert_models_hold(run(realdata(relative), tmp_path / "out", data_simplification=True).output)
+    """HTA and Nsight Systems read these cleanly: a complete run too."""
+    result = run(realdata(relative), tmp_path / "out", data_simplification=True)
+    assert result.exit_code == EXIT_COMPLETE, result.health["rows"]
+    _assert_models_hold(result.output)
 
 
 def _assert_models_hold(out: Path) -> None:
