@@ -81,6 +81,30 @@ def pytest_configure(config: pytest.Config) -> None:
     if _SHARED_ROOT not in os.environ:
         os.environ[_SHARED_ROOT] = tempfile.mkdtemp(prefix="tests-analyses-")
         config.stash[_owner] = os.environ[_SHARED_ROOT]
+        config.stash[_realdata_before] = _realdata_state()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The tests read ../shared/realdata and never write to it (one copied with hard links, or a damage written in
+    place, would change every later reader's input): a session that changed a file there fails, naming the files."""
+    before = session.config.stash.get(_realdata_before, None)
+    if before is None:
+        return
+    after = _realdata_state()
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    if changed:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(f"tests changed ../shared/realdata: {', '.join(changed[:10])}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _realdata_state() -> dict[str, tuple[int, int]]:
+    """Every file under ../shared/realdata with its size and modification time (nothing when it is absent)."""
+    if not REALDATA.is_dir():
+        return {}
+    return {str(path.relative_to(REALDATA)): (path.lstat().st_size, path.lstat().st_mtime_ns)
+            for path in REALDATA.rglob("*") if not path.is_dir()}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -91,6 +115,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _owner = pytest.StashKey[str]()
+_realdata_before = pytest.StashKey[dict]()
 
 
 def shared_analysis(source: Path, out: Path, options: dict) -> RunResult:
