@@ -158,6 +158,17 @@ def shared_analysis(source: Path, out: Path, options: dict) -> RunResult:
     return result
 
 
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """The length of the union of [start, end) intervals: overlapping time counted once (an oracle for busy times)."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total, reach = total + end - start, end
+        elif end > reach:
+            total, reach = total + end - reach, end
+    return total
+
+
 def load_trace(out: Path) -> dict:
     return json.loads((out / "timeline" / "trace.json").read_text())
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, query, run
+from conftest import FIXTURES, query, run, union_ns
 
 CUDA_TRACE = FIXTURES / "pytorch_cuda" / "rank-0.pt.trace.json.gz"
 ANNOTATIONS = ("user_annotation",)
@@ -225,16 +225,6 @@ def test_hta_launch_statistics_are_reproduced(key: str, tmp_path: Path) -> None:
         assert [list(r) for r in rounded] == expected["launches"]
 
 
-def _union_ns(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total, reach = total + end - start, end
-        elif end > reach:
-            total, reach = total + end - reach, end
-    return total
-
-
 def _device(events: list[dict]) -> list[dict]:
     return [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
 
@@ -254,7 +244,7 @@ def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
     cut = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)]
     kernels = [(max(_ns(e["ts"]), low), min(_ns(e["ts"]) + _ns(e["dur"]), high)) for e in _device(events)
                if e["cat"] == "kernel"]
-    busy, compute = _union_ns([c for c in cut if c[1] >= c[0]]), _union_ns([k for k in kernels if k[1] >= k[0]])
+    busy, compute = union_ns([c for c in cut if c[1] >= c[0]]), union_ns([k for k in kernels if k[1] >= k[0]])
     assert query(out, f"SELECT window_start_ns - {base}, window_ns, busy_ns, compute_ns, idle_ns, non_compute_ns "
                       "FROM gpu_time_breakdown WHERE definition = 'profpipe'") == \
         [(low, high - low, busy, compute, high - low - busy, busy - compute)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, assert_generator_reproduces, query, run
+from conftest import FIXTURES, assert_generator_reproduces, query, run, union_ns
 
 ASYNC = FIXTURES / "kineto_async"
 SYNC_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize")
@@ -30,16 +30,6 @@ def _ns(event: dict, base: int = 0) -> tuple[int, int]:
     """An event's [start, end) in ns: the trace's own µs from `base` (its baseTimeNanoseconds)."""
     start = base + round(event["ts"] * 1000)
     return start, start + round(event["dur"] * 1000)
-
-
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total, reach = total + end - start, end
-        elif end > reach:
-            total, reach = total + end - reach, end
-    return total
 
 
 def _clip(intervals: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -67,19 +57,19 @@ def _oracle(trace: dict) -> dict[int, dict]:
                 "communication" if "nccl" in event["name"].lower() else "compute"
             kinds[kind] += _clip([span], *window)
         compute_spans, comm_spans = kinds["compute"], kinds["communication"]
-        overlapped = _union(compute_spans) + _union(comm_spans) - _union(compute_spans + comm_spans)
-        busy = _union([s for spans in kinds.values() for s in spans])
+        overlapped = union_ns(compute_spans) + union_ns(comm_spans) - union_ns(compute_spans + comm_spans)
+        busy = union_ns([s for spans in kinds.values() for s in spans])
         syncs = [_ns(e, base) for e in events if e.get("cat") == "cuda_runtime" and e["name"] in SYNC_CALLS]
         computing = compute_spans + kinds["memcpy"]
         found[step] = {"host_window": (host_start, host_end), "window": window,
-                       "computation_ns": _union(computing),
-                       "pure_communication_ns": _union(computing + comm_spans) - _union(computing),
+                       "computation_ns": union_ns(computing),
+                       "pure_communication_ns": union_ns(computing + comm_spans) - union_ns(computing),
                        "step_ns": host_end - host_start, "gpu_window_start_ns": window[0],
-                       "gpu_window_ns": window[1] - window[0], "compute_ns": _union(compute_spans),
-                       "communication_ns": _union(comm_spans), "memcpy_ns": _union(kinds["memcpy"]),
+                       "gpu_window_ns": window[1] - window[0], "compute_ns": union_ns(compute_spans),
+                       "communication_ns": union_ns(comm_spans), "memcpy_ns": union_ns(kinds["memcpy"]),
                        "busy_ns": busy, "idle_ns": window[1] - window[0] - busy,
                        "overlapped_communication_ns": overlapped,
-                       "host_sync_ns": _union(_clip(syncs, host_start, host_end))}
+                       "host_sync_ns": union_ns(_clip(syncs, host_start, host_end))}
     return found
 
 
