@@ -1045,9 +1045,24 @@ def test_gpu_time_breakdown_by_hta_and_by_profpipe():
                          step_point=points(1, start=0, fp=5_000, end=100_000))
     same(model_rows(tables, "gpu_time_breakdown"), [
         {"definition": "hta", "window_ns": 70_000, "busy_ns": 59_000, "idle_ns": 11_000, "compute_ns": 50_000,
-         "non_compute_ns": 9_000, "memory_ns": 20_000, "idle_share": 11 / 70},
+         "non_compute_ns": 9_000, "memory_busy_ns": 20_000, "exposed_memory_ns": 10_000, "idle_share": 11 / 70},
         {"definition": "profpipe", "window_ns": 70_900, "busy_ns": 60_400, "idle_ns": 10_500, "compute_ns": 50_000,
-         "non_compute_ns": 10_400, "memory_ns": 20_400, "compute_share": 50_000 / 70_900}])
+         "non_compute_ns": 10_400, "memory_busy_ns": 20_400, "exposed_memory_ns": 10_400,
+         "exposed_communication_ns": 0, "compute_share": 50_000 / 70_900}])
+
+
+def test_gpu_time_breakdown_splits_non_compute_into_exposed_kinds():
+    """A compute kernel 0-50 µs, an NCCL kernel 40-80 µs, a copy 70-100 µs: communication runs alone 50-80 µs (30 µs;
+    its 10 µs under compute are not exposed), the copy alone 80-100 µs (20 µs; its 10 µs beside communication count
+    as communication's). compute + the exposed parts + idle = the window; the kinds' unions (40 and 30 µs) overlap."""
+    tables = _gpu_tables(_launched(1, 0, 50_000, -1_000),
+                         _launched(2, 40_000, 40_000, 0, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+                         _launched(3, 70_000, 30_000, 1_000, kind="memcpy", name="Memcpy DtoH (Device -> Pageable)"),
+                         step_point=points(1, start=-2_000, fp=0, end=120_000))
+    row = next(r for r in model_rows(tables, "gpu_time_breakdown") if r["definition"] == "profpipe")
+    assert (row["window_ns"], row["compute_ns"], row["non_compute_ns"], row["idle_ns"]) == (100_000, 50_000, 50_000, 0)
+    assert (row["exposed_communication_ns"], row["exposed_memory_ns"], row["exposed_other_ns"]) == (30_000, 20_000, 0)
+    assert (row["communication_busy_ns"], row["memory_busy_ns"]) == (40_000, 30_000)
 
 
 def test_gpu_idle_breakdown_by_hta_and_by_profpipe():

@@ -128,6 +128,32 @@ def test_overview_phases_sum_to_the_step(outputs: dict[str, Path]) -> None:
     assert totals == [pytest.approx(t) for (t,) in expected]
 
 
+@pytest.mark.parametrize("name", BROWSED + ["kineto_async"])
+def test_no_share_above_one_and_the_gpu_breakdown_adds_up(tmp_path: Path, name: str) -> None:
+    """Every percentage a report table shows is a share within [0, 1]; the GPU breakdown's columns (compute, the
+    kinds alone, idle) add up to its window. kineto_async's GPU runs up to 38 ms behind its host steps."""
+    out = tmp_path / "out"
+    run(FIXTURES / name, out, visual_report=True)
+    shown = breakdowns = 0
+    for page in payload(out / "report.html")["pages"]:
+        for section in page["sections"]:
+            if section.get("kind") != "table":
+                continue
+            keys = [c["key"] for c in section["columns"]]
+            for index in (i for i, c in enumerate(section["columns"]) if c.get("format") == "pct"):
+                values = [row[index] for row in section["rows"] if row[index] is not None]
+                shown += len(values)
+                assert all(0 <= v <= 1 for v in values), (page["id"], section["id"], keys[index], values)
+            if section["id"] == "gpu-breakdown":
+                for row in (dict(zip(keys, r)) for r in section["rows"]):
+                    parts = ["compute_ms", "exposed_communication_ms", "exposed_memory_ms", "exposed_other_ms", "idle_ms"]
+                    if row["definition"] == "profpipe":
+                        breakdowns += 1
+                        assert sum(row[k] for k in parts) == pytest.approx(row["window_ms"], abs=1e-9), row
+    assert shown, "the report shows at least one share"
+    assert breakdowns or name not in ("pytorch_cuda", "kineto_async"), "a GPU trace's report shows its breakdown"
+
+
 def test_report_tables_are_capped_and_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
     run(FIXTURES / "pytorch_cuda", out)

@@ -296,9 +296,11 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
         sections.append(table("gpu-breakdown", "GPU time breakdown (HTA's and profpipe's definitions)", [
             column("rank", "rank", "int"), column("capture", "capture", "int"), column("definition", "definition"),
             column("window_ms", "window ms", "ms"), column("compute_ms", "compute ms", "ms"),
-            column("communication_ms", "communication ms", "ms"), column("memory_ms", "memory ms", "ms"),
-            column("other_ms", "other ms", "ms"), column("idle_ms", "idle ms", "ms"), column("idle_share", "idle", "pct")],
-            breakdown))
+            column("exposed_communication_ms", "communication alone ms", "ms"),
+            column("exposed_memory_ms", "memory alone ms", "ms"), column("exposed_other_ms", "other alone ms", "ms"),
+            column("idle_ms", "idle ms", "ms"), column("idle_share", "idle", "pct")],
+            breakdown, note="compute + communication, memory and other alone (with no compute beside them) + idle = "
+                            "the window."))
     return _page("utilisation", "GPU/NPU utilisation", sections)
 
 

@@ -8,7 +8,9 @@
 --   precision; compute: kernels that are not communication (NCCL, HCCL); memory copies and sets are their own
 --   kind, not compute.
 -- Both: non_compute = busy time when no compute runs (communication, memory or other work alone); compute +
--- non_compute + idle = the window. Unions merge what overlaps, across streams.
+-- non_compute + idle = the window. Unions merge what overlaps, across streams. non_compute splits into exposed
+-- communication, memory and other (what runs with no compute beside it: communication first, then memory); the
+-- *_busy columns are each kind's own union, overlapping compute and each other.
 WITH steps AS (
     SELECT w.rank, w.capture, min(w.start_ns) AS start_ns, max(w.end_ns) AS end_ns
     FROM {{ ref('int_step_gpu_window') }} w JOIN {{ ref('step_phases') }} p USING (rank, capture, step)
@@ -53,10 +55,17 @@ WITH steps AS (
     SELECT grp.rank AS rank, grp.capture AS capture, grp.definition AS definition,
            sum(end_ns - start_ns) FILTER (WHERE len(categories) > 0) AS busy_ns,
            sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'compute')) AS compute_ns,
-           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'communication')) AS communication_ns,
-           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'memory')) AS memory_ns,
-           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'other')) AS other_ns
-    FROM interval_sweep(intervals)
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'communication')) AS communication_busy_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'memory')) AS memory_busy_ns,
+           sum(end_ns - start_ns) FILTER (WHERE list_contains(categories, 'other')) AS other_busy_ns,
+           sum(end_ns - start_ns) FILTER (WHERE exposed = 'communication') AS exposed_communication_ns,
+           sum(end_ns - start_ns) FILTER (WHERE exposed = 'memory') AS exposed_memory_ns,
+           sum(end_ns - start_ns) FILTER (WHERE exposed = 'other') AS exposed_other_ns
+    FROM (SELECT *, CASE WHEN list_contains(categories, 'compute') THEN NULL  -- what runs with no compute beside it,
+                         WHEN list_contains(categories, 'communication') THEN 'communication'  -- by this precedence
+                         WHEN list_contains(categories, 'memory') THEN 'memory'
+                         WHEN len(categories) > 0 THEN 'other' END AS exposed
+          FROM interval_sweep(intervals))
     GROUP BY ALL
 )
 SELECT w.rank, w.capture, w.definition,
@@ -65,16 +74,18 @@ SELECT w.rank, w.capture, w.definition,
        (w.end_ns - w.start_ns - coalesce(t.busy_ns, 0))::BIGINT AS idle_ns,
        coalesce(t.compute_ns, 0)::BIGINT AS compute_ns,
        (coalesce(t.busy_ns, 0) - coalesce(t.compute_ns, 0))::BIGINT AS non_compute_ns,
-       coalesce(t.communication_ns, 0)::BIGINT AS communication_ns,
-       coalesce(t.memory_ns, 0)::BIGINT AS memory_ns,
-       coalesce(t.other_ns, 0)::BIGINT AS other_ns,
+       coalesce(t.exposed_communication_ns, 0)::BIGINT AS exposed_communication_ns,
+       coalesce(t.exposed_memory_ns, 0)::BIGINT AS exposed_memory_ns,
+       coalesce(t.exposed_other_ns, 0)::BIGINT AS exposed_other_ns,
+       coalesce(t.communication_busy_ns, 0)::BIGINT AS communication_busy_ns,
+       coalesce(t.memory_busy_ns, 0)::BIGINT AS memory_busy_ns,
+       coalesce(t.other_busy_ns, 0)::BIGINT AS other_busy_ns,
        (w.end_ns - w.start_ns - coalesce(t.busy_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS idle_share,
        coalesce(t.compute_ns, 0) / nullif(w.end_ns - w.start_ns, 0) AS compute_share,
        (coalesce(t.busy_ns, 0) - coalesce(t.compute_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS non_compute_share
 FROM windows w LEFT JOIN (
-    SELECT rank, capture, definition, busy_ns, compute_ns, communication_ns, memory_ns, other_ns
-    FROM totals WHERE definition = 'profpipe'
-    UNION ALL  -- hta: HTA's merged busy and compute time; the kinds' own unions from the sweep
-    SELECT t.rank, t.capture, 'hta', h.busy_ns, h.compute_ns, t.communication_ns, t.memory_ns, t.other_ns
+    SELECT * EXCLUDE (definition), definition FROM totals WHERE definition = 'profpipe'
+    UNION ALL BY NAME  -- hta: HTA's merged busy and compute time; the kinds' own unions and exposed parts from the sweep
+    SELECT t.* REPLACE (h.busy_ns AS busy_ns, h.compute_ns AS compute_ns)
     FROM totals t JOIN hta_totals h USING (rank, capture) WHERE t.definition = 'hta'
 ) t USING (rank, capture, definition)
