@@ -203,7 +203,7 @@ def _type_name(param: Any) -> str:
 
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)  # typer 0.2x's own params
     if annotation is None:
-        return param.type.name.upper()  # a click parameter (older typer)
+        return param.type.name.upper().removesuffix(" RANGE")  # a click parameter (older typer): INTEGER RANGE
     while typing.get_args(annotation):  # list[int], Optional[...]: the item type
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     return {Path: "PATH", int: "INTEGER", float: "FLOAT", str: "TEXT", bool: "BOOLEAN"}.get(
