@@ -36,7 +36,7 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
         empty or written by profpipe (or with `force`), never when it is, holds or lies in the input.
       subgraph, optypes_to_deal, optypes_not_deal (comma-separated), is_show_op_path: MindSpore's
         Profiler arguments for the Ascend op detail report.
-      report_style: "latest" or "legacy" MindSpore behaviour for the compatible reports (README).
+      report_style: "latest" or "legacy" MindSpore behaviour for the compatible reports (docs/mindspore.md).
       rank_map: a file giving traces without a rank theirs (lines "<path or glob> <rank>" or a JSON
         object, paths relative to `path`; see `profpipe analyse --rank-map`).
       timeline_limit: MindSpore's Profiler(timeline_limit=500): cap timeline/trace.json at this many MiB (the

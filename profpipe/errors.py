@@ -3,7 +3,7 @@
 A reader that meets bad input raises `InputError`, which names the file and, where it
 can, the line or byte offset and what was expected. The runner turns it into a skipped
 source and a trace_health row (or a failed run with --strict); the CLI prints it without a
-traceback. Each error class maps to one exit status (see EXIT_* and the README).
+traceback. Each error class maps to one exit status (see EXIT_* and docs/output.md).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 
-#: Exit statuses of `profpipe analyse` (README: exit codes).
+#: Exit statuses of `profpipe analyse` (docs/output.md, "Exit status").
 EXIT_COMPLETE = 0
 EXIT_NOTHING_USABLE = 1
 EXIT_USAGE = 2

@@ -1,6 +1,6 @@
 """Stage 3, models: the SQL model library of sql/, loaded, checked and run over the normalized tables.
 
-The library is layered as dbt projects are (README, "SQL models"):
+The library is layered as dbt projects are (docs/models.md):
 
 * `sql/macros/<name>.sql`: one `CREATE MACRO` each (scalar helpers such as op-name parsing, interval
   helpers), created first; any model may call them.
@@ -50,7 +50,7 @@ MAY_READ = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
             "marts": {"staging", "intermediate", "marts"}, "reports": {"marts"}}
 _MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE", "reports": "VIEW"}
 _PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": "", "reports": ""}
-#: Units a column may carry (README, "Units"); a column without one is a name, id, flag or plain number.
+#: Units a column may carry (docs/models.md, "Units"); a column without one is a name, id, flag or plain number.
 UNITS = ("ns", "bytes", "share", "count")
 #: Column-name endings and the unit each one requires.
 UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share"}

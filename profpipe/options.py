@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-#: Which MindSpore version the compatible reports imitate (README, "Ascend reports").
+#: Which MindSpore version the compatible reports imitate (docs/mindspore.md, "Ascend reports").
 REPORT_STYLES = ("latest", "legacy")
 SUBGRAPHS = ("all", "Default", "Gradients")
 #: MindSpore's Profiler(timeline_limit=500): the timeline's default cap in MiB.

@@ -18,7 +18,7 @@ run becomes visible only when the manifest, naming that generation, atomically r
 manifest (write, fsync, rename). Readers list files from the manifest, never by globbing, so a batch
 killed at any moment leaves every run wholly at its old or its new generation; files of generations
 the manifest does not name are garbage the next batch removes. Plain Parquet plus an atomic manifest
-is all this needs (README: why not Delta Lake or Iceberg).
+is all this needs (docs/batch.md: why not Delta Lake or Iceberg).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ BATCH_RUNS_SCHEMA = pa.schema([
     ("health_events", pa.int64()), ("health_lossy_rows", pa.int64()), ("sources_failed", pa.int32()),
     ("profpipe_version", pa.string()), ("schema_version", pa.string()),
 ])
-#: Meaning of every batch_runs column (also COMMENT ON in catalog.duckdb and the README).
+#: Meaning of every batch_runs column (also COMMENT ON in catalog.duckdb and docs/batch.md).
 BATCH_RUNS_DOCS = {
     "run": "run id: the run folder's path below its ROOT, '/' written as '.'",
     "path": "absolute path of the run folder",

@@ -24,7 +24,7 @@ FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspo
                 "kineto_nccl_straggler", "kineto_async", "paddle", "nsys",
                 "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
                 "host_info", "mindspore_fwk_tlv"]
-#: Unit endings no normalized or mart column may carry (README, "Units").
+#: Unit endings no normalized or mart column may carry (docs/models.md, "Units").
 FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_pct", "_percent", "_kb", "_mb", "_gb", "_kb_s", "_gb_s")
 
 

@@ -14,7 +14,7 @@ together; the step-keyed files (step trace, point info, hccl_raw) are written pe
 
 Numbers are computed the way MindSpore computes them, down to the float arithmetic (per-op averages are a
 left-to-right sum of per-execution milliseconds, printed like Python prints floats), so the files compare
-equal to MindSpore's. Where MindSpore versions disagree, `ReportOptions.style` picks the behaviour (README,
+equal to MindSpore's. Where MindSpore versions disagree, `ReportOptions.style` picks the behaviour (docs/mindspore.md,
 "Ascend reports"):
 
 * "latest" (default): step-trace average over all steps and communication columns named
