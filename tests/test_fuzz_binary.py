@@ -391,6 +391,26 @@ def test_end_before_start_is_dropped(tmp_path: Path) -> None:
     assert outcome.rows("device_exec") == baseline(fixture).rows("device_exec") - 1
 
 
+def test_zero_length_task_is_kept_and_counted(tmp_path: Path) -> None:
+    """An HWTS end counter equal to its start (issue 33): a task shorter than one counter tick, which real hardware
+    reports; kept as recorded (0 ns, its start unchanged) and counted as Kineto's and nsys's 0 ns activities are
+    (out_of_range, kept), with the file and byte offset of its start record."""
+    fixture, name, size, _ = BINARY["a_hwts"]
+    raw = bytearray(_original(fixture, name))
+    start = struct.unpack_from("<Q", raw, 8)[0]
+    struct.pack_into("<Q", raw, size + 8, start)
+    outcome, path = damaged(fixture, name, bytes(raw), tmp_path)
+    [event] = events(outcome, "out_of_range")
+    assert (event.action, event.rows, event.path, event.offset, event.tables) == ("kept", 1, str(path), 0, "device_exec")
+    assert "last 0 ns" in event.message and not outcome.lossy
+    clean = sorted(rows(baseline(fixture), "device_exec"), key=lambda r: (r["start_ns"], r["task_id"]))
+    got = sorted(rows(outcome, "device_exec"), key=lambda r: (r["start_ns"], r["task_id"]))
+    changed = [(c, g) for c, g in zip(clean, got) if c != g]
+    assert len(got) == len(clean) and len(changed) == 1
+    [(before, after)] = changed
+    assert after == {**before, "dur_ns": 0}
+
+
 def test_end_record_before_its_start_record(tmp_path: Path) -> None:
     """The end record written before its start: neither forms an execution; both counted as unlinked."""
     fixture, name, size, _ = BINARY["a_hwts"]

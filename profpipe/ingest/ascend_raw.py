@@ -341,7 +341,7 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
     carried: dict[str, np.ndarray] | None = None
     task_records = named_records = pairs = 0
     unnamed, unknown_type, blanks, bad = _Tally(), _Tally(), _Tally(), {"out_of_range": _Tally(), "negative_duration": _Tally(),
-                                                      "duplicate_record": _Tally()}
+                                                      "duplicate_record": _Tally(), "zero_length": _Tally()}
     size = HWTS_DTYPE.itemsize
     for chunk_offset, records in iter_record_chunks(paths, HWTS_DTYPE, warn, "device_exec"):
         task_id, head = records["task_id"], records["head"]
@@ -398,6 +398,9 @@ def _task_executions(paths: list[Path], tasks: pl.DataFrame, era: str, tick_hz: 
                                     "start counter); dropped", "negative_duration", "device_exec")
     bad["duplicate_record"].report(warn, paths, "{n} executions repeat an earlier one exactly (same op, start "
                                    "and end); the copies are dropped", "duplicate_record", "device_exec")
+    bad["zero_length"].report(warn, paths, "{n} executions last 0 ns (end counter equal to the start counter), "
+                              "shorter than the counter's resolution (real traces hold them); kept as recorded",
+                              "out_of_range", "device_exec", action="kept")
 
 
 def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int,
@@ -432,6 +435,12 @@ def _paired(records: dict[str, np.ndarray], names: pl.Series, tick_hz: int,
             starts = starts[keep]
     if starts.size == 0:
         return None, found
+    zero = syscnt[starts + 1] == syscnt[starts]
+    if zero.any():  # legitimate: a task shorter than one counter tick (10 ns at 100 MHz); counted, kept
+        first = int(np.flatnonzero(zero)[0])
+        bad["zero_length"].add(int(np.count_nonzero(zero)), int(records["offset"][starts[first]]),
+                               f"task {int(records['task_id'][starts[first]])}, start {int(syscnt[starts[first]])}, "
+                               f"end {int(syscnt[starts[first] + 1])}")
     begin_ticks = syscnt[starts].astype(np.int64)
     name = names.gather(op[starts])
     return pl.DataFrame({

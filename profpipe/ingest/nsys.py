@@ -29,7 +29,9 @@ none, BLOB text decoded); intervals without both times, beyond ±2^62 ns or endi
 are left out per table; exact duplicate rows count once; a StringIds id given twice keeps its first
 string (conflicting_entry when they differ); a name id StringIds lacks (unlinked), or every name id of an export
 without StringIds (missing_file), is counted per table with the name read instead (repaired: a kernel's shortName,
-else "kernel <id>"; "nameId <id>"; "[unnamed range]").
+else "kernel <id>"; "nameId <id>"; "[unnamed range]"). Fields other than names: intervals far outside the capture
+are left out (_drop_outside_capture); ids no context, stream or call of the export has, launch dimensions beyond
+CUDA's limits and impossible byte counts are counted and read as none (_check_fields).
 """
 from __future__ import annotations
 
@@ -137,7 +139,8 @@ _DEVICE_EXEC_SQL = f"""
 WITH device AS (
     SELECT 'kernel' AS kind, coalesce(dn.value, sn.value, concat('kernel ', k.demangledName)) AS name, k.start, k."end",
            k.deviceId, k.streamId, k.correlationId, k.globalPid, NULL::BIGINT AS bytes,
-           concat_ws(',', k.gridX, k.gridY, k.gridZ) AS grid, concat_ws(',', k.blockX, k.blockY, k.blockZ) AS block,
+           nullif(concat_ws(',', k.gridX, k.gridY, k.gridZ), '') AS grid,
+           nullif(concat_ws(',', k.blockX, k.blockY, k.blockZ), '') AS block,
            k.registersPerThread AS registers_per_thread, k.staticSharedMemory + k.dynamicSharedMemory AS shared_memory_bytes
     FROM kernel k LEFT JOIN strings dn ON dn.id = k.demangledName LEFT JOIN strings sn ON sn.id = k.shortName
     UNION ALL
@@ -222,6 +225,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD",
                      check="bad_encoding", action="repaired", rows=undecodable[0], path=path)
             _drop_bad_intervals(con, path, warn)
+            _drop_outside_capture(con, db, columns, path, warn)
+            _check_fields(con, db, columns, path, warn)
             _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
     except sqlite3.DatabaseError as exc:
@@ -402,6 +407,136 @@ def _count_unnamed(con: duckdb.DuckDBPyConnection, path: Path, has_strings: bool
             f"the export has no StringIds table: {rows} {what} point nowhere"
         warn(f"{path}: {found}; named {instead} instead", check="unlinked" if has_strings else "missing_file",
              action="repaired", rows=rows, path=path, example=f"id {example}", tables=table)
+
+
+#: A capture's events lie within its duration of each other. A time further from the middle of the export's times
+#: (the median start) than the reach below is damage (a flipped high bit: 2^40 ns is 18 minutes): twice
+#: ANALYSIS_DETAILS.duration (the capture's length, where the export holds it; its startTime and stopTime are not
+#: always on the events' clock), 1000 times the interquartile range of the starts (the median and the quartiles
+#: move little for a few damaged rows), and at least 1 s.
+_REACH_IQR_FACTOR = 1000
+_MIN_REACH_NS = 1_000_000_000
+#: CUDA's hard limits of a launch (compute capability 3.0 on): grid x < 2^31, grid y and z, block x, y and z, threads
+#: of a block; every dimension at least 1.
+_GRID_MAX = {"gridX": (1 << 31) - 1, "gridY": 65535, "gridZ": 65535}
+_BLOCK_MAX = {"blockX": 1024, "blockY": 1024, "blockZ": 64}
+_THREADS_MAX = 1024
+#: Bytes per ns no copy or memset reaches: 16 TB/s, twice the fastest GPU memory of 2025 (HBM3e, 8 TB/s); the
+#: duration counts as at least 1 µs (0 ns activities exist).
+_BYTES_PER_NS_MAX = 1 << 14
+#: The stream id CUPTI gives a synchronization on no stream (context and event syncs: 2^32 - 1).
+_NO_STREAM = (1 << 32) - 1
+_DEVICE_TABLES = ("kernel", "memcpy", "memset", "sync")
+
+
+def _out_table(name: str) -> str:
+    return "host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec"
+
+
+def _capture_duration(db: sqlite3.Connection, columns: dict[str, set[str]]) -> int:
+    """The capture's length in ns from ANALYSIS_DETAILS (0 where the export does not hold it)."""
+    if "duration" not in columns.get("ANALYSIS_DETAILS", set()):
+        return 0
+    values = [v for (v,) in db.execute("SELECT duration FROM ANALYSIS_DETAILS") if isinstance(v, int) and 0 < v < _LIMIT]
+    return max(values, default=0)
+
+
+def _drop_outside_capture(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection, columns: dict[str, set[str]],
+                          path: Path, warn: Warn) -> None:
+    """Leave out, with a ledger row per table (out_of_range, dropped), the intervals that start or end far outside
+    the capture (see _REACH_IQR_FACTOR): a damaged time, which would stretch a duration, a step or the timeline."""
+    starts = " UNION ALL ".join(f"SELECT start FROM {name} WHERE {_ranges(name)}" for name in _TIMED)
+    middle, first, third = con.execute(f"SELECT quantile_disc(start, 0.5), quantile_disc(start, 0.25), "
+                                       f"quantile_disc(start, 0.75) FROM ({starts})").fetchall()[0]
+    if middle is None:
+        return
+    duration = _capture_duration(db, columns)
+    reach = max(2 * duration, _REACH_IQR_FACTOR * (third - first), _MIN_REACH_NS)
+    low, high = max(middle - reach, -_LIMIT), min(middle + reach, _LIMIT)
+    outside = {name: f'{_ranges(name)} AND (start < {low} OR "end" > {high})' for name in _TIMED}
+    counts = con.execute(" UNION ALL ".join(
+        f"SELECT '{name}', count(*), any_value(concat('start ', start, ', end ', \"end\")) FROM {name} "
+        f"WHERE {outside[name]}" for name in _TIMED)).fetchall()
+    for name, count, example in counts:
+        if not count:
+            continue
+        warn(f"{path}: table {_LOADS[name][0]}: {count} {'ranges' if name == 'nvtx' else 'rows'} start or end more "
+             f"than {reach} ns from the middle of the capture ({middle} ns: its median start; the reach is the "
+             f"larger of twice the capture's duration ({duration or 'not recorded'} ns), 1000 times the spread of "
+             "the starts and 1 s); left out", check="out_of_range", action="dropped", rows=count, path=path,
+             example=example, tables=_out_table(name))
+        con.execute(f"DELETE FROM {name} WHERE {outside[name]}")
+
+
+def _listed(db: sqlite3.Connection, columns: dict[str, set[str]], table: str, *names: str) -> set[int] | None:
+    """The integer values of columns `names` of SQLite `table` (None where the export lacks the table or them)."""
+    present = [n for n in names if n in columns.get(table, set())]
+    if not present:
+        return None
+    quoted = table.replace('"', '""')
+    return {v for n in present for (v,) in db.execute(f'SELECT DISTINCT "{n}" FROM "{quoted}"') if isinstance(v, int)}
+
+
+def _check_fields(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection, columns: dict[str, set[str]],
+                  path: Path, warn: Warn) -> None:
+    """Count, per table and kind, the device activities' fields that no capture can hold, and read them as none
+    (repaired; the activity and its times are kept): a deviceId or streamId that is negative or beyond 32 bits,
+    or that no CUDA context / stream of the export has (where it lists them: TARGET_INFO_CUDA_CONTEXT_INFO,
+    TARGET_INFO_CUDA_STREAM; a sync on no stream, 2^32 - 1, is legitimate); a correlationId that no runtime or
+    driver call of its process has, in an export where other activities link (its op is then unknown); a grid
+    or block beyond CUDA's limits (_GRID_MAX); bytes negative or faster than _BYTES_PER_NS_MAX."""
+    devices = _listed(db, columns, "TARGET_INFO_CUDA_CONTEXT_INFO", "deviceId")
+    streams = _listed(db, columns, "TARGET_INFO_CUDA_STREAM", "streamId")
+    if streams is not None:
+        streams |= _listed(db, columns, "TARGET_INFO_CUDA_CONTEXT_INFO", "nullStreamId") or set()
+    calls = ("(SELECT (globalTid >> 24) & 16777215 AS pid, correlationId FROM runtime UNION ALL "
+             "SELECT (globalTid >> 24) & 16777215, correlationId FROM driver)")
+    unlinked = (f"correlationId IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE c.correlationId = "
+                f"{{t}}.correlationId AND c.pid = ({{t}}.globalPid >> 24) & 16777215)")
+    links = con.execute(" UNION ALL ".join(f"SELECT count(*) FILTER (WHERE correlationId IS NOT NULL AND NOT "
+                                           f"({unlinked.format(t=t)})) FROM {t}" for t in _DEVICE_TABLES)).fetchall()
+    in_list = lambda values: "(" + ", ".join(str(v) for v in sorted(values)) + ")" if values else "(NULL)"  # noqa: E731
+    grid = " OR ".join(f'"{c}" < 1 OR "{c}" > {m}' for c, m in _GRID_MAX.items())
+    block = " OR ".join(f'"{c}" < 1 OR "{c}" > {m}' for c, m in _BLOCK_MAX.items()) + \
+        f' OR "blockX" * "blockY" * "blockZ" > {_THREADS_MAX}'
+    #: (tables, condition on {t}, columns read as none, check, what was found)
+    rules: list[tuple[tuple[str, ...], str, tuple[str, ...], str, str]] = [
+        (_DEVICE_TABLES, f"deviceId < 0 OR deviceId > {_NO_STREAM}", ("deviceId",), "out_of_range",
+         "have a deviceId that is negative or beyond 32 bits"),
+        (_DEVICE_TABLES, f"streamId < 0 OR streamId > {_NO_STREAM}", ("streamId",), "out_of_range",
+         "have a streamId that is negative or beyond 32 bits"),
+    ]
+    if devices is not None:
+        rules.append((_DEVICE_TABLES, f"deviceId NOT IN {in_list(devices)}", ("deviceId",), "unlinked",
+                      "have a deviceId on which the export has no CUDA context (TARGET_INFO_CUDA_CONTEXT_INFO)"))
+    if streams is not None:
+        rules.append((_DEVICE_TABLES, f"streamId NOT IN {in_list(streams | {_NO_STREAM})}", ("streamId",), "unlinked",
+                      "have a streamId the export lists no stream for (TARGET_INFO_CUDA_STREAM, a context's null "
+                      "stream; 2^32 - 1: no stream)"))
+    if sum(n for (n,) in links):
+        rules.append((_DEVICE_TABLES, unlinked, ("correlationId",), "unlinked",
+                      "have a correlationId that no CUDA runtime or driver call of their process has (other "
+                      "activities link: the id is damaged, or its call was left out above; their op is unknown)"))
+    rules += [
+        (("kernel",), grid, tuple(_GRID_MAX), "out_of_range", "have a grid beyond CUDA's limits (a dimension below 1, "
+         "x beyond 2^31 - 1, y or z beyond 65535)"),
+        (("kernel",), block, tuple(_BLOCK_MAX), "out_of_range", "have a block beyond CUDA's limits (a dimension "
+         f"below 1, x or y beyond 1024, z beyond 64, more than {_THREADS_MAX} threads)"),
+        (("memcpy", "memset"), f'bytes < 0 OR bytes > {_BYTES_PER_NS_MAX} * greatest("end" - start, 1000)',
+         ("bytes",), "out_of_range", f"have bytes that are negative or more than {_BYTES_PER_NS_MAX} per ns of "
+         "the activity (at least 1 µs)"),
+    ]
+    for tables, condition, fields, check, what in rules:
+        for name in tables:
+            where = condition.format(t=name)
+            shown = ", ".join(f"concat('{f} ', {f})" for f in fields)
+            count, example = con.execute(f"SELECT count(*), any_value(concat_ws(', ', {shown})) FROM {name} "
+                                         f"WHERE {where}").fetchall()[0]
+            if not count:
+                continue
+            warn(f"{path}: table {_LOADS[name][0]}: {count} rows {what}; read as none ({', '.join(fields)})",
+                 check=check, action="repaired", rows=count, path=path, example=example, tables="device_exec")
+            con.execute(f"UPDATE {name} SET {', '.join(f'{f} = NULL' for f in fields)} WHERE {where}")
 
 
 def _ranges(name: str) -> str:
