@@ -211,8 +211,16 @@ def batch(
         sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
                                      "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
                                      "dropped": result.dropped, "missing": result.missing,
+                                     "roots": [scan.as_json() for scan in result.roots],
                                      "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
-    elif not quiet:
+    if not quiet:
+        for scan in result.roots:
+            for note in scan.notes:
+                typer.echo(f"profpipe: {note}", err=True)
+            if scan.reason is not None:
+                typer.echo(f"profpipe: {scan.root}: no runs found ({scan.reason}); looked for {scan.looked_for}",
+                           err=True)
+    if not quiet and not json_out:
         from .export.text_table import simple_table
 
         typer.echo(simple_table(
