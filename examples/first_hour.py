@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     launched_by = dict(con_b.execute("SELECT name, op_name FROM kernel_stats").fetchall())
     significant = [r for r in rows if r["significant"]]
     for row in significant:
-        op = f" (launched by {launched_by[row['key']]})" if row["kind"] == "kernel" and row["key"] in launched_by else ""
+        op = launched_by.get(row["key"]) if row["kind"] == "kernel" else None
+        op = f" (launched by {op})" if op else ""
         print(f"  {row['kind']:10} {row['key'][:50]:50} {row['per_step_change_ns'] / 1e3:+9.1f} us/step "
               f"p = {row['p_value']:.3g}{op}")
 

@@ -246,8 +246,9 @@ def _subfolders(folder: Path) -> list[Path]:
 
 def fingerprint_run(folder: Path, verify: bool = False) -> tuple[str, str | None, int, int]:
     """(stat fingerprint, content fingerprint with `verify`, bytes, files) of every regular file under
-    `folder` (a run that is one trace file: of that file). The stat fingerprint hashes each file's path, size and mtime: cheap, and it changes whenever
-    a profiler rewrites or adds a file. The content fingerprint hashes every byte."""
+    `folder` (a run that is one trace file: of that file). The stat fingerprint hashes each file's path, size and
+    mtime: cheap, and it changes whenever a profiler rewrites or adds a file. The content fingerprint hashes every
+    byte."""
     entries = []
     walk = os.walk(folder) if not folder.is_file() else [(str(folder.parent), [], [folder.name])]
     for directory, subfolders, names in walk:

@@ -79,7 +79,8 @@ class _ManualCommand(TyperCommand):
         import inspect
 
         lines = inspect.cleandoc(self.epilog).splitlines()
-        with formatter.section("Example" if sum(1 for line in lines if line.startswith("profpipe ")) <= 1 else "Examples"):
+        commands = sum(1 for line in lines if line.startswith("profpipe "))
+        with formatter.section("Example" if commands <= 1 else "Examples"):
             for line in lines:
                 formatter.write(" " * formatter.current_indent + line + "\n" if line else "\n")
 
