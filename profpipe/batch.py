@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .database import configured
-from .discover import Source
+from .discover import Source, is_trace_file, loose_files, trace_stem
 from .errors import NoProfilerData, ProfpipeError, UsageError
 from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
@@ -88,6 +88,8 @@ class BatchResult:
     unchanged: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: What each root held (its runs, what was looked for, why none was found).
+    roots: list[RootScan] = field(default_factory=list)
     workers: int = 0
     wall_s: float = 0.0
 
@@ -107,34 +109,131 @@ def schema_version() -> str:
     return f"{VERSION}+{digest.hexdigest()}"
 
 
+@dataclass
+class RootScan:
+    """What one root holds: its runs, what was looked for, and how the root was read when it is not a plain
+    folder of run folders (notes)."""
+
+    root: Path
+    looked_for: str
+    runs: list[RunFolder] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: Why no run was found (None when some was).
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"root": str(self.root), "runs_found": len(self.runs), "looked_for": self.looked_for,
+                "reason": self.reason, "notes": self.notes}
+
+
 def find_runs(roots: tuple[Path, ...], run_depth: int = 1, runs_glob: str | None = None,
               exclude: Path | None = None) -> list[RunFolder]:
-    """The run folders under `roots`: every folder `run_depth` levels below a root (hidden ones and
-    `exclude` left out), or those matching `runs_glob`. A run's id is its path below its root with '/'
-    written as '.' (a root that is itself the run: the root's name); characters other than letters,
-    digits, '.', '_' and '-' become '_'. Two runs with one id are a usage error."""
+    """The runs under `roots` (scan_roots), by id. Two runs with one id are a usage error."""
+    return _by_id(scan_roots(roots, run_depth, runs_glob, exclude))
+
+
+def _by_id(scans: list[RootScan]) -> list[RunFolder]:
     found: dict[str, RunFolder] = {}
+    for scan in scans:
+        for folder in scan.runs:
+            if folder.run in found and found[folder.run].path != folder.path:
+                raise UsageError(f"runs {found[folder.run].path} and {folder.path} would both be run {folder.run!r} in "
+                                 "the warehouse: batch their roots into separate warehouses, or pick runs with --runs")
+            found[folder.run] = folder
+    return sorted(found.values(), key=lambda r: r.run)
+
+
+def scan_roots(roots: tuple[Path, ...], run_depth: int = 1, runs_glob: str | None = None,
+               exclude: Path | None = None) -> list[RootScan]:
+    """The runs under each root: every folder `run_depth` levels below it (hidden ones, links and `exclude` left
+    out), or the folders and trace files matching `runs_glob`.
+
+    A folder above that level that holds profiler files directly is not a folder of runs: when they are files of a
+    format whose run is many files (MindSpore, msprof, raw Ascend, MindData...), the folder is one run (what is
+    below it is its parts); when they are traces that stand alone (Kineto/Paddle JSON, Nsight Systems SQLite), the
+    folder is one run if `analyse` reads them as one (every trace has a rank, or there is only one trace) and it
+    holds no subfolders, else each trace file is a run of its own. A run's id is its path below its root with '/'
+    written as '.' (a trace file's without its trace suffix; a root that is itself the run: the root's name);
+    characters other than letters, digits, '.', '_' and '-' become '_'."""
+    scans = []
     for root in roots:
         root = root.resolve()
         if not root.is_dir():
             raise UsageError(f"{root}: no such folder")
         if runs_glob is not None:
-            folders = sorted(p for p in root.glob(runs_glob) if p.is_dir())
+            scan = RootScan(root, f"folders and trace files (Kineto/Paddle JSON, Nsight Systems SQLite) matching "
+                                  f"--runs {runs_glob!r} below it")
+            paths = sorted(p for p in root.glob(runs_glob) if p.is_dir() or is_trace_file(p))
         else:
-            folders = [root]
-            for _ in range(run_depth):
-                folders = sorted(child for folder in folders for child in _subfolders(folder))
-        for folder in folders:
-            if exclude is not None and (folder == exclude or exclude in folder.parents):
+            if run_depth == 0:
+                looked = "the root itself as one run (--run-depth 0)"
+            else:
+                looked = (f"run folders {run_depth} level{'s' * (run_depth > 1)} below it (--run-depth {run_depth}), "
+                          + ("and profiler files directly in it" if run_depth == 1 else
+                             "and profiler files directly in it and in the folders between")
+                          + " (such a folder is a run, or its trace files are)")
+            scan = RootScan(root, looked)
+            paths = _walk_runs(root, run_depth, scan)
+        for path in paths:
+            if exclude is not None and (path == exclude or exclude in path.parents):
                 continue
-            relative = folder.relative_to(root)
-            name = ".".join(relative.parts) if relative.parts else root.name
-            run = _RUN_ID_CHARACTER.sub("_", name)
-            if run in found and found[run].path != folder:
-                raise UsageError(f"runs {found[run].path} and {folder} would both be run {run!r} in the "
-                                 "warehouse: batch their roots into separate warehouses, or pick runs with --runs")
-            found[run] = RunFolder(run, folder)
-    return sorted(found.values(), key=lambda r: r.run)
+            relative = path.relative_to(root)
+            parts = [*relative.parts[:-1], trace_stem(relative.name)] if path.is_file() else relative.parts
+            name = ".".join(parts) if parts else root.name
+            scan.runs.append(RunFolder(_RUN_ID_CHARACTER.sub("_", name), path))
+        if not scan.runs:
+            scan.reason = _no_runs_reason(root, run_depth, runs_glob)
+        scans.append(scan)
+    _by_id(scans)
+    return scans
+
+
+def _walk_runs(root: Path, run_depth: int, scan: RootScan) -> list[Path]:
+    """The run folders (and trace files that are runs) `run_depth` levels below `root` (scan_roots)."""
+    level, runs = [root], []
+    for _ in range(run_depth):
+        below = []
+        for folder in level:
+            loose = loose_files(folder)
+            subfolders = _subfolders(folder)
+            if loose.others:
+                shown = ", ".join(p.name for p in loose.others[:3]) + (", ..." if len(loose.others) > 3 else "")
+                scan.notes.append(f"{folder} holds profiler files directly ({shown}): it is one run (a dump whose "
+                                  "files are many), not a folder of runs")
+                runs.append(folder)
+                continue
+            traces = sorted(t.files.get("trace", t.files.get("sqlite")) for t in loose.traces)
+            if traces and not subfolders and loose.traces_read_together():
+                ranks = sorted({t.rank for t in loose.traces})
+                scan.notes.append(
+                    f"{folder} holds {len(traces)} trace file{'s' * (len(traces) > 1)} directly"
+                    + (f" with ranks {', '.join(map(str, ranks))}: one run (the ranks and profiling cycles of one "
+                       "job, as `profpipe analyse` reads the folder)" if len(traces) > 1 else ": one run")
+                    + "; to batch each trace file as a run of its own, pass --runs with a glob naming the files "
+                      "(e.g. --runs '*.pt.trace.json')")
+                runs.append(folder)
+                continue
+            if traces:
+                why = ("the folder also holds folders" if subfolders else
+                       "not every trace has a rank (distributedInfo.rank, or rank-<n>/worker<n> in its name), so "
+                       "they are not the ranks of one job")
+                scan.notes.append(f"{folder} holds {len(traces)} trace file{'s' * (len(traces) > 1)} directly: each "
+                                  f"is a run of its own ({why}); the rank traces of one job belong in a folder of "
+                                  "their own")
+                runs.extend(traces)
+            below.extend(subfolders)
+        level = sorted(below)
+    return sorted(runs + level)
+
+
+def _no_runs_reason(root: Path, run_depth: int, runs_glob: str | None) -> str:
+    if runs_glob is not None:
+        return f"no folder and no trace file below it matches --runs {runs_glob!r}"
+    if run_depth == 0:
+        return "the root is excluded (the warehouse)"
+    where = "no folders" if run_depth == 1 else f"no folders {run_depth} levels below it"
+    return (f"it holds {where} (hidden ones and links left out) and no profiler files directly; point ROOT at the "
+            "folder that holds the run folders, or set --run-depth (0: the root is one run) or --runs GLOB")
 
 
 def _subfolders(folder: Path) -> list[Path]:
@@ -147,10 +246,12 @@ def _subfolders(folder: Path) -> list[Path]:
 
 def fingerprint_run(folder: Path, verify: bool = False) -> tuple[str, str | None, int, int]:
     """(stat fingerprint, content fingerprint with `verify`, bytes, files) of every regular file under
-    `folder`. The stat fingerprint hashes each file's path, size and mtime: cheap, and it changes whenever
-    a profiler rewrites or adds a file. The content fingerprint hashes every byte."""
+    `folder` (a run that is one trace file: of that file). The stat fingerprint hashes each file's path, size and
+    mtime: cheap, and it changes whenever a profiler rewrites or adds a file. The content fingerprint hashes every
+    byte."""
     entries = []
-    for directory, subfolders, names in os.walk(folder):
+    walk = os.walk(folder) if not folder.is_file() else [(str(folder.parent), [], [folder.name])]
+    for directory, subfolders, names in walk:
         subfolders.sort()
         for name in names:
             path = Path(directory) / name
@@ -159,7 +260,8 @@ def fingerprint_run(folder: Path, verify: bool = False) -> tuple[str, str | None
             except OSError:
                 continue
             if S_ISREG(info.st_mode):  # a regular file, not a link: from the lstat above, no more syscalls
-                entries.append((str(path.relative_to(folder)), info.st_size, info.st_mtime_ns, path))
+                entries.append((str(path.relative_to(folder.parent if folder.is_file() else folder)), info.st_size,
+                                info.st_mtime_ns, path))
     entries.sort()
     stat_digest = hashlib.blake2b(digest_size=16)
     content_digest = hashlib.blake2b(digest_size=16) if verify else None
@@ -199,7 +301,8 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
         warehouse = Warehouse(root)
         warehouse.collect_garbage()
         version = schema_version()
-        runs = find_runs(options.roots, options.run_depth, options.runs_glob, exclude=root)
+        result.roots = scan_roots(options.roots, options.run_depth, options.runs_glob, exclude=root)
+        runs = _by_id(result.roots)
         todo, ledger_changed = _plan(runs, warehouse, version, options, result)
         if ledger_changed:
             warehouse.commit(version)

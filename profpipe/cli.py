@@ -19,12 +19,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
 from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .version import VERSION
 
 if TYPE_CHECKING:
+    import click
     from rich.console import Console
     from rich.progress import Progress
     import duckdb
@@ -38,7 +40,55 @@ if TYPE_CHECKING:
 # default_map: the group's own --help is False unless given. Typer leaves it None, and a None is coerced through
 # a pydantic TypeAdapter, which imports pydantic (0.1-0.2 s) for `profpipe COMMAND --help`.
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  context_settings={"default_map": {"help": False}})
+                  context_settings={"default_map": {"help": False}},
+                  epilog="\b\nExample:\n  profpipe analyse ./profiler_data -o out && profpipe query out "
+                         "\"SELECT * FROM op_type_stats LIMIT 5\"")
+
+#: Option groups of the commands with many options (each option's rich_help_panel), in the order --help shows them;
+#: options without one are listed last, under "Options".
+HELP_PANELS = ("Input", "Output", "Runs", "Steps and analysis", "Timeline", "MindSpore reports", "Execution",
+               "Performance")
+
+
+class _ManualCommand(TyperCommand):
+    """A command whose --help reads like a manual page without rich (rich_markup_mode=None: `--help` imports no rich,
+    tests/test_startup.py): options under their rich_help_panel headings, and the epilog, the command's example, under
+    "Example:" with its lines kept as written."""
+
+    def format_options(self, ctx: "click.Context", formatter: "click.HelpFormatter") -> None:
+        arguments, panels = [], {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(arguments)
+        order = {name: i for i, name in enumerate(HELP_PANELS)}
+        for name in sorted(panels, key=lambda n: (n == "Options", order.get(n, len(order)))):
+            with formatter.section(name):
+                formatter.write_dl(panels[name])
+
+    def format_epilog(self, ctx: "click.Context", formatter: "click.HelpFormatter") -> None:
+        if not self.epilog:
+            return
+        import inspect
+
+        lines = inspect.cleandoc(self.epilog).splitlines()
+        commands = sum(1 for line in lines if line.startswith("profpipe "))
+        with formatter.section("Example" if commands <= 1 else "Examples"):
+            for line in lines:
+                formatter.write(" " * formatter.current_indent + line + "\n" if line else "\n")
+
+
+def _command(example: str):
+    """app.command with the manual-style help (_ManualCommand) and `example` (shell lines, comments with '#') as its
+    epilog."""
+    return app.command(cls=_ManualCommand, epilog=example)
 
 
 @cache
@@ -82,37 +132,37 @@ class _BarReporter:
         self._progress.advance(self._task, amount)
 
 
-@app.command()
+@_command('# a profiler folder (MindSpore, PyTorch, msprof...) into out/, steps 3 to 5 only\nprofpipe analyse ./resnet_profile -o out --step-list 3-5')
 def analyse(
     path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files), or one trace file that stands alone (PyTorch/Paddle trace, Nsight Systems export, MindData log).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder; replaced atomically when the run succeeds.")],
-    rank: Annotated[Optional[list[int]], typer.Option("--rank", help="Only this rank; repeat for several. Default: all ranks found.")] = None,
-    timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", help="Cap timeline/trace.json at MB mebibytes, as MindSpore's timeline_limit (default 500, MindSpore's, so the timeline of a multi-GB input still opens in a browser); later events are dropped first, steps are always kept. 0: no limit.")] = DEFAULT_TIMELINE_LIMIT_MB,
-    timeline: Annotated[str, typer.Option("--timeline", metavar="auto|full|summary|none", help="What timeline/trace.json holds: full (every lane), summary (steps, their phases and the overlap analysis: small enough for many ranks), none; auto: summary for one rank's PyTorch/Paddle trace (itself a Chrome trace: open it in Perfetto for the ops and kernels), full otherwise.")] = "auto",
-    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", hidden=True, help="The same as --timeline summary.")] = False,
-    timeline_gzip: Annotated[Optional[bool], typer.Option("--timeline-gzip/--no-timeline-gzip", help="Write timeline/trace.json.gz (Perfetto and chrome://tracing open it). Default: when the timeline passes 64 MiB.", show_default=False)] = None,
-    model: Annotated[Optional[list[int]], typer.Option("--model", help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Make any data loss fatal (exit 1, the earlier output kept): an unreadable source, or a number dropped, clamped or repaired (see trace_health).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace OUTPUT even when it is a non-empty folder profpipe did not write (never one that is, holds or lies inside the input).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors: no summary tables, no health summary.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON instead of tables.")] = False,
-    fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
-    bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
-    peak_tflops: Annotated[Optional[float], typer.Option("--peak-tflops", metavar="TFLOPS", help="GPU traces: the device's peak in TFLOP/s that op_flops compares each op's achieved FLOP/s with. Default: the peak of the trace's device (deviceProperties name) for the op's input type, where profpipe knows it (A100, H100, H200, V100).")] = None,
-    rank_map: Annotated[Optional[Path], typer.Option("--rank-map", metavar="FILE", help="Ranks of traces that name none (no distributedInfo, no rank-<n>/worker<n> in the name): lines '<path or glob> <rank>' (or a JSON object {\"path or glob\": rank}), paths relative to PATH; the first pattern that matches a source's file or folder wins. The file and the name come first.")] = None,
-    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="PyTorch traces, Nsight Systems exports, msprof exports and raw PROF folders: the annotation, NVTX range or MSTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N (msprof: its step_trace).")] = None,
-    report_style: Annotated[str, typer.Option("--report-style", help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
-    subgraph: Annotated[str, typer.Option("--subgraph", help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
-    optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", help="Ascend op detail report: only these comma-separated op types.")] = "",
-    optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",
-    op_path: Annotated[bool, typer.Option("--op-path", help="Ascend op detail report: add the full op name column.")] = False,
-    step_list: Annotated[Optional[str], typer.Option("--step-list", metavar="STEPS", help="Keep only these consecutive steps, as MindSpore's step_list: '3-5' or '3,4,5'. A step outside the data is an error naming the steps there are.")] = None,
-    data_simplification: Annotated[bool, typer.Option("--data-simplification/--keep-parquet", help="MindSpore's data_simplification: keep the deliverables only (the normalized tables live in profile.duckdb), or also keep them as Parquet files under OUTPUT/tables/.")] = True,
-    pretty: Annotated[bool, typer.Option("--pretty", help="Indent the JSON reports.")] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
-    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
-    visual_report: Annotated[bool, typer.Option("--report/--no-report", help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`).")] = True,
-    profile_stages: Annotated[bool, typer.Option("--profile-stages", help="After the run, print each stage's wall time and peak memory and the slowest models (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes, slowest_models_s).")] = False,
+    output: Annotated[Path, typer.Option("--output", "-o", rich_help_panel='Output', help="Output folder; replaced atomically when the run succeeds.")],
+    rank: Annotated[Optional[list[int]], typer.Option("--rank", rich_help_panel='Input', help="Only this rank; repeat for several. Default: all ranks found.")] = None,
+    timeline_limit: Annotated[Optional[float], typer.Option("--timeline-limit", metavar="MB", rich_help_panel='Timeline', help="Cap timeline/trace.json at MB mebibytes, as MindSpore's timeline_limit (default 500, MindSpore's, so the timeline of a multi-GB input still opens in a browser); later events are dropped first, steps are always kept. 0: no limit.")] = DEFAULT_TIMELINE_LIMIT_MB,
+    timeline: Annotated[str, typer.Option("--timeline", metavar="auto|full|summary|none", rich_help_panel='Timeline', help="What timeline/trace.json holds: full (every lane), summary (steps, their phases and the overlap analysis: small enough for many ranks), none; auto: summary for one rank's PyTorch/Paddle trace (itself a Chrome trace: open it in Perfetto for the ops and kernels), full otherwise.")] = "auto",
+    timeline_summary: Annotated[bool, typer.Option("--timeline-summary", hidden=True, rich_help_panel='Timeline', help="The same as --timeline summary.")] = False,
+    timeline_gzip: Annotated[Optional[bool], typer.Option("--timeline-gzip/--no-timeline-gzip", rich_help_panel='Timeline', help="Write timeline/trace.json.gz (Perfetto and chrome://tracing open it). Default: when the timeline passes 64 MiB.", show_default=False)] = None,
+    model: Annotated[Optional[list[int]], typer.Option("--model", rich_help_panel='Input', help="msprof exports: read this model (graph) id; repeat for several (a rank reads the one with most files). Default: per rank, the model with most files.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", rich_help_panel='Input', help="Make any data loss fatal (exit 1, the earlier output kept): an unreadable source, or a number dropped, clamped or repaired (see trace_health).")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel='Output', help="Replace OUTPUT even when it is a non-empty folder profpipe did not write (never one that is, holds or lies inside the input).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel='Output', help="Print nothing but errors: no summary tables, no health summary.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", rich_help_panel='Output', help="Print the run summary as JSON instead of tables.")] = False,
+    fp_op: Annotated[Optional[str], typer.Option("--fp-op", metavar="OP", rich_help_panel='Steps and analysis', help="Full name of the op that starts forward propagation; overrides the step trace (default: $FP_POINT or $PROFILING_FP_START).")] = None,
+    bp_op: Annotated[Optional[str], typer.Option("--bp-op", metavar="OP", rich_help_panel='Steps and analysis', help="Full name of the op that ends backward propagation (default: $BP_POINT or $PROFILING_BP_END).")] = None,
+    peak_tflops: Annotated[Optional[float], typer.Option("--peak-tflops", metavar="TFLOPS", rich_help_panel='Steps and analysis', help="GPU traces: the device's peak in TFLOP/s that op_flops compares each op's achieved FLOP/s with. Default: the peak of the trace's device (deviceProperties name) for the op's input type, where profpipe knows it (A100, H100, H200, V100).")] = None,
+    rank_map: Annotated[Optional[Path], typer.Option("--rank-map", metavar="FILE", rich_help_panel='Input', help="Ranks of traces that name none (no distributedInfo, no rank-<n>/worker<n> in the name): lines '<path or glob> <rank>' (or a JSON object {\"path or glob\": rank}), paths relative to PATH; the first pattern that matches a source's file or folder wins. The file and the name come first.")] = None,
+    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", rich_help_panel='Steps and analysis', help="PyTorch traces, Nsight Systems exports, msprof exports and raw PROF folders: the annotation, NVTX range or MSTX range that marks a step, named NAME or NAME and its number ('train_step 12', 'step#3'). Default: ProfilerStep#N (msprof: its step_trace).")] = None,
+    report_style: Annotated[str, typer.Option("--report-style", rich_help_panel='MindSpore reports', help="MindSpore-compatible reports: 'latest' MindSpore behaviour or 'legacy' (Ascend: MindSpore r0.5-r1.0 file layouts and averages; MindData: 1.x files, as MindInsight expects them).")] = "latest",
+    subgraph: Annotated[str, typer.Option("--subgraph", rich_help_panel='MindSpore reports', help="Ascend op detail report: all, Default or Gradients ops.")] = "all",
+    optypes_to_deal: Annotated[str, typer.Option("--optypes-to-deal", metavar="TYPES", rich_help_panel='MindSpore reports', help="Ascend op detail report: only these comma-separated op types.")] = "",
+    optypes_not_deal: Annotated[str, typer.Option("--optypes-not-deal", metavar="TYPES", rich_help_panel='MindSpore reports', help="Ascend op detail report: leave out these comma-separated op types.")] = "Variable",
+    op_path: Annotated[bool, typer.Option("--op-path", rich_help_panel='MindSpore reports', help="Ascend op detail report: add the full op name column.")] = False,
+    step_list: Annotated[Optional[str], typer.Option("--step-list", metavar="STEPS", rich_help_panel='Steps and analysis', help="Keep only these consecutive steps, as MindSpore's step_list: '3-5' or '3,4,5'. A step outside the data is an error naming the steps there are.")] = None,
+    data_simplification: Annotated[bool, typer.Option("--data-simplification/--keep-parquet", rich_help_panel='Output', help="MindSpore's data_simplification: keep the deliverables only (the normalized tables live in profile.duckdb), or also keep them as Parquet files under OUTPUT/tables/.")] = True,
+    pretty: Annotated[bool, typer.Option("--pretty", rich_help_panel='Output', help="Indent the JSON reports.")] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, rich_help_panel='Performance', help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
+    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, rich_help_panel='Performance', help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
+    visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`).")] = True,
+    profile_stages: Annotated[bool, typer.Option("--profile-stages", rich_help_panel='Performance', help="After the run, print each stage's wall time and peak memory and the slowest models (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes, slowest_models_s).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
     manifest.json; tables/ with --keep-parquet).
@@ -163,24 +213,24 @@ def analyse(
     raise typer.Exit(result.exit_code)
 
 
-@app.command()
+@_command('# every folder in ./profiles is a run (a folder of trace files: each file, or the folder, is one)\nprofpipe batch ./profiles -w ./warehouse')
 def batch(
-    roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders that hold runs (one job's profiler folder each, with its ranks).")],
-    warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="The warehouse folder: created if missing; must not overlap the ROOTs.")],
-    run_depth: Annotated[int, typer.Option("--run-depth", min=0, help="Every folder this many levels below a ROOT is one run (0: each ROOT is one run).")] = 1,
-    runs: Annotated[Optional[str], typer.Option("--runs", metavar="GLOB", help="Run folders as a glob relative to each ROOT (e.g. '2026-*/job-*'); overrides --run-depth.")] = None,
-    verify: Annotated[bool, typer.Option("--verify", help="Also compare content hashes (reads every byte), not only file lists, sizes and mtimes.")] = False,
-    keep_missing: Annotated[bool, typer.Option("--keep-missing", help="Keep the tables of runs whose folder is gone (status missing); default: drop them.")] = False,
-    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Analyse again runs that failed last time although their input did not change.")] = False,
-    executor: Annotated[str, typer.Option("--executor", metavar="local|dask", help="local: a process pool on this machine; dask: a Dask cluster (--scheduler, or a LocalCluster).")] = "local",
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="--executor dask: the scheduler of an existing cluster (tcp://host:8786). The warehouse must be on a file system every worker shares.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="A run that loses any data fails (its last good tables stay).")] = False,
-    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, help="As for analyse: MiB each DuckDB database of a unit of work may hold before it spills to disk (each worker has its own).")] = None,
-    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", help="As for analyse: the range that marks a step in PyTorch traces, Nsight Systems and msprof exports.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print what the batch did as JSON.")] = False,
-    visual_report: Annotated[bool, typer.Option("--report/--no-report", help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
+    roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders that hold runs: run folders (one job's profiler folder each, with its ranks), or trace files.")],
+    warehouse: Annotated[Path, typer.Option("--warehouse", "-w", rich_help_panel='Output', help="The warehouse folder: created if missing; must not overlap the ROOTs.")],
+    run_depth: Annotated[int, typer.Option("--run-depth", min=0, rich_help_panel='Runs', help="Every folder this many levels below a ROOT is one run (0: each ROOT is one run).")] = 1,
+    runs: Annotated[Optional[str], typer.Option("--runs", metavar="GLOB", rich_help_panel='Runs', help="Run folders, or trace files that are each a run, as a glob relative to each ROOT (e.g. '2026-*/job-*', '*.pt.trace.json'); overrides --run-depth.")] = None,
+    verify: Annotated[bool, typer.Option("--verify", rich_help_panel='Runs', help="Also compare content hashes (reads every byte), not only file lists, sizes and mtimes.")] = False,
+    keep_missing: Annotated[bool, typer.Option("--keep-missing", rich_help_panel='Runs', help="Keep the tables of runs whose folder is gone (status missing); default: drop them.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", rich_help_panel='Runs', help="Analyse again runs that failed last time although their input did not change.")] = False,
+    executor: Annotated[str, typer.Option("--executor", metavar="local|dask", rich_help_panel='Execution', help="local: a process pool on this machine; dask: a Dask cluster (--scheduler, or a LocalCluster).")] = "local",
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", rich_help_panel='Execution', help="--executor dask: the scheduler of an existing cluster (tcp://host:8786). The warehouse must be on a file system every worker shares.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, rich_help_panel='Execution', help="Worker processes (default: one per core, fewer when memory cannot hold one largest source per worker).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", rich_help_panel='Steps and analysis', help="A run that loses any data fails (its last good tables stay).")] = False,
+    memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, rich_help_panel='Execution', help="As for analyse: MiB each DuckDB database of a unit of work may hold before it spills to disk (each worker has its own).")] = None,
+    step_range_name: Annotated[Optional[str], typer.Option("--step-range-name", metavar="NAME", rich_help_panel='Steps and analysis', help="As for analyse: the range that marks a step in PyTorch traces, Nsight Systems and msprof exports.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel='Output', help="Print nothing but errors.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", rich_help_panel='Output', help="Print what the batch did as JSON.")] = False,
+    visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
 ) -> None:
     """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
 
@@ -188,6 +238,13 @@ def batch(
     trace_health, marts) land in WAREHOUSE/tables/<table>/run=<id>/..., partitioned by rank.
     WAREHOUSE/catalog.duckdb has a view per table over every run (column `run`) and the batch_runs
     ledger; `profpipe query WAREHOUSE "SQL"` reads the same views.
+
+    The runs: every folder --run-depth levels below a ROOT (or what --runs names). A folder above that level
+    that holds profiler files directly is not a folder of runs: the folder of a MindSpore, msprof or raw Ascend
+    dump is one run; a folder of trace files (PyTorch/Paddle JSON, Nsight Systems SQLite) is one run when every
+    trace names its rank (the ranks of one job, as analyse reads the folder) and it holds no folders, else each
+    trace file is a run, named by the file. A ROOT with no runs is reported on stderr and in --json (roots:
+    runs_found, looked_for, reason).
 
     Incremental: a run whose files, sizes and mtimes did not change is skipped (unless profpipe's data
     contract changed); runs whose folder is gone are dropped (--keep-missing keeps them). A killed batch
@@ -211,8 +268,16 @@ def batch(
         sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
                                      "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
                                      "dropped": result.dropped, "missing": result.missing,
+                                     "roots": [scan.as_json() for scan in result.roots],
                                      "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
-    elif not quiet:
+    if not quiet:
+        for scan in result.roots:
+            for note in scan.notes:
+                typer.echo(f"profpipe: {note}", err=True)
+            if scan.reason is not None:
+                typer.echo(f"profpipe: {scan.root}: no runs found ({scan.reason}); looked for {scan.looked_for}",
+                           err=True)
+    if not quiet and not json_out:
         from .export.text_table import simple_table
 
         typer.echo(simple_table(
@@ -268,7 +333,7 @@ def _step_list(text: str | None) -> list[int] | None:
 DEFAULT_QUERY_LIMIT = 100
 
 
-@app.command()
+@_command('profpipe query out "SELECT op_type, total_ns FROM op_type_stats ORDER BY total_ns DESC LIMIT 10"')
 def query(
     output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")],
     sql: Annotated[str, typer.Argument(help="SQL over the tables and models (see `profpipe tables` and `profpipe describe`); in a warehouse, every table has a `run` column and batch_runs lists the runs.")],
@@ -305,7 +370,7 @@ def query(
         typer.echo(f"profpipe: note: showing the first {limit} rows; --limit 0 prints them all", err=True)
 
 
-@app.command()
+@_command('profpipe describe op_type_stats')
 def describe(
     table: Annotated[Optional[str], typer.Argument(help="A table or model; without it, the list of them.")] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table (for people) or json.")] = "table",
@@ -354,7 +419,7 @@ def describe(
         _console().print(Text(f"invariant{per}: {invariant['expression']} ({invariant['why']})"))
 
 
-@app.command()
+@_command('profpipe check out')
 def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`.")]) -> None:
     """Run the models' data tests (unique grain, not null, accepted values, ranges, relationships, and the
     invariants across columns: parts within their whole) on OUTPUT/profile.duckdb; exit 1 if any fails."""
@@ -374,7 +439,7 @@ def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpip
     raise typer.Exit(1 if failures else 0)
 
 
-@app.command()
+@_command('profpipe tables out')
 def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")]) -> None:
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
     the columns). A warehouse holds the normalized tables and the marts of every run."""
@@ -398,7 +463,7 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
     _console().print(listing)
 
 
-@app.command()
+@_command('profpipe search out matmul --kind kernel')
 def search(
     output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch` (every run).")],
     term: Annotated[str, typer.Argument(help="What to look for in op and kernel names and op types; case does not matter.")],
@@ -451,7 +516,7 @@ def search(
                              "from"), cells))
 
 
-@app.command()
+@_command('profpipe report out -o resnet.html')
 def report(
     output: Annotated[Path, typer.Argument(help="An output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.", metavar="OUTPUT")],
     to: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE (default: OUTPUT/report.html; a warehouse run: WAREHOUSE/report-<run>.html).")] = None,
@@ -476,7 +541,7 @@ def report(
 CONSOLE_FINDINGS = 5
 
 
-@app.command()
+@_command('profpipe advise out')
 def advise(
     output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch` (every run).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print every rule's row of advisor_finding as JSON (evidence rows decoded).")] = False,
@@ -539,7 +604,7 @@ def _print_findings(rows: list[dict], top: int, more: str | None) -> None:
 DEFAULT_DIFF_TOP = 20
 
 
-@app.command()
+@_command('# what changed from out_a (the baseline) to out_b, per kernel, op type and step phase\nprofpipe diff out_a out_b --report diff.html')
 def diff(
     a: Annotated[str, typer.Argument(help="Run A (the baseline): an output folder of `profpipe analyse`, or a run id with --warehouse.")],
     b: Annotated[str, typer.Argument(help="Run B (compared with A): an output folder, or a run id with --warehouse.")],

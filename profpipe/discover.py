@@ -933,3 +933,54 @@ def _decompressed_size(path: Path) -> int:
     except OSError:
         return 0
     return recorded + -(-max(0, size - recorded) // 2**32) * 2**32
+
+
+@dataclass
+class LooseFiles:
+    """The profiler files directly in one folder (not below it), as discover classifies them: what `profpipe batch`
+    needs to tell a folder of runs from a folder that is a run (or whose trace files are runs)."""
+
+    #: Traces that stand alone (Kineto/Paddle JSON, Nsight Systems SQLite exports), each as discover lists it: its
+    #: rank is known when rank_from is "file" or "name".
+    traces: list[Source] = field(default_factory=list)
+    #: Files of the formats whose run is many files (MindSpore, msprof, raw Ascend, MindData, memory, host info).
+    others: list[Path] = field(default_factory=list)
+
+    def traces_read_together(self) -> bool:
+        """True when `analyse` of the folder reads all its traces as one run: every one has a rank (the ranks and
+        profiling cycles of one job), or there is only one."""
+        return len(self.traces) == 1 or all(t.rank >= 0 for t in self.traces)
+
+
+#: Names (not patterns) of the files of a multi-file dump that discover reads.
+_NAMED_INPUTS = (*ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES, *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES)
+
+
+def loose_files(folder: Path) -> LooseFiles:
+    """Classify the regular files directly in `folder` (a folder that cannot be listed holds none). Only the first
+    bytes of a JSON file whose name does not tell are read (as discover does)."""
+    loose = LooseFiles()
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    except OSError:
+        return loose
+    for name in names:
+        if name in _NAMED_INPUTS or any(p.fullmatch(name) for p in _INPUT_PATTERNS):
+            loose.others.append(folder / name)
+        else:
+            _add_trace_file(loose.traces, folder, name)
+    return loose
+
+
+def is_trace_file(path: Path) -> bool:
+    """True for a regular file that discover reads as a trace that stands alone (Kineto/Paddle, Nsight Systems)."""
+    return path.is_file() and not any(p.fullmatch(path.name) for p in _INPUT_PATTERNS) \
+        and _add_trace_file([], path.parent, path.name)
+
+
+def trace_stem(name: str) -> str:
+    """A trace file's name without its trace suffix: rank-0.pt.trace.json.gz -> rank-0, report1.sqlite -> report1."""
+    for suffix in (*KINETO_NAMED, *KINETO_SUFFIXES, *NSYS_SUFFIXES):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[:-len(suffix)]
+    return name

@@ -409,3 +409,72 @@ def test_a_memory_limit_holds_in_every_unit_and_changes_no_table(warehouse, tmp_
     result = _batch(root, tmp_path / "bounded", analysis=Options(memory_limit_mb=256))
     assert sorted(result.analysed) == ["cpu", "gpu", "kineto"] and not result.failed
     _assert_same_warehouse(wh, tmp_path / "bounded")
+
+
+def _unranked_trace(source: Path, target: Path) -> None:
+    """A copy of a Kineto trace without distributedInfo (and, by its name, without a rank)."""
+    trace = json.loads(source.read_text())
+    trace.pop("distributedInfo", None)
+    target.write_text(json.dumps(trace))
+
+
+def test_a_root_that_holds_trace_files_directly_batches_each_as_a_run(tmp_path: Path) -> None:
+    """Traces without a rank cannot be read as one run (analyse of their folder gives each a problem): each file is
+    a run of its own, named by the file without its trace suffix, with the tables analyse of that file gives."""
+    root = tmp_path / "traces"
+    root.mkdir()
+    _unranked_trace(FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json", root / "resnet bs32.pt.trace.json")
+    _unranked_trace(FIXTURES / "kineto" / "mtia" / "rank-0.pt.trace.json", root / "resnet_bs64.pt.trace.json")
+    (root / "notes.txt").write_text("not a trace")
+    scans = batch_module.scan_roots((root,))
+    assert [(r.run, r.path.name) for r in scans[0].runs] == [
+        ("resnet_bs32", "resnet bs32.pt.trace.json"), ("resnet_bs64", "resnet_bs64.pt.trace.json")]
+    assert "each is a run of its own" in scans[0].notes[0] and "rank" in scans[0].notes[0]
+    result = _batch(root, tmp_path / "wh")
+    assert sorted(result.analysed) == ["resnet_bs32", "resnet_bs64"] and result.exit_code == 0
+    con = connect(tmp_path / "wh")
+    for run, name in (("resnet_bs32", "resnet bs32.pt.trace.json"), ("resnet_bs64", "resnet_bs64.pt.trace.json")):
+        analyse(root / name, tmp_path / run, Options())
+        alone = duckdb.connect(str(tmp_path / run / "profile.duckdb"), read_only=True)
+        for table in public_tables():
+            assert _rows(con, table, f"WHERE run = '{run}'") == _rows(alone, table), (run, table)
+    assert con.execute("SELECT path, input_files FROM batch_runs WHERE run = 'resnet_bs64'").fetchone() == (
+        str(root / "resnet_bs64.pt.trace.json"), 1)
+    again = _batch(root, tmp_path / "wh")  # a file run is fingerprinted like a folder run: unchanged, skipped
+    assert sorted(again.unchanged) == ["resnet_bs32", "resnet_bs64"] and not again.analysed
+
+
+def test_a_root_that_holds_one_jobs_rank_traces_or_a_dump_directly_is_one_run(tmp_path: Path) -> None:
+    """Traces that all have a rank are the ranks of one job (analyse reads their folder as one run), and a folder
+    that holds the files of a MindSpore dump directly is that dump: each root is one run, named by the root;
+    --runs with a glob naming files batches each trace file as a run all the same."""
+    job = tmp_path / "nccl_job"
+    shutil.copytree(FIXTURES / "kineto_nccl", job)
+    dump = tmp_path / "profiler"
+    shutil.copytree(RUNS["gpu"] / "profiler", dump)
+    scans = batch_module.scan_roots((job, dump))
+    assert [[(r.run, r.path) for r in scan.runs] for scan in scans] == [[("nccl_job", job)], [("profiler", dump)]]
+    assert "ranks 0, 1: one run" in scans[0].notes[0] and "--runs" in scans[0].notes[0]
+    assert "holds profiler files directly" in scans[1].notes[0]
+    assert [r.run for r in find_runs((job,), runs_glob="*.pt.trace.json")] == ["rank-0", "rank-1"]
+    assert [r.run for r in find_runs((job,), run_depth=0)] == ["nccl_job"]
+    result = _batch(job, tmp_path / "wh")
+    assert result.analysed == ["nccl_job"]
+    assert open_run(tmp_path / "wh", "nccl_job").execute("SELECT count(DISTINCT rank) FROM device_exec").fetchone() == (2,)
+
+
+def test_a_root_without_runs_says_so_on_the_console_and_in_json(tmp_path: Path) -> None:
+    empty, hidden_only = tmp_path / "empty", tmp_path / "hidden_only"
+    empty.mkdir()
+    (hidden_only / ".cache").mkdir(parents=True)
+    (hidden_only / "readme.txt").write_text("no profile here")
+    found = CliRunner().invoke(app, ["batch", str(empty), str(hidden_only), "-w", str(tmp_path / "wh"), "--json",
+                                     "--no-report"])
+    assert found.exit_code == 0, found.output
+    roots = json.loads(found.stdout)["roots"]
+    assert [(r["root"], r["runs_found"]) for r in roots] == [(str(empty), 0), (str(hidden_only), 0)]
+    assert all("no folders" in r["reason"] and "--run-depth 1" in r["looked_for"] for r in roots)
+    for root in (empty, hidden_only):
+        assert f"profpipe: {root}: no runs found (it holds no folders" in found.stderr
+    globbed = CliRunner().invoke(app, ["batch", str(empty), "-w", str(tmp_path / "wh"), "--runs", "job-*", "--no-report"])
+    assert globbed.exit_code == 0 and "no folder and no trace file below it matches --runs 'job-*'" in globbed.stderr

@@ -152,3 +152,45 @@ def test_op_analyse_refuses_an_unknown_op_with_a_runtime_error_as_mindspore(out)
         profpipe.op_analyse(out, "NoSuchOpType")
     with pytest.raises(RuntimeError, match="no rank 99"):
         profpipe.op_analyse(out, "MatMul", device_id=99)
+
+
+def _help_sections(text: str) -> dict[str, list[str]]:
+    """A command's --help by section heading (an unindented line ending in ':'), each section's lines."""
+    sections: dict[str, list[str]] = {}
+    lines = sections.setdefault("", [])
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line.endswith(":"):
+            lines = sections.setdefault(line[:-1], [])
+        else:
+            lines.append(line)
+    return sections
+
+
+def test_every_commands_help_ends_with_an_example_that_parses():
+    import shlex
+
+    import typer
+
+    group = typer.main.get_command(app)
+    assert set(group.commands) >= {"analyse", "batch", "query", "describe", "check", "tables", "search", "report",
+                                   "advise", "diff"}
+    for name, command in group.commands.items():
+        sections = _help_sections(invoke(name, "--help").stdout)
+        example = sections.get("Example") or sections.get("Examples")
+        assert example, f"{name} --help has no example"
+        lines = [line.strip() for line in example if line.strip().startswith("profpipe ")]
+        assert lines and all(line.split()[1] == name for line in lines), (name, example)
+        for line in lines:  # the example's options and values are the command's own: it parses
+            command.make_context(name, shlex.split(line)[2:])
+
+
+def test_analyse_and_batch_help_group_their_options():
+    sections = _help_sections(invoke("analyse", "--help").stdout)
+    assert list(sections)[2:] == ["Input", "Output", "Steps and analysis", "Timeline", "MindSpore reports",
+                                  "Performance", "Options", "Example"], list(sections)
+    assert [line.split()[0] for line in sections["Options"] if line.strip()] == ["--help"]
+    assert any("--step-list" in line for line in sections["Steps and analysis"])
+    assert any("--workers" in line for line in sections["Performance"])
+    batch_sections = _help_sections(invoke("batch", "--help").stdout)
+    assert {"Runs", "Execution", "Output"} <= set(batch_sections)
+    assert any("--run-depth" in line for line in batch_sections["Runs"])
