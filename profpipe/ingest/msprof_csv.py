@@ -74,6 +74,17 @@ def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables:
     return frame
 
 
+def _count_zero_length(frame: pl.DataFrame, duration: str, name: str, warn: Warn) -> None:
+    """Tasks of 0 µs are legitimate (shorter than the file's µs resolution; real exports hold them, mostly sync and
+    notify tasks): kept as recorded, counted per file with the first one's line."""
+    zero = frame.filter(pl.col(duration) == 0).group_by("file", maintain_order=True).agg(
+        pl.len().alias("rows"), pl.col("line").first(), pl.col(name).first().alias("example"))
+    for path, rows, line, example in zero.iter_rows():
+        warn(f"{path}:{line}: {rows} tasks last 0 ns, shorter than the file's time resolution (real exports hold "
+             "them); kept as recorded", check="out_of_range", action="kept", rows=rows, path=path, line=line,
+             example=example, tables="device_exec")
+
+
 _KEYS = ["__key0", "__key1"]
 
 
@@ -162,6 +173,7 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
                           line_column="line", tables=tables, example=pl.col(c["name"]).fill_null("N/A"))
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     _check_numbers(frame, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
+    _count_zero_length(frame, c["duration"], c["name"], warn)
     metrics = _exec_metrics(long, frame.select("file", "line", stream_id=c["stream_id"],
                                                task_id=c["task_id"], start_ns=c["start"]),
                             pl.concat(list(metric_maps.values())).unique("column"), warn)
