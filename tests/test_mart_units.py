@@ -1409,14 +1409,14 @@ def test_op_bound_names_the_busiest_pipe_and_counts_msprof_analyzes_no_bound():
                _pmu_metric(3, 300_000, "mte2_ratio", 0.5, "aic"), _pmu_metric(3, 300_000, "mte2_ratio", 0.95, "aiv"),
                _pmu_metric(3, 300_000, "total_cycles", 9e9, "aic", "count")]  # not a pipe ratio
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_ratio": None,
-         "vec_ratio": 0.5, "mte2_ratio": 0.8, "busiest_pipe": "mte2", "busiest_ratio": 0.8, "bound": "none",
+        {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_share": None,
+         "vec_share": 0.5, "mte2_share": 0.8, "busiest_pipe": "mte2", "busiest_share": 0.8, "bound": "none",
          "no_bound_executions": 1, "msprof_no_bound": True},
-        {"op_name": "n/B-op2", "executions": 1, "scalar_ratio": 0.85, "vec_ratio": 0.6, "busiest_pipe": "scalar",
+        {"op_name": "n/B-op2", "executions": 1, "scalar_share": 0.85, "vec_share": 0.6, "busiest_pipe": "scalar",
          "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False},
         # C: mac 0.9 (the busier core's: aic 0.9 > aiv 0.1), mte2 0.95 (aiv) -> busiest mte2: memory
-        {"op_name": "n/C-op3", "executions": 1, "mac_ratio": 0.9, "mte2_ratio": 0.95, "busiest_pipe": "mte2",
-         "busiest_ratio": 0.95, "bound": "memory", "no_bound_executions": 0},
+        {"op_name": "n/C-op3", "executions": 1, "mac_share": 0.9, "mte2_share": 0.95, "busiest_pipe": "mte2",
+         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0},
     ])
 
 
@@ -1425,7 +1425,7 @@ def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_
     metrics = [_pmu_metric(1, 0, "vec_ratio", 0.9), _pmu_metric(1, 0, "mte3_ratio", 0.9),
                _pmu_metric(2, 1000, "main_mem_read_bw", 1e9, "aic", "bytes_per_second")]
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_ratio": 0.9, "bound": "vector"}])
+        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector"}])
 
 
 def test_l2_cache_stats_average_hit_and_victim_rates_per_op():
