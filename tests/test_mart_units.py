@@ -1428,15 +1428,15 @@ def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_
         {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector"}])
 
 
-def test_l2_cache_stats_average_hit_and_victim_rates_per_op():
-    rows_ = [{"seq": 0, "stream_id": 1, "task_id": 1, "op_name": None, "hit_rate": 0.9, "victim_rate": 0.1},
-             {"seq": 1, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.5, "victim_rate": 1.5},
-             {"seq": 2, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.7, "victim_rate": None}]
+def test_l2_cache_stats_average_hit_shares_and_victim_ratios_per_op():
+    rows_ = [{"seq": 0, "stream_id": 1, "task_id": 1, "op_name": None, "hit_share": 0.9, "victim_ratio": 0.1},
+             {"seq": 1, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_share": 0.5, "victim_ratio": 1.5},
+             {"seq": 2, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_share": 0.7, "victim_ratio": None}]
     same(model_rows({"l2_cache_task": rows_}, "l2_cache_stats"), [
         # a: hit (0.5 + 0.7) / 2 = 0.6; victim: the one present, 1.5
-        {"op_name": "a", "tasks": 2, "avg_hit_rate": 0.6, "min_hit_rate": 0.5, "max_hit_rate": 0.7,
-         "avg_victim_rate": 1.5, "max_victim_rate": 1.5},
-        {"op_name": None, "tasks": 1, "avg_hit_rate": 0.9, "avg_victim_rate": 0.1}])  # the rows without a name
+        {"op_name": "a", "tasks": 2, "avg_hit_share": 0.6, "min_hit_share": 0.5, "max_hit_share": 0.7,
+         "avg_victim_ratio": 1.5, "max_victim_ratio": 1.5},
+        {"op_name": None, "tasks": 1, "avg_hit_share": 0.9, "avg_victim_ratio": 0.1}])  # the rows without a name
 
 
 def test_hbm_stats_give_each_memory_unit_its_bandwidths():

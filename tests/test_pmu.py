@@ -156,7 +156,7 @@ def test_l2_cache_stats_group_the_files_rows_by_op(out: Path) -> None:
         groups: dict[str | None, list[dict]] = defaultdict(list)
         for row in _raw(path):
             groups[None if row["Op Name"] == "N/A" else row["Op Name"]].append(row)
-        got = {r[0]: r[1:] for r in query(out, "SELECT op_name, tasks, avg_hit_rate, avg_victim_rate FROM "
+        got = {r[0]: r[1:] for r in query(out, "SELECT op_name, tasks, avg_hit_share, avg_victim_ratio FROM "
                                                f"l2_cache_stats WHERE rank = {rank}")}
         assert set(got) == set(groups)
         for op, rows in groups.items():
@@ -297,7 +297,7 @@ def test_damaged_summary_numbers_drop_their_rows_and_are_counted(name: str, data
         factor = {"l2_cache.csv": 1.0, "hbm.csv": 1e6, "pcie.csv": 1e3 if latency else 1e6}[name]
         return _value(row[header.index(column)], factor)
 
-    for column, field in zip(columns, {"l2_cache.csv": ["stream_id", "task_id", "hit_rate", "victim_rate"],
+    for column, field in zip(columns, {"l2_cache.csv": ["stream_id", "task_id", "hit_share", "victim_ratio"],
                                        "hbm.csv": ["read_bytes_per_second", "write_bytes_per_second"],
                                        "pcie.csv": ["min_value", "max_value", "avg_value"]}[name]):
         # every value kept is the file's (N/A a missing value, not a zero)
