@@ -247,7 +247,7 @@ def _unit_problem(name: str, unit: str | None) -> str | None:
     if unit is not None and unit not in UNITS:
         return f"unit {unit!r} is not one of {UNITS}"
     for suffix, required in UNIT_SUFFIXES.items():
-        if name.endswith(suffix) and unit != required:
+        if (name.endswith(suffix) or name == suffix[1:]) and unit != required:  # wait_ns, and a bare share
             return f"named {suffix} but documented as {unit}"
     return None
 
@@ -256,6 +256,7 @@ def _unit_problem(name: str, unit: str | None) -> str | None:
     ("wait_ms", "ns"), ("avg_cpu_pct", None), ("queue_utilization_pct", "share"), ("memory_mb", "bytes"),
     ("sample_interval_us", None), ("hit_rate", "share"), ("percent", None), ("peak_kb", "bytes"),
     ("busy_share", None), ("busy_share", "ratio"), ("victim_ratio", "share"), ("wait_ns", "ms"), ("size_bytes", "count"),
+    ("share", None), ("read_bytes_per_second", None),
 ])
 def test_the_unit_convention_refuses_other_units(name: str, unit: str | None) -> None:
     """The names MindData and msprof use for their own units (ms, percent, MB, rate) fail the convention test."""
@@ -264,7 +265,8 @@ def test_the_unit_convention_refuses_other_units(name: str, unit: str | None) ->
 
 def test_the_unit_convention_accepts_its_units() -> None:
     for name, unit in [("wait_ns", "ns"), ("memory_bytes", "bytes"), ("queue_usage_share", "share"),
-                       ("avg_victim_ratio", "ratio"), ("avg_cpus", "count"), ("op_name", None)]:
+                       ("avg_victim_ratio", "ratio"), ("avg_cpus", "count"), ("op_name", None),
+                       ("share", "share"), ("bus_bandwidth_bytes_per_second", "bytes_per_second")]:
         assert _unit_problem(name, unit) is None, name
 
 
