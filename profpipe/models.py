@@ -21,8 +21,8 @@ A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>'
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
 mentions another model or table by its bare name is refused. Beside each SQL file a YAML file documents
 the model: what one row is (`description`), the columns that identify a row (`grain`), and per column
-its DuckDB type, unit (ns, bytes, share, ratio, count or bytes_per_second; nothing for names, ids and flags), one-line meaning
-and data tests (tests/test_model_library.py and `check_models` run them); the model's own `tests` are invariants
+its DuckDB type, unit (ns, bytes, share, ratio, count or bytes_per_second; nothing for names, ids and
+flags), one-line meaning and data tests (tests/test_model_library.py and `check_models` run them); the model's own `tests` are invariants
 across its columns: an `expression` true on every row (NULL counts as true), or with `per` (columns) an aggregate
 expression true for every group of rows, and `why` it must hold (parts that add up to their whole, a window that
 holds what is attributed to it, shares of one whole that sum to at most 1). Intermediate models that many
