@@ -1,6 +1,6 @@
 """Stage 3, models: the SQL model library of sql/, loaded, checked and run over the normalized tables.
 
-The library is layered as dbt projects are (docs/models.md):
+The library is layered as dbt projects are (README, "SQL models"):
 
 * `sql/macros/<name>.sql`: one `CREATE MACRO` each (scalar helpers such as op-name parsing, interval
   helpers), created first; any model may call them.
@@ -21,8 +21,8 @@ A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>'
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
 mentions another model or table by its bare name is refused. Beside each SQL file a YAML file documents
 the model: what one row is (`description`), the columns that identify a row (`grain`), and per column
-its DuckDB type, unit (ns, bytes, share or count; nothing for names, ids and flags), one-line meaning
-and data tests (tests/test_model_library.py and `check_models` run them); the model's own `tests` are invariants
+its DuckDB type, unit (ns, bytes, share, ratio, count or bytes_per_second; nothing for names, ids and
+flags), one-line meaning and data tests (tests/test_model_library.py and `check_models` run them); the model's own `tests` are invariants
 across its columns: an `expression` true on every row (NULL counts as true), or with `per` (columns) an aggregate
 expression true for every group of rows, and `why` it must hold (parts that add up to their whole, a window that
 holds what is attributed to it, shares of one whole that sum to at most 1). Intermediate models that many
@@ -50,10 +50,12 @@ MAY_READ = {"staging": {"source"}, "intermediate": {"staging", "intermediate"},
             "marts": {"staging", "intermediate", "marts"}, "reports": {"marts"}}
 _MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE", "reports": "VIEW"}
 _PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": "", "reports": ""}
-#: Units a column may carry (docs/models.md, "Units"); a column without one is a name, id, flag or plain number.
-UNITS = ("ns", "bytes", "share", "count")
-#: Column-name endings and the unit each one requires.
-UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share"}
+#: Units a column may carry (docs/models.md, "Units"); a column without one is a name, id, flag or plain number. A share
+#: is a part of a whole (0-1, checked); a ratio is a quotient that can exceed 1 (its description says why).
+UNITS = ("ns", "bytes", "share", "ratio", "count", "bytes_per_second")
+#: Column-name endings (and bare names: share, bytes) and the unit each one requires.
+UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share", "_ratio": "ratio",
+                 "_bytes_per_second": "bytes_per_second"}
 #: Tables the models may read with source() besides the normalized tables: the run's options.
 EXTRA_SOURCES = ("run_option",)
 _WORD = re.compile(r"(?<![.\w])\w+")

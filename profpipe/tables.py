@@ -35,7 +35,7 @@ class TableSpec:
     description: str
     schema: pa.Schema
     column_docs: dict[str, str]
-    #: The unit of each column that has one (ns, bytes, share, count).
+    #: The unit of each column that has one (models.UNITS: ns, bytes, share, ratio, count, bytes_per_second).
     units: dict[str, str]
 
 

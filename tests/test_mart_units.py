@@ -1424,14 +1424,14 @@ def test_op_bound_names_the_busiest_pipe_and_counts_msprof_analyzes_no_bound():
                _pmu_metric(3, 300_000, "mte2_ratio", 0.5, "aic"), _pmu_metric(3, 300_000, "mte2_ratio", 0.95, "aiv"),
                _pmu_metric(3, 300_000, "total_cycles", 9e9, "aic", "count")]  # not a pipe ratio
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_ratio": None,
-         "vec_ratio": 0.5, "mte2_ratio": 0.8, "busiest_pipe": "mte2", "busiest_ratio": 0.8, "bound": "none",
+        {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_share": None,
+         "vec_share": 0.5, "mte2_share": 0.8, "busiest_pipe": "mte2", "busiest_share": 0.8, "bound": "none",
          "no_bound_executions": 1, "msprof_no_bound": True},
-        {"op_name": "n/B-op2", "executions": 1, "scalar_ratio": 0.85, "vec_ratio": 0.6, "busiest_pipe": "scalar",
+        {"op_name": "n/B-op2", "executions": 1, "scalar_share": 0.85, "vec_share": 0.6, "busiest_pipe": "scalar",
          "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False},
         # C: mac 0.9 (the busier core's: aic 0.9 > aiv 0.1), mte2 0.95 (aiv) -> busiest mte2: memory
-        {"op_name": "n/C-op3", "executions": 1, "mac_ratio": 0.9, "mte2_ratio": 0.95, "busiest_pipe": "mte2",
-         "busiest_ratio": 0.95, "bound": "memory", "no_bound_executions": 0},
+        {"op_name": "n/C-op3", "executions": 1, "mac_share": 0.9, "mte2_share": 0.95, "busiest_pipe": "mte2",
+         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0},
     ])
 
 
@@ -1440,18 +1440,18 @@ def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_
     metrics = [_pmu_metric(1, 0, "vec_ratio", 0.9), _pmu_metric(1, 0, "mte3_ratio", 0.9),
                _pmu_metric(2, 1000, "main_mem_read_bw", 1e9, "aic", "bytes_per_second")]
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_ratio": 0.9, "bound": "vector"}])
+        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector"}])
 
 
-def test_l2_cache_stats_average_hit_and_victim_rates_per_op():
-    rows_ = [{"seq": 0, "stream_id": 1, "task_id": 1, "op_name": None, "hit_rate": 0.9, "victim_rate": 0.1},
-             {"seq": 1, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.5, "victim_rate": 1.5},
-             {"seq": 2, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_rate": 0.7, "victim_rate": None}]
+def test_l2_cache_stats_average_hit_shares_and_victim_ratios_per_op():
+    rows_ = [{"seq": 0, "stream_id": 1, "task_id": 1, "op_name": None, "hit_share": 0.9, "victim_ratio": 0.1},
+             {"seq": 1, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_share": 0.5, "victim_ratio": 1.5},
+             {"seq": 2, "stream_id": 1, "task_id": 2, "op_name": "a", "hit_share": 0.7, "victim_ratio": None}]
     same(model_rows({"l2_cache_task": rows_}, "l2_cache_stats"), [
         # a: hit (0.5 + 0.7) / 2 = 0.6; victim: the one present, 1.5
-        {"op_name": "a", "tasks": 2, "avg_hit_rate": 0.6, "min_hit_rate": 0.5, "max_hit_rate": 0.7,
-         "avg_victim_rate": 1.5, "max_victim_rate": 1.5},
-        {"op_name": None, "tasks": 1, "avg_hit_rate": 0.9, "avg_victim_rate": 0.1}])  # the rows without a name
+        {"op_name": "a", "tasks": 2, "avg_hit_share": 0.6, "min_hit_share": 0.5, "max_hit_share": 0.7,
+         "avg_victim_ratio": 1.5, "max_victim_ratio": 1.5},
+        {"op_name": None, "tasks": 1, "avg_hit_share": 0.9, "avg_victim_ratio": 0.1}])  # the rows without a name
 
 
 def test_hbm_stats_give_each_memory_unit_its_bandwidths():

@@ -24,8 +24,12 @@ FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspo
                 "kineto_nccl_straggler", "kineto_async", "paddle", "nsys",
                 "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
                 "host_info", "mindspore_fwk_tlv"]
-#: Unit endings no normalized or mart column may carry (docs/models.md, "Units").
-FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_pct", "_percent", "_kb", "_mb", "_gb", "_kb_s", "_gb_s")
+#: Unit endings no normalized or mart column may carry (docs/models.md, "Units"): other time and size units, percents,
+#: and `_rate` (a share is `_share`, a quotient that can exceed 1 `_ratio`).
+FORBIDDEN_SUFFIXES = ("_us", "_ms", "_s", "_sec", "_secs", "_seconds", "_usec", "_msec", "_pct", "_percent",
+                      "_kb", "_mb", "_gb", "_kib", "_mib", "_gib", "_kbytes", "_mbytes", "_kb_s", "_gb_s", "_rate")
+#: Whole column names that are a unit other than the convention's.
+FORBIDDEN_NAMES = ("us", "ms", "pct", "percent", "percentage", "kb", "mb", "gb", "rate")
 
 
 def _mini_library(root: Path, models: dict[str, tuple[str, str]]) -> Path:
@@ -231,13 +235,39 @@ def test_units_follow_one_convention():
     columns = [(f"table {t}", f.name, spec.units.get(f.name)) for t, spec in catalog().items() for f in spec.schema]
     # compatibility reports keep the units of the tool they imitate (MindSpore's ms and us)
     columns += [(m.name, c.name, c.unit) for m in load_models() if m.layer != "reports" for c in m.columns]
-    for where, name, unit in columns:
-        assert not name.endswith(FORBIDDEN_SUFFIXES), f"{where}.{name}: a unit other than ns, bytes, share, count"
-        if unit is not None:
-            assert unit in UNITS, (where, name, unit)
-        for suffix, required in UNIT_SUFFIXES.items():
-            if name.endswith(suffix):
-                assert unit == required, f"{where}.{name}: named {suffix} but documented as {unit}"
+    problems = [f"{where}.{name}: {problem}" for where, name, unit in columns
+                if (problem := _unit_problem(name, unit)) is not None]
+    assert not problems, problems
+
+
+def _unit_problem(name: str, unit: str | None) -> str | None:
+    """What breaks the unit convention in a column `name` documented with `unit`, else None."""
+    if name.endswith(FORBIDDEN_SUFFIXES) or name in FORBIDDEN_NAMES:
+        return f"a unit other than {', '.join(UNITS)} in the name"
+    if unit is not None and unit not in UNITS:
+        return f"unit {unit!r} is not one of {UNITS}"
+    for suffix, required in UNIT_SUFFIXES.items():
+        if (name.endswith(suffix) or name == suffix[1:]) and unit != required:  # wait_ns, and a bare share
+            return f"named {suffix} but documented as {unit}"
+    return None
+
+
+@pytest.mark.parametrize(("name", "unit"), [
+    ("wait_ms", "ns"), ("avg_cpu_pct", None), ("queue_utilization_pct", "share"), ("memory_mb", "bytes"),
+    ("sample_interval_us", None), ("hit_rate", "share"), ("percent", None), ("peak_kb", "bytes"),
+    ("busy_share", None), ("busy_share", "ratio"), ("victim_ratio", "share"), ("wait_ns", "ms"), ("size_bytes", "count"),
+    ("share", None), ("read_bytes_per_second", None),
+])
+def test_the_unit_convention_refuses_other_units(name: str, unit: str | None) -> None:
+    """The names MindData and msprof use for their own units (ms, percent, MB, rate) fail the convention test."""
+    assert _unit_problem(name, unit) is not None
+
+
+def test_the_unit_convention_accepts_its_units() -> None:
+    for name, unit in [("wait_ns", "ns"), ("memory_bytes", "bytes"), ("queue_usage_share", "share"),
+                       ("avg_victim_ratio", "ratio"), ("avg_cpus", "count"), ("op_name", None),
+                       ("share", "share"), ("bus_bandwidth_bytes_per_second", "bytes_per_second")]:
+        assert _unit_problem(name, unit) is None, name
 
 
 def test_documented_columns_are_the_columns_of_every_fixture_output(outputs):

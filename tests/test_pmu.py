@@ -128,17 +128,17 @@ def test_op_type_pmu_stats_are_the_means_of_the_raw_values(out: Path) -> None:
 
 def test_op_bound_follows_the_generators_ground_truth(out: Path) -> None:
     gen = _generator()
-    rows = query(out, """SELECT op_name, executions, mac_ratio, vec_ratio, scalar_ratio, mte1_ratio, mte2_ratio,
-                                mte3_ratio, busiest_pipe, bound, no_bound_executions FROM op_bound WHERE rank = 0""")
+    rows = query(out, """SELECT op_name, executions, mac_share, vec_share, scalar_share, mte1_share, mte2_share,
+                                mte3_share, busiest_pipe, bound, no_bound_executions FROM op_bound WHERE rank = 0""")
     assert {r[0].rsplit("/", 1)[1] for r in rows} == set(gen.PIPE_BOUND)
     assert query(out, "SELECT count(*) FROM op_bound WHERE rank <> 0") == [(0,)]  # other levels: no pipe ratios
-    for name, executions, *ratios, busiest, bound, no_bound in rows:
+    for name, executions, *shares, busiest, bound, no_bound in rows:
         task = next(t for t in gen.PIPE_TASKS if t[0] == name)
         means = {}  # each pipe's mean per core, the busier core's
         for pipes in task[7].values():
             for pipe, per_step in pipes.items():
                 means[pipe] = max(means.get(pipe, 0.0), sum(per_step) / len(per_step))
-        for pipe, got in zip(("mac", "vec", "scalar", "mte1", "mte2", "mte3"), ratios):
+        for pipe, got in zip(("mac", "vec", "scalar", "mte1", "mte2", "mte3"), shares):
             assert (got is None and pipe not in means) or _close(got, means[pipe]), (name, pipe)
         assert executions == 2 and (bound, busiest, no_bound) == gen.PIPE_BOUND[name.rsplit("/", 1)[1]], name
 
@@ -156,7 +156,7 @@ def test_l2_cache_stats_group_the_files_rows_by_op(out: Path) -> None:
         groups: dict[str | None, list[dict]] = defaultdict(list)
         for row in _raw(path):
             groups[None if row["Op Name"] == "N/A" else row["Op Name"]].append(row)
-        got = {r[0]: r[1:] for r in query(out, "SELECT op_name, tasks, avg_hit_rate, avg_victim_rate FROM "
+        got = {r[0]: r[1:] for r in query(out, "SELECT op_name, tasks, avg_hit_share, avg_victim_ratio FROM "
                                                f"l2_cache_stats WHERE rank = {rank}")}
         assert set(got) == set(groups)
         for op, rows in groups.items():
@@ -297,7 +297,7 @@ def test_damaged_summary_numbers_drop_their_rows_and_are_counted(name: str, data
         factor = {"l2_cache.csv": 1.0, "hbm.csv": 1e6, "pcie.csv": 1e3 if latency else 1e6}[name]
         return _value(row[header.index(column)], factor)
 
-    for column, field in zip(columns, {"l2_cache.csv": ["stream_id", "task_id", "hit_rate", "victim_rate"],
+    for column, field in zip(columns, {"l2_cache.csv": ["stream_id", "task_id", "hit_share", "victim_ratio"],
                                        "hbm.csv": ["read_bytes_per_second", "write_bytes_per_second"],
                                        "pcie.csv": ["min_value", "max_value", "avg_value"]}[name]):
         # every value kept is the file's (N/A a missing value, not a zero)

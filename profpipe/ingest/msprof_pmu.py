@@ -148,14 +148,14 @@ def read_l2_cache(paths: list[Path], warn: Warn) -> pl.DataFrame:
         return frame
     op = pl.col("Op Name") if "Op Name" in frame.columns else pl.lit(None, pl.String)
     frame = frame.select("file", "line", *_integer("Stream Id", "stream_id"), *_integer("Task Id", "task_id"),
-                         *_number("Hit Rate", "hit_rate"), *_number("Victim Rate", "victim_rate"),
+                         *_number("Hit Rate", "hit_share"), *_number("Victim Rate", "victim_ratio"),
                          op.alias("op_name"))
-    frame = _drop_bad(frame, warn, ["stream_id", "task_id", "hit_rate", "victim_rate"], "l2_cache_task", "op_name")
+    frame = _drop_bad(frame, warn, ["stream_id", "task_id", "hit_share", "victim_ratio"], "l2_cache_task", "op_name")
     for path in frame["file"].unique(maintain_order=True).to_list():
         frame = drop_rows(frame, (pl.col("file") == path) & (pl.col("stream_id").is_null() | pl.col("task_id").is_null()),
                           warn, path, "malformed_record", "rows without a stream or task id (N/A or empty)",
                           line_column="line", tables="l2_cache_task", example=pl.col("op_name"))
-    return frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("seq"), "stream_id", "task_id", "op_name", "hit_rate", "victim_rate")
+    return frame.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("seq"), "stream_id", "task_id", "op_name", "hit_share", "victim_ratio")
 
 
 def read_memory_bandwidth(paths: dict[str, list[Path]], warn: Warn) -> pl.DataFrame:

@@ -20,22 +20,22 @@ WITH pipes AS (  -- the six pipe ratios of PipeUtilization (a fraction of the ta
     SELECT rank, op_name, core, metric, avg(value) AS mean FROM pipes GROUP BY ALL
 ), op_pipes AS (  -- a pipe measured on both cores: the busier core's mean
     SELECT rank, op_name,
-           max(mean) FILTER (WHERE metric = 'mac_ratio') AS mac_ratio,
-           max(mean) FILTER (WHERE metric = 'vec_ratio') AS vec_ratio,
-           max(mean) FILTER (WHERE metric = 'scalar_ratio') AS scalar_ratio,
-           max(mean) FILTER (WHERE metric = 'mte1_ratio') AS mte1_ratio,
-           max(mean) FILTER (WHERE metric = 'mte2_ratio') AS mte2_ratio,
-           max(mean) FILTER (WHERE metric = 'mte3_ratio') AS mte3_ratio
+           max(mean) FILTER (WHERE metric = 'mac_ratio') AS mac_share,
+           max(mean) FILTER (WHERE metric = 'vec_ratio') AS vec_share,
+           max(mean) FILTER (WHERE metric = 'scalar_ratio') AS scalar_share,
+           max(mean) FILTER (WHERE metric = 'mte1_ratio') AS mte1_share,
+           max(mean) FILTER (WHERE metric = 'mte2_ratio') AS mte2_share,
+           max(mean) FILTER (WHERE metric = 'mte3_ratio') AS mte3_share
     FROM core_means GROUP BY rank, op_name
 ), busiest AS (  -- ties go to the first pipe in the order mac, vec, scalar, mte1, mte2, mte3
     SELECT rank, op_name,
-           arg_max(pipe, (ratio, -position)) AS busiest_pipe, max(ratio) AS busiest_ratio
+           arg_max(pipe, (share, -position)) AS busiest_pipe, max(share) AS busiest_share
     FROM (
         SELECT rank, op_name, unnest(['mac', 'vec', 'scalar', 'mte1', 'mte2', 'mte3']) AS pipe,
                unnest([1, 2, 3, 4, 5, 6]) AS position,
-               unnest([mac_ratio, vec_ratio, scalar_ratio, mte1_ratio, mte2_ratio, mte3_ratio]) AS ratio
+               unnest([mac_share, vec_share, scalar_share, mte1_share, mte2_share, mte3_share]) AS share
         FROM op_pipes
-    ) WHERE ratio IS NOT NULL
+    ) WHERE share IS NOT NULL
     GROUP BY rank, op_name
 ), types AS (
     SELECT rank, op_name, op_type FROM {{ ref('device_op_stats') }}
@@ -46,15 +46,15 @@ SELECT
     coalesce(t.op_type, op_type_of(p.op_name)) AS op_type,
     p.executions,
     p.avg_dur_ns,
-    o.mac_ratio,
-    o.vec_ratio,
-    o.scalar_ratio,
-    o.mte1_ratio,
-    o.mte2_ratio,
-    o.mte3_ratio,
+    o.mac_share,
+    o.vec_share,
+    o.scalar_share,
+    o.mte1_share,
+    o.mte2_share,
+    o.mte3_share,
     b.busiest_pipe,
-    b.busiest_ratio,
-    CASE WHEN b.busiest_ratio <= 0.8 THEN 'none'
+    b.busiest_share,
+    CASE WHEN b.busiest_share <= 0.8 THEN 'none'
          WHEN b.busiest_pipe = 'mac' THEN 'cube'
          WHEN b.busiest_pipe = 'vec' THEN 'vector'
          WHEN b.busiest_pipe = 'scalar' THEN 'scalar'

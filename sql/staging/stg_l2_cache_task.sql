@@ -5,6 +5,6 @@ SELECT
     stream_id,
     task_id,
     op_name,
-    hit_rate,
-    victim_rate
+    hit_share,
+    victim_ratio
 FROM {{ source('l2_cache_task') }}
