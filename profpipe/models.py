@@ -1,6 +1,6 @@
 """Stage 3, models: the SQL model library of sql/, loaded, checked and run over the normalized tables.
 
-The library is layered as dbt projects are (README, "SQL models"):
+The library is layered as dbt projects are (docs/models.md):
 
 * `sql/macros/<name>.sql`: one `CREATE MACRO` each (scalar helpers such as op-name parsing, interval
   helpers), created first; any model may call them.
