@@ -289,6 +289,13 @@ def query(name: str) -> str:
     return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
 
 
+def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+    """The rows of sql/queries/<name>.sql run in `con` with its $`params`, as dicts by column name."""
+    cursor = con.execute(query(name), params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
 def create_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create every macro of sql/macros in `con` (saved in profile.duckdb for users too)."""
     con.execute(";\n".join(re.sub(r"CREATE\s+MACRO", "CREATE OR REPLACE MACRO", macro.sql, count=1, flags=re.IGNORECASE)
