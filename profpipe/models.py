@@ -290,7 +290,7 @@ def query(name: str) -> str:
     return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
 
 
-def query_rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+def query_rows(con: duckdb.DuckDBPyConnection, name: str, /, **params: Any) -> list[dict[str, Any]]:
     """The rows of sql/queries/<name>.sql run in `con` with its $`params`, as dicts by column name."""
     cursor = con.execute(query(name), params)
     names = [d[0] for d in cursor.description]
