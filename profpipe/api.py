@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .database import connect as duckdb_connect
 from .errors import ProfpipeError
-from .models import query
+from .models import query_rows
 from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .run import RunResult, analyse
 
@@ -92,9 +92,7 @@ def op_analyse(output_path: str | Path, op_name: str | list[str], device_id: int
             raise OpNotFound(f"no rank {device_id} in {output_path} (ranks: {ranks})")
         result: dict[str, object] = {}
         for name in names:
-            rows = con.execute(query("op_analyse"), {"rank": device_id, "name": name})
-            columns = [c[0] for c in rows.description]
-            found = [dict(zip(columns, row)) for row in rows.fetchall()]
+            found = query_rows(con, "op_analyse", rank=device_id, name=name)
             if not found:
                 raise OpNotFound(f"op type or op name {name!r} not found on rank {device_id}")
             result[name] = found

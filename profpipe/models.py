@@ -14,8 +14,9 @@ The library is layered as dbt projects are (docs/models.md):
   the --report-style it is written with (`style`, at report or column level), and for a file that is not a plain
   CSV the exporter that formats the rows (`written_by`); or, for a report the Python API returns instead
   (op_analyse's JSON), the function (`returned_by`).
-* `sql/queries/<name>.sql`: not models: the few multi-line queries an exporter runs over the models and
-  temp tables of its own (`query(name)` reads one; the timeline renders its events with one).
+* `sql/queries/<name>.sql`: not models: the named queries the exporters, the report, the summary and the API run
+  over the models and temp tables of their own, each with a header comment naming its consumer and its
+  $parameters (`query(name)` reads one, `query_rows` runs one; the timeline renders its events with one).
 
 A model names what it reads with `{{ ref('<model>') }}` (or `{{ source('<table>') }}`): those calls are its
 declared dependencies, checked at load against the layer order above and for cycles, and a model that
@@ -286,9 +287,16 @@ def load_macros(sql_dir: Path | None = None) -> list[Macro]:
 
 
 def query(name: str) -> str:
-    """The text of sql/queries/<name>.sql: a multi-line query an exporter runs over the models and temp
-    tables of its own (the timeline's clock shifts). Not a model: the library does not run it."""
+    """The text of sql/queries/<name>.sql: a named query an exporter, the report or the API runs over the models
+    and temp tables of its own (the timeline's clock shifts). Not a model: the library does not run it."""
     return data_dir("sql").joinpath("queries", f"{name}.sql").read_text(encoding="utf-8").strip().rstrip(";")
+
+
+def query_rows(con: duckdb.DuckDBPyConnection, name: str, /, **params: Any) -> list[dict[str, Any]]:
+    """The rows of sql/queries/<name>.sql run in `con` with its $`params`, as dicts by column name."""
+    cursor = con.execute(query(name), params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def create_macros(con: duckdb.DuckDBPyConnection) -> None:

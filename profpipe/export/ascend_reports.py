@@ -8,7 +8,8 @@ step_trace_raw_N_detail_time.csv (step_trace_raw), step_trace_point_info[_N].jso
 output_data_preprocess_aicpu_N.txt (output_data_preprocess_aicpu). The plain CSVs (framework_raw_N.csv,
 aicore_intermediate_N_{detail,type}.csv) are report models the generic writer (mindspore_reports.py) writes.
 Each file here reads its report with a one-line query for the rank (and profiling cycle); the SQL that
-computes the rows lives in the model library. Op and task files cover all of a rank's profiling cycles
+computes the rows lives in the model library, and the step trace's lines and averages and the timeline summary's
+counts in sql/queries/ascend_*.sql. Op and task files cover all of a rank's profiling cycles
 together; the step-keyed files (step trace, point info, hccl_raw) are written per cycle, a later cycle's with
 `_capture<c>` before the extension.
 
@@ -35,7 +36,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..models import load_models
+from ..models import load_models, query
 from ..options import ReportOptions
 from .text_stream import write_text_column
 from .text_table import simple_table
@@ -84,16 +85,19 @@ class _RankReports:
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
-    def _report_sql(self, name: str, columns: str, per_capture: bool = False, also: str | None = None) -> str:
-        """SELECT `columns` of the rank's rows of report `name` (of the current capture for a step-keyed one; and
-        where `also` holds), in the report's csv_order."""
+    def _report_sql(self, name: str, columns: str, per_capture: bool = False) -> str:
+        """SELECT `columns` of the rank's rows ($rank) of report `name` (of the capture $capture for a step-keyed one),
+        in the report's csv_order; its parameters: `_params`."""
         order = next(m.csv_order for m in load_models() if m.name == name)
-        where = f"rank = {int(self.rank)}" + (f" AND capture = {int(self.capture)}" if per_capture else "") + \
-            (f" AND {also}" if also else "")
+        where = "rank = $rank" + (" AND capture = $capture" if per_capture else "")
         return f"SELECT {columns} FROM {name} WHERE {where}" + (f" ORDER BY {order}" if order else "")
 
+    def _params(self, per_capture: bool = False, **more: object) -> dict[str, object]:
+        """The parameters of `_report_sql` and of the sql/queries/ascend_*.sql queries: $rank ($capture), `more`."""
+        return {"rank": self.rank, **({"capture": self.capture} if per_capture else {}), **more}
+
     def _report(self, name: str, columns: str, per_capture: bool = False) -> list[tuple]:
-        return self.con.execute(self._report_sql(name, columns, per_capture)).fetchall()
+        return self.con.execute(self._report_sql(name, columns, per_capture), self._params(per_capture)).fetchall()
 
     def _path(self, name: str, per_capture: bool = False) -> Path:
         """reports/<name>; for a step-keyed file of a later capture, `_capture<c>` before the extension."""
@@ -111,7 +115,8 @@ class _RankReports:
     def _timeline_data(self) -> None:
         with open(self._path(f"output_timeline_data_{self.device}.txt"), "wb") as handle:
             handle.write(b"op_name, stream_id, start_time(ms), duration(ms)\n")
-            write_text_column(self.con, self._report_sql("output_timeline_data", "line || chr(10)"), handle)
+            write_text_column(self.con, self._report_sql("output_timeline_data", "line || chr(10)"), handle,
+                              self._params())
 
     def _op_compute_time(self, ops: list[tuple]) -> None:
         total = 0.0
@@ -148,8 +153,7 @@ class _RankReports:
 
     # ---- step trace --------------------------------------------------------------------------
     def _step_trace(self) -> None:
-        first = self.con.execute(self._report_sql("step_trace_raw", "training, spans", per_capture=True)
-                                 + " LIMIT 1").fetchall()
+        first = self._report("step_trace_raw", "training, spans", per_capture=True)[:1]
         if not first:
             return
         legacy = self.options.style == "legacy"
@@ -161,21 +165,11 @@ class _RankReports:
                     else f"stream_{span['stream_id']}_{span['pair']}_{span['op_label']}")
             group = [f"{name}_start_point", f"{name}_end_point", name]  # MindInsight 0.3 order
             header += group if legacy else group[2:] + group[:2]  # later: duration, start, end
-        # each step's values, its spans' start, end and duration in the style's order; legacy averages leave the
-        # first step out
-        values = ("phases || flatten(list_transform(coalesce(spans, []), lambda s: " +
-                  ("[s.start, s.\"end\", s.\"end\" - s.start]" if legacy else "[s.\"end\" - s.start, s.start, s.\"end\"]") +
-                  "))")
-        line = (f"concat(step_num, ',', array_to_string(list_transform({values}, lambda x: coalesce(x::VARCHAR, '')), ','), "
-                "chr(13), chr(10))")  # as Python's csv module writes the ints (None: empty)
+        params = self._params(per_capture=True, legacy=legacy)
         with open(self._path(f"step_trace_raw_{self.device}_detail_time.csv", per_capture=True), "wb") as handle:
             handle.write(_csv_line(header))
-            write_text_column(self.con, self._report_sql("step_trace_raw", line, per_capture=True), handle)
-            averaged = self._report_sql("step_trace_raw", f"{values} AS v", per_capture=True,
-                                        also="NOT first_step" if legacy else None)
-            sums = self.con.execute(
-                f"SELECT i, sum(x)::VARCHAR, count(*) FROM (SELECT unnest(v) AS x, generate_subscripts(v, 1) AS i "
-                f"FROM ({averaged})) GROUP BY i ORDER BY i").fetchall()
+            write_text_column(self.con, query("ascend_step_trace_lines"), handle, params)
+            sums = self.con.execute(query("ascend_step_trace_sums"), params).fetchall()
             average = [_round_half_even(int(total), count) for _, total, count in sums] or [0] * (len(header) - 1)
             handle.write(_csv_line(["-", *average]))
 
@@ -197,25 +191,20 @@ class _RankReports:
             handle.write(b"[")
             event = "legacy_event" if legacy else "event"
             events = write_text_column(self.con, self._report_sql("ascend_timeline_display", f"',' || {event}"),
-                                       handle, drop_leading=1)
+                                       handle, self._params(), drop_leading=1)
             if not legacy:
                 threads = set(self.con.execute("SELECT DISTINCT pid, tid FROM ascend_timeline_display WHERE rank = ?",
                                                [self.rank]).fetchall())
                 metadata = ",".join(json.dumps(m) for m in self._timeline_metadata(threads))
                 handle.write(((("," if events and metadata else "") + metadata).encode()))
             handle.write(b"]")
-        columns = self.con.sql(self._report_sql("ascend_timeline_display", "lane, dur")).fetchnumpy()
+        columns = self.con.execute(self._report_sql("ascend_timeline_display", "lane, dur"), self._params()).fetchnumpy()
         tasks, aicpu = columns["lane"] == 0, columns["lane"] == 2
         # MindSpore adds the durations one by one in timeline order; cumsum adds in that order too
         durations = columns["dur"][tasks]
         total = float(np.cumsum(durations)[-1]) if durations.size else 0.0
         aicpu_count = int(aicpu.sum())
-        # distinct names as Python's set counts them (a missing name is one more); streams without the missing one
-        streams, op_names = self.con.execute(
-            "SELECT count(DISTINCT tid) FILTER (WHERE lane = 0), "
-            "count(DISTINCT coalesce(op_name, chr(0))) FILTER (WHERE lane = 0) "
-            "+ count(DISTINCT coalesce(name, chr(0))) FILTER (WHERE lane = 2) "
-            "FROM ascend_timeline_display WHERE rank = ?", [self.rank]).fetchall()[0]
+        streams, op_names = self.con.execute(query("ascend_timeline_summary"), self._params()).fetchall()[0]
         summary = {"total_time": total + float(columns["dur"][aicpu].sum()) / 1000,
                    "num_of_streams": streams + (1 if aicpu_count else 0),
                    "num_of_ops": op_names,

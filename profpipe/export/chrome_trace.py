@@ -95,8 +95,7 @@ def write_timeline(con: duckdb.DuckDBPyConnection, folder: Path, limit_mb: float
     folder.mkdir(parents=True, exist_ok=True)
     con.execute("CREATE OR REPLACE TEMP VIEW timeline_selected AS SELECT * FROM timeline_span"
                 + (" WHERE lane IN (0, 5)" if summary_only else ""))
-    model = clocks.resolve(con, "SELECT rank, capture, clock_domain, count(*), min(start_ns), max(start_ns) FROM "
-                                "timeline_selected WHERE start_ns IS NOT NULL GROUP BY ALL ORDER BY ALL")
+    model = clocks.resolve(con, query("timeline_clock_ranges"))
     _register_clock_table(con, model)
     place_slices(con)
     base_ns = model.bases.get(model.primary, 0) if model.primary else 0

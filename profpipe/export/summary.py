@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from ..models import query
+from ..models import query_rows
 from ..resources import json_schema_validator
 
 TOP_N = 10
@@ -24,20 +24,16 @@ def build_summary(con: duckdb.DuckDBPyConnection, version: str, input_path: str,
     """Collect the summary of every rank in `con` (the mart rank_summary and the top rows of other marts), with
     the run's trace-health ledger."""
     ranks = []
-    for summary in _rows(con, "SELECT * FROM rank_summary ORDER BY rank"):
+    for summary in _rank_summaries(con):
         rank = summary["rank"]
         ranks.append({
             **{key: summary[key] for key in ("rank", "device_type", "layout", "model_id", "models", "host_ops",
                                              "device_execs")},
-            "top_op_types": _rows(con, "SELECT side, op_type, occurrences, total_ns / 1e6 AS total_ms, share FROM "
-                                       f"op_type_stats WHERE rank = ? ORDER BY total_ns DESC, op_type LIMIT {TOP_N}", rank),
+            "top_op_types": query_rows(con, "summary_top_op_types", rank=rank, limit=TOP_N),
             **_top_ops(con, rank),
-            "top_kernels": _rows(con, "SELECT name, stream_id, instances, total_ns / 1e6 AS total_ms, share, op_name FROM "
-                                      f"kernel_stats WHERE rank = ? ORDER BY total_ns DESC, name LIMIT {TOP_N}", rank),
+            "top_kernels": query_rows(con, "summary_top_kernels", rank=rank, limit=TOP_N),
             "steps": _steps(summary),
-            "memory": _rows(con, "SELECT device_type, device_id, allocations, frees, peak_in_use_bytes, peak_reserved_bytes, "
-                                 "in_use_from_trace_start FROM memory_stats WHERE rank = ? ORDER BY device_type, device_id",
-                            rank),
+            "memory": query_rows(con, "summary_memory", rank=rank),
             "input_pipeline": _input_pipeline(con, summary),
         })
     return {"profpipe_version": version, "input": input_path, "ranks": ranks,
@@ -65,8 +61,7 @@ def _top_ops(con: duckdb.DuckDBPyConnection, rank: int) -> dict[str, Any]:
     nested = con.execute("SELECT count(*) FROM host_op WHERE rank = ? AND parent_index IS NOT NULL", [rank]).fetchone()[0]
     if not nested:
         return {}
-    top = [_named_rows(con, query("top_ops"), {"rank": rank, "order": order, "limit": TOP_N})
-           for order in ("host_self_ns", "device_self_ns")]
+    top = [query_rows(con, "top_ops", rank=rank, order=order, limit=TOP_N) for order in ("host_self_ns", "device_self_ns")]
     return {"top_ops": top[0], "top_ops_by_device": [row for row in top[1] if row["device_self_ms"] > 0]}
 
 
@@ -74,9 +69,7 @@ def _input_pipeline(con: duckdb.DuckDBPyConnection, summary: dict[str, Any]) -> 
     """The rank's MindData answers: its wait for input and the findings; None without MindData logs."""
     if not summary["input_logs"]:
         return None
-    findings = _rows(con, "SELECT analyzer, rule, op, finding, suggestion FROM data_findings WHERE rank = ? ORDER BY "
-                          "CASE analyzer WHEN 'profpipe' THEN 0 WHEN 'mindspore' THEN 1 ELSE 2 END, rule, op_id",
-                     summary["rank"])
+    findings = query_rows(con, "summary_input_findings", rank=summary["rank"])
     slowest = [f["op"] for f in findings if f["rule"] == "slowest_op"]
     return {"steps_measured": summary["input_steps_measured"], "wait_source": summary["input_wait_source"],
             "avg_wait_share": summary["avg_input_wait_share"], "input_bound": summary["input_bound"],
@@ -87,11 +80,7 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e6
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
-    return _named_rows(con, sql, list(params))
-
-
-def _named_rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any]) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+def _rank_summaries(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every row of the mart rank_summary, as a dict."""
+    relation = con.sql("SELECT * FROM rank_summary ORDER BY rank")
+    return [dict(zip(relation.columns, row)) for row in relation.fetchall()]

@@ -7,7 +7,7 @@ DuckDB's own formatting and their memory at one batch.
 """
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import duckdb
 import numpy as np
@@ -17,15 +17,16 @@ _BATCH_ROWS = 256 * 1024
 
 
 def write_text_column(con: duckdb.DuckDBPyConnection, sql: str, handle: BinaryIO,
-                      drop_leading: int = 0) -> int:
-    """Write the values of `sql`'s single VARCHAR column to `handle` back to back; return the row count.
+                      params: dict[str, Any] | None = None, drop_leading: int = 0) -> int:
+    """Write the values of `sql`'s single VARCHAR column (with its $`params`) to `handle` back to back; return the
+    row count.
 
     `drop_leading` bytes are left out at the very start (a separator the first value carries
     like every other value, e.g. the comma before each element of a JSON array).
     NULL values are not allowed: the SQL must render every row.
     """
     rows = 0
-    reader = con.sql(sql).to_arrow_reader(_BATCH_ROWS)
+    reader = con.sql(sql, params=params).to_arrow_reader(_BATCH_ROWS)
     for batch in reader:
         column = batch.column(0)
         if column.null_count:

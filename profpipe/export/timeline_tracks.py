@@ -70,11 +70,8 @@ def place_slices(con: duckdb.DuckDBPyConnection) -> None:
     con.register("timeline_track_keys", keys)
     for name, columns in (("timeline_moved_rows", moved), ("timeline_flow_rows", flows)):
         con.register(name, pa.table({key: pa.array(values, pa.int64()) for key, values in columns.items()}))
-    con.execute("CREATE OR REPLACE TEMP TABLE timeline_moved AS SELECT k.rank, k.capture, k.lane, k.tid, m.start_ns, "
-                "m.dur_ns, max(m.level) AS level FROM timeline_moved_rows m JOIN timeline_track_keys k USING (track) "
-                "GROUP BY ALL")
-    con.execute("CREATE OR REPLACE TEMP TABLE timeline_flow_level AS SELECT k.rank, k.capture, k.lane, k.tid, f.start_ns, "
-                "f.level FROM timeline_flow_rows f JOIN timeline_track_keys k USING (track)")
+    for table in ("timeline_moved", "timeline_flow_level"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS " + query(table))
     for name in ("timeline_track_keys", "timeline_moved_rows", "timeline_flow_rows"):
         con.unregister(name)
 

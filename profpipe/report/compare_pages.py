@@ -13,8 +13,9 @@ import duckdb
 import pyarrow as pa
 
 from ..diff import diff_runs
+from ..models import query_rows as rows
 from ..warehouse import open_run
-from .pages import TOP_ROWS, Page, rows
+from .pages import TOP_ROWS, Page
 from .sections import PHASE_COLOURS, Section, bars, chart, column, empty, table
 
 #: Changes the diff chart draws (the table keeps TOP_ROWS).

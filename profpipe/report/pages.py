@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from ..advisor import format_value, headline, read_findings, where
-from ..models import query
+from ..models import query_rows as rows
 from .sections import (PHASE_COLOURS, Section, bars, chart, chart_variants, column, drill, empty, facts, gantt,
                        heatmap, lines, table, text)
 
@@ -55,13 +55,6 @@ def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]
             utilisation(con, max_steps), data_pipeline(con), communication(con), memory(con), timeline(con, context)]
 
 
-def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
-    """The rows of sql/queries/<name>.sql as dicts, with its $parameters."""
-    cursor = con.execute(query(name), params) if params else con.execute(query(name))
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
 def _count(con: duckdb.DuckDBPyConnection, table_name: str) -> int:
     return con.execute(f"SELECT count(*) FROM {table_name}").fetchone()[0]
 
@@ -73,15 +66,12 @@ def _page(page_id: str, title: str, sections: list[Section]) -> Page:
 # ---- Overview ------------------------------------------------------------------------------------------------
 
 def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list[dict[str, Any]] | None) -> Page:
-    info = con.execute("SELECT count(DISTINCT rank), count(DISTINCT (rank, capture)), string_agg(DISTINCT layout, ', '), "
-                       "string_agg(DISTINCT framework, ', '), string_agg(DISTINCT device_type, ', ') FROM rank_info").fetchone()
-    steps = con.execute("SELECT count(DISTINCT step), count(*) FROM step_phases").fetchone()
-    devices = con.execute("SELECT count(DISTINCT (rank, device_id)) FROM rank_info WHERE device_id IS NOT NULL").fetchone()[0]
+    [run] = rows(con, "report_run_facts")
     sections: list[Section] = [facts("Run", [
-        ("input", context.input), ("profpipe", context.profpipe_version), ("formats", info[2] or "none"),
-        ("frameworks", info[3] or "unknown"), ("device types", info[4] or "unknown"), ("ranks", info[0]),
-        ("captures (rank × capture)", info[1]), ("devices", devices),
-        ("steps", f"{steps[0]} (rank-steps: {steps[1]})" if steps[0] else "no step trace")])]
+        ("input", context.input), ("profpipe", context.profpipe_version), ("formats", run["formats"] or "none"),
+        ("frameworks", run["frameworks"] or "unknown"), ("device types", run["device_types"] or "unknown"),
+        ("ranks", run["ranks"]), ("captures (rank × capture)", run["captures"]), ("devices", run["devices"]),
+        ("steps", f"{run['steps']} (rank-steps: {run['rank_steps']})" if run["steps"] else "no step trace")])]
     phases = rows(con, "report_rank_phases")
     with_steps = [r for r in phases if r["total_ms"] is not None]
     if with_steps:
@@ -102,15 +92,13 @@ _PHASES = [("iteration_interval_ms", "iteration gap"), ("fp_and_bp_ms", "FP+BP")
 
 
 def _health(con: duckdb.DuckDBPyConnection) -> Section:
-    ledger = con.execute("SELECT rank, check_name, action, events, rows, message FROM trace_health "
-                         "ORDER BY rows DESC NULLS LAST, rank, check_name").fetchall()
+    ledger = rows(con, "report_health")
     if not ledger:
         return text("Trace health", ["Nothing was dropped or repaired: every record was read as written."])
-    keys = ["rank", "check_name", "action", "events", "rows", "message"]
     return table("health", "Trace health: what was dropped or repaired",
                  [column("rank", "rank", "int"), column("check_name", "check", search=True), column("action", "action"),
                   column("events", "events", "int"), column("rows", "rows", "int"), column("message", "message", search=True)],
-                 [dict(zip(keys, r)) for r in ledger[:TOP_ROWS]], total=len(ledger),
+                 ledger[:TOP_ROWS], total=len(ledger),
                  note="The trace-health ledger (table trace_health): each check that dropped, excluded or repaired data.")
 
 
@@ -165,7 +153,7 @@ def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
     phases = [{"key": key, "label": label, "color": PHASE_COLOURS[key]} for key, label in _PHASES]
     if all(v is None for v in data["total_ms"]):  # input logs without a step trace: the wait is what there is
         phases = [{"key": "input_wait_ms", "label": "wait for input", "color": PHASE_COLOURS["input_wait_ms"]}]
-    cut = con.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM step_phases GROUP BY rank, capture)").fetchone()[0]
+    cut = rows(con, "report_max_cycle_steps")[0]["steps"]
     note = ("Pick a rank to see its steps, or a step to compare every rank in it. Marked: input-bound steps (more "
             "than 20 % of the step waited for the next batch, step_input_wait) and slow ranks (more than 5 % slower "
             "than the step's fastest rank, cluster_step_phases).")
@@ -179,10 +167,10 @@ def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
         column("bp_op", "BP end op", search=True), column("steps", "steps", "int")], points) if points else
         empty("FP and BP points used", "The step trace names no FP/BP ops (GPU and PyTorch steps are cut by "
                                        "ProfilerStep or the iteration markers, not by FP/BP points)."))
-    slow = con.execute("SELECT slowest_rank, count(DISTINCT step) FROM cluster_step_phases WHERE ranks > 1 "
-                       "GROUP BY slowest_rank ORDER BY 2 DESC, 1").fetchall()
+    slow = rows(con, "report_slowest_ranks")
     if slow:
-        sections.append(facts("Slowest rank per step", [(f"rank {r}", f"slowest in {n} steps") for r, n in slow[:10]]))
+        sections.append(facts("Slowest rank per step", [(f"rank {r['slowest_rank']}", f"slowest in {r['steps']} steps")
+                                                        for r in slow[:10]]))
     return _page("steps", "Step trace", sections)
 
 
@@ -308,12 +296,11 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
 
 def data_pipeline(con: duckdb.DuckDBPyConnection) -> Page:
     sections: list[Section] = []
-    wait = con.execute("SELECT count(*), count(*) FILTER (WHERE input_bound = 'highly'), count(*) FILTER (WHERE "
-                       "input_bound = 'moderately'), any_value(wait_source) FROM step_input_wait").fetchone()
-    if wait[0]:
+    [wait] = rows(con, "report_input_bound")
+    if wait["steps"]:
         sections.append(facts("Input-bound steps", [
-            ("steps measured", wait[0]), ("highly input-bound (over 20 % of the step waits for data)", wait[1]),
-            ("moderately input-bound (5 % to 20 %)", wait[2]), ("measured from", wait[3]),
+            ("steps measured", wait["steps"]), ("highly input-bound (over 20 % of the step waits for data)", wait["highly"]),
+            ("moderately input-bound (5 % to 20 %)", wait["moderately"]), ("measured from", wait["wait_source"]),
             ("on the step chart", "marked with a red triangle (Step trace page)")]))
     queues = rows(con, "report_data_queues", max_samples=MAX_CURVE_POINTS)
     if queues:
@@ -338,14 +325,12 @@ def data_pipeline(con: duckdb.DuckDBPyConnection) -> Page:
             column("batches_per_second", "batches/s", "num"), column("avg_batch_ms", "avg batch ms", "ms"),
             column("avg_get_next_wait_ms", "avg wait for next ms", "ms"), column("empty_queue_share", "queue empty", "pct")],
             batches))
-    verdicts = con.execute("SELECT rank, analyzer, rule, op, finding, suggestion FROM data_findings "
-                           "ORDER BY rank, analyzer DESC, rule").fetchall()
+    verdicts = rows(con, "report_data_findings")
     if verdicts:
-        keys = ["rank", "analyzer", "rule", "op", "finding", "suggestion"]
         sections.append(table("data-findings", "Bottleneck verdicts and their evidence", [
             column("rank", "rank", "int"), column("analyzer", "by"), column("rule", "rule"), column("op", "op", search=True),
             column("finding", "evidence", search=True), column("suggestion", "suggestion")],
-            [dict(zip(keys, v)) for v in verdicts],
+            verdicts,
             note="profpipe's slowest stage, MindSpore's MindData rules and MindInsight's proposer (data_findings)."))
     if not sections:
         sections.append(empty("Data pipeline", "No MindData logs (pipeline_profiling, device_queue/dataset_iterator "
@@ -388,7 +373,7 @@ def communication(con: duckdb.DuckDBPyConnection) -> Page:
             column("rank", "rank", "int"), column("link", "link", search=True), column("transport", "transport"),
             column("tasks", "tasks", "int"), column("bytes", "bytes", "bytes"), column("time_ms", "time ms", "ms"),
             column("bandwidth_bytes_per_second", "bandwidth", "bw"), column("wait_ms", "wait ms", "ms")], links,
-            total=con.execute("SELECT count(DISTINCT (rank, link, transport)) FROM comm_link_stats").fetchone()[0]))
+            total=rows(con, "report_link_count")[0]["links"]))
     if not sections:
         sections.append(empty("Communication", "No collective communication in this dump (no HCCL data, NCCL "
                                                "kernels or communication ops)."))
