@@ -2,6 +2,7 @@
 models' data tests on the output of every fixture."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -300,6 +301,25 @@ def test_the_models_data_tests_pass_on_every_fixture(outputs, fixture):
     with duckdb.connect(str(outputs[fixture] / "profile.duckdb"), read_only=True) as con:
         failures = check_models(con)
     assert not failures, "\n".join(map(str, failures))
+
+
+def _shares(value, path: str = "") -> list[tuple[str, float]]:
+    """Every number under a key that names a share (`share`, `*_share`) in a JSON document, with its path."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in
+                (([(f"{path}.{key}", item)] if (key == "share" or key.endswith("_share")) and isinstance(item, (int, float))
+                  else []) + _shares(item, f"{path}.{key}"))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _shares(item, f"{path}[{index}]")]
+    return []
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_RUNS)
+def test_what_the_console_prints_holds_no_share_outside_zero_and_one(outputs, fixture):
+    """The console's summary tables and the --json run summary are reports/summary.json: every share in it (op type,
+    op and kernel shares, the input pipeline's wait share) lies in [0, 1]."""
+    shares = _shares(json.loads((outputs[fixture] / "reports" / "summary.json").read_text()))
+    assert all(0 <= value <= 1 for _, value in shares), [s for s in shares if not 0 <= s[1] <= 1]
 
 
 def test_a_data_test_that_breaks_is_reported(tmp_path):
