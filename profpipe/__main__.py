@@ -12,8 +12,8 @@ from .safety import install_signal_handlers
 
 
 def main() -> None:
-    install_signal_handlers()
     try:
+        install_signal_handlers()  # inside the try: a signal just after it ends the command with one line
         from .cli import app
 
         app()

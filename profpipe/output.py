@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import UsageError
+from .safety import signals_held
 
 #: The bytes at each end of a file that `fingerprint` hashes (all of a file up to twice as large).
 FINGERPRINT_EDGE = 1024 * 1024
@@ -69,10 +70,14 @@ def staged_output(out: Path) -> Iterator[Path]:
         _sweep_leftovers(out)
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
     except OSError as exc:
         raise UsageError(f"cannot write the output beside {out}: {exc.strerror or exc}") from None
     try:
+        try:
+            with signals_held():  # a signal just after the mkdir is raised here, where the folder is removed
+                tmp.mkdir()
+        except OSError as exc:
+            raise UsageError(f"cannot write the output beside {out}: {exc.strerror or exc}") from None
         (tmp / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
         yield tmp
     except BaseException:

@@ -4,6 +4,12 @@ Used by the runner (profpipe.run.analyse) around every stage and by the command'
 SIGINT and SIGTERM become an `Interrupted` exception, so the output's temporary folder and every
 scratch folder are removed on the way out; a write that fails for lack of space becomes an
 `OutOfSpace` error naming the folder that is full, never a problem of the input.
+
+An exception raised by a signal handler can land between any two bytecodes: between the creation of a file or
+folder and the statement that would remove it, it leaves that file behind. Such steps run in `signals_held`:
+a signal that arrives there is raised when the step is done. The first such step of every run is tempfile's own:
+the first `tempfile.gettempdir()` of a process creates and removes a file with a random 8-character name in
+$TMPDIR to check that it is writable (`settle_tempdir`).
 """
 from __future__ import annotations
 
@@ -27,12 +33,58 @@ _SIGNALS = {int(signal.SIGINT): ("SIGINT", EXIT_INTERRUPTED), int(signal.SIGTERM
 #: The signal that ended the run, once one arrived: a library that catches the exception our handler raises
 #: (DuckDB turns it into "Query interrupted") is then still known to have been interrupted.
 _received: list[str] = []
+#: How many `signals_held` sections the main thread is in, and the signal that arrived in them (raised at their end).
+_held: dict = {"depth": 0, "pending": None}
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     name, code = _SIGNALS[signum]
     _received.append(name)
+    if _held["depth"]:
+        _held["pending"] = (name, code)
+        return
     raise Interrupted(name, code)
+
+
+class signals_held:  # noqa: N801 - used like a function: `with signals_held():`
+    """While the body runs, SIGINT and SIGTERM (when our handler has them) do not interrupt it: the first one to
+    arrive is raised as `Interrupted` when the body ends. For a step that creates a file or folder and records it
+    for removal (assign the name inside the body, remove it in a `finally` around the `with`). Python runs signal
+    handlers in the main thread only, so this holds a signal whichever thread the system gave it to; in another
+    thread, which a signal never interrupts, it does nothing."""
+
+    def __enter__(self) -> None:
+        self._main = threading.current_thread() is threading.main_thread()
+        if not self._main:
+            return
+        if not _held["depth"]:
+            _held["pending"] = None
+        _held["depth"] += 1
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if not self._main:
+            return
+        _held["depth"] -= 1
+        pending = _held["pending"]
+        if _held["depth"] or pending is None:
+            return
+        _held["pending"] = None
+        if not isinstance(exc, Interrupted):
+            raise Interrupted(*pending) from None
+
+
+def settle_tempdir() -> None:
+    """Let tempfile find $TMPDIR now, with signals held: its first `gettempdir()` writes a test file there (a random
+    8-character name) that a signal arriving just after it was created would leave behind. Called by
+    `stop_on_signals`, before a run asks for $TMPDIR; a $TMPDIR that cannot be used is reported where it is used,
+    as before."""
+    if tempfile.tempdir is not None:
+        return
+    with signals_held():
+        try:
+            tempfile.gettempdir()
+        except OSError:
+            pass
 
 
 def install_signal_handlers() -> None:
@@ -45,7 +97,8 @@ def install_signal_handlers() -> None:
 def stop_on_signals() -> Iterator[None]:
     """While the body runs, SIGINT and SIGTERM raise `Interrupted`, so every `with` and `finally` on the way
     out removes what the run wrote; an error raised while a signal is being handled (a library catching
-    the interruption) is turned back into `Interrupted`. Signals somebody else handles are left alone; the
+    the interruption) is turned back into `Interrupted`. tempfile's check of $TMPDIR is done first, with
+    signals held (`settle_tempdir`). Signals somebody else handles are left alone; the
     earlier handlers are restored afterwards. Only the main thread can do this; elsewhere it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -57,6 +110,7 @@ def stop_on_signals() -> Iterator[None]:
         signal.signal(signum, _interrupt)
     _received.clear()
     try:
+        settle_tempdir()
         yield
     except Exception:
         raise_if_interrupted()

@@ -12,7 +12,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,12 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
 from fuzzing import snapshot
+from profpipe import safety
 from profpipe.cli import app
-from profpipe.errors import UsageError
-from profpipe.output import MARKER
+from profpipe.errors import Interrupted, UsageError
+from profpipe.ingest.scratch import scratch_folder
+from profpipe.output import MARKER, staged_output
+from profpipe.safety import stop_on_signals
 
 CPU = FIXTURES / "mindspore_cpu" / "lenet_graph"
 KINETO = FIXTURES / "kineto" / "current" / "rank-0.pt.trace.json"
@@ -209,7 +214,71 @@ def test_a_signal_ends_the_run_cleanly(tmp_path, signum, code, name):
     assert "Traceback" not in stderr and name in stderr and len(stderr.strip().splitlines()) == 1
     assert snapshot(out) == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out", "tmp"]
-    assert list(scratch.iterdir()) == []
+    assert _described(scratch) == []
+
+
+def _described(folder: Path) -> list[str]:
+    """The entries of `folder`, each with its type, size and age: a leftover says what it is (tempfile's 8-character
+    test file of $TMPDIR is an empty file; a reader's scratch folder is named profpipe-<kind>-<pid>-...)."""
+    now = time.time()
+    return [f"{p.name} ({'folder' if p.is_dir() else 'file'}, {p.lstat().st_size} bytes, "
+            f"{now - p.lstat().st_mtime:.1f} s old)" for p in sorted(folder.iterdir())]
+
+
+def _signal_just_after(monkeypatch, call: str, made: Callable[[str], bool]) -> None:
+    """os.`call` (open or mkdir) sends this process SIGTERM right after it made the path that `made` accepts, once:
+    the signal lands where a run preempted just after that system call meets it under load."""
+    real = getattr(os, call)
+    sent = []
+
+    def then_signal(path, *args, **kwargs):
+        result = real(path, *args, **kwargs)
+        if not sent and made(os.fsdecode(path)):
+            sent.append(path)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    monkeypatch.setattr(os, call, then_signal)
+
+
+@pytest.fixture
+def own_sigterm(tmp_path, monkeypatch) -> Path:
+    """$TMPDIR at a fresh tmp_path/tmp that tempfile has not checked yet, in a process whose SIGTERM
+    stop_on_signals takes over (else a SIGTERM sent to it would end the test process)."""
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.default_int_handler, safety._interrupt):
+        pytest.skip("SIGTERM is handled by somebody else in this process")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return scratch
+
+
+def test_a_signal_while_tempfile_checks_tmpdir_leaves_no_file(own_sigterm, monkeypatch):
+    """The first tempfile.gettempdir() of a process writes a test file with a random 8-character name into $TMPDIR
+    and removes it; a SIGTERM just after the file was created left it there (found once in a full test run)."""
+    _signal_just_after(monkeypatch, "open", lambda path: Path(path).parent == own_sigterm)
+    with pytest.raises(Interrupted):
+        with stop_on_signals():
+            tempfile.gettempdir()
+    assert _described(own_sigterm) == []
+
+
+def test_a_signal_just_after_a_scratch_folder_is_made_leaves_nothing(own_sigterm, monkeypatch):
+    tempfile.gettempdir()
+    _signal_just_after(monkeypatch, "mkdir", lambda path: Path(path).name.startswith("profpipe-kineto-"))
+    with pytest.raises(Interrupted):
+        with stop_on_signals(), scratch_folder("kineto"):
+            pytest.fail("the body ran after the signal")
+    assert _described(own_sigterm) == []
+
+
+def test_a_signal_just_after_the_output_folder_is_staged_leaves_nothing(own_sigterm, tmp_path, monkeypatch):
+    _signal_just_after(monkeypatch, "mkdir", lambda path: Path(path).name.startswith(".out.tmp-"))
+    with pytest.raises(Interrupted):
+        with stop_on_signals(), staged_output(tmp_path / "out"):
+            pytest.fail("the body ran after the signal")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
 
 
 def test_scratch_folders_of_killed_runs_are_swept_on_the_next_start(tmp_path, monkeypatch):

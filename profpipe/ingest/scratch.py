@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..database import connect as duckdb_connect, memory_limit_mb
 from ..errors import InputError
 from ..output import process_gone
+from ..safety import signals_held
 from .units import US_TO_NS_MACRO
 
 #: DuckDB's memory for one trace (MiB; less under `analyse --memory-limit`); beyond it the data spill to the
@@ -48,9 +49,15 @@ MAX_SCRATCH_AGE_S = 2 * 24 * 3600
 @contextmanager
 def scratch_folder(kind: str) -> Iterator[Path]:
     """A private folder under $TMPDIR for one reader's temporary files, removed when the body ends, on
-    error and on interruption too."""
-    with tempfile.TemporaryDirectory(prefix=f"profpipe-{kind}-{os.getpid()}-") as folder:
+    error and on interruption too (a signal that arrives just after it was made is held until its name is known)."""
+    folder = None
+    try:
+        with signals_held():
+            folder = tempfile.mkdtemp(prefix=f"profpipe-{kind}-{os.getpid()}-")
         yield Path(folder)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def sweep_scratch_folders() -> None:
