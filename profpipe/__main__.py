@@ -18,8 +18,24 @@ def main() -> None:
 
         app()
     except Interrupted as exc:
-        sys.stderr.write(f"profpipe: {exc}; nothing was written, the earlier output is kept\n")
-        sys.exit(exc.exit_code)
+        _stop(exc)
+    except SystemExit as exc:
+        interrupted = _interruption_behind(exc)
+        if interrupted is None:
+            raise
+        _stop(interrupted)
+
+
+def _stop(exc: Interrupted) -> None:
+    sys.stderr.write(f"profpipe: {exc}; nothing was written, the earlier output is kept\n")
+    sys.exit(exc.exit_code)
+
+
+def _interruption_behind(exit_: SystemExit) -> Interrupted | None:
+    """The signal typer turned into a silent exit 130 (its main catches any KeyboardInterrupt, as a signal arriving
+    while the command parses its options is): typer's Exit, raised from the interruption, is the context."""
+    cause = exit_.__context__.__cause__ if exit_.__context__ is not None else None
+    return cause if isinstance(cause, Interrupted) else None
 
 
 if __name__ == "__main__":

@@ -84,20 +84,25 @@ def staged_output(out: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        out.rename(old)
-    tmp.rename(out)
+    with signals_held():  # a signal between the two renames would leave no `out`: it is raised after them
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
 
 
 def _sweep_leftovers(out: Path) -> None:
-    """Remove temporary folders of earlier runs on `out` whose process is gone (killed, crashed)."""
-    for leftover in out.parent.glob(f".{out.name}.*-*"):
+    """Remove temporary folders of earlier runs on `out` whose process is gone (killed, crashed); an earlier
+    output moved aside by a run killed between its two renames (no `out` beside it) is put back instead."""
+    for leftover in sorted(out.parent.glob(f".{out.name}.*-*")):
         kind, _, pid = leftover.name.rpartition("-")
         if not kind.endswith((".tmp", ".old")) or not pid.isdigit() or int(pid) == os.getpid():
             continue
         if process_gone(int(pid)):
-            shutil.rmtree(leftover, ignore_errors=True)
+            if kind.endswith(".old") and not out.exists() and (leftover / MARKER).is_file():
+                leftover.rename(out)
+            else:
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def process_gone(pid: int) -> bool:

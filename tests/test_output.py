@@ -101,6 +101,23 @@ def test_leftovers_of_a_killed_run_are_swept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def test_an_earlier_output_moved_aside_by_a_killed_run_is_put_back(tmp_path):
+    """A run killed (SIGKILL, power loss) between its two renames leaves the earlier output as `.out.old-<pid>` and no
+    `out`: the next run puts it back, so a run that then fails leaves the earlier good output, not nothing."""
+    dead_pid = 2**22 + 12345  # above the default pid_max: no such process
+    out = tmp_path / "out"
+    run(GPU, out)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    out.rename(tmp_path / f".out.old-{dead_pid}")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "rank-0.pt.trace.json").write_text("{ not json")
+    with pytest.raises(ProfpipeError):
+        run(broken, out)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "out"]
+
+
 def test_rerun_replaces_the_output(tmp_path):
     out = tmp_path / "out"
     run(FIXTURES / "mindspore_gpu" / "two_ranks", out)

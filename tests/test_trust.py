@@ -359,3 +359,27 @@ def test_a_full_scratch_folder_is_not_blamed_on_the_input(tmp_path):
         assert list(mount.iterdir()) == [] and not (tmp_path / "out").exists()
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_signal_while_the_command_parses_its_options_ends_it_with_one_line(monkeypatch, capsys):
+    """typer's main turns any KeyboardInterrupt (Interrupted is one) that reaches it, as a signal arriving while the
+    command still parses its options does, into a silent exit 130: a SIGTERM then exited 130 with no word. The entry
+    point finds the interruption behind that exit: 143 and the one line."""
+    import typer
+
+    import profpipe.__main__ as entry
+    from profpipe import cli
+
+    parsing = typer.Typer()
+
+    @parsing.command()
+    def signalled() -> None:
+        raise Interrupted("SIGTERM", 143)
+
+    monkeypatch.setattr(cli, "app", parsing)
+    monkeypatch.setattr(entry, "install_signal_handlers", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["profpipe"])
+    with pytest.raises(SystemExit) as stopped:
+        entry.main()
+    assert stopped.value.code == 143
+    assert capsys.readouterr().err == "profpipe: interrupted by SIGTERM; nothing was written, the earlier output is kept\n"
