@@ -236,6 +236,7 @@ def batch(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel='Output', help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", rich_help_panel='Output', help="Print what the batch did as JSON.")] = False,
     visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
+    fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, rich_help_panel='Output', help=FAIL_ABOVE_HELP + " Compares the newest run with steps (by analysis time) with the one before it.")] = None,
 ) -> None:
     """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
 
@@ -256,8 +257,13 @@ def batch(
     leaves every run wholly old or wholly new; the next one finishes the work. One batch at a time per
     warehouse (a lock). A run that fails is a ledger row with its error; the batch goes on.
 
-    Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 2 usage error
-    (bad option, the warehouse locked by another batch); 130 / 143 interrupted.
+    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest run
+    with a step trace (by analysis time) against the run before it (the warehouse has no notion of a series of
+    runs); fewer than two such runs pass.
+
+    Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 4 --fail-above found a
+    regression (and no run failed); 2 usage error (bad option, the warehouse locked by another batch);
+    130 / 143 interrupted.
     """
     with _errors_as_exit("runs finished so far are in the warehouse; the next batch does the rest"):
         from .batch import BatchOptions, batch as run_batch
@@ -269,12 +275,11 @@ def batch(
                                                 memory_limit_mb=memory_limit, visual_report=visual_report))
         with _progress_bars(quiet) as bars:
             result = run_batch(options, reporter=bars)
-    if json_out:
-        sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
-                                     "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
-                                     "dropped": result.dropped, "missing": result.missing,
-                                     "roots": [scan.as_json() for scan in result.roots],
-                                     "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
+    document = {"warehouse": str(warehouse), "analysed": result.analysed, "unchanged": result.unchanged,
+                "failed": result.failed, "empty": result.empty, "dropped": result.dropped, "missing": result.missing,
+                "roots": [scan.as_json() for scan in result.roots], "workers": result.workers, "wall_s": result.wall_s}
+    if json_out and fail_above is None:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     if not quiet:
         for scan in result.roots:
             for note in scan.notes:
@@ -291,7 +296,35 @@ def batch(
               len(result.dropped), len(result.missing), result.workers, round(result.wall_s, 1)]]))
         for run, error in sorted(result.failed.items()):
             typer.echo(f"profpipe: run {run} failed: {error}", err=True)
+    if fail_above is not None:
+        raise typer.Exit(_batch_gate(warehouse, fail_above, result.exit_code, quiet, json_out, document))
     raise typer.Exit(result.exit_code)
+
+
+def _batch_gate(warehouse: Path, fail_above: float, exit_code: int, quiet: bool, json_out: bool,
+                document: dict) -> int:
+    """`batch --fail-above`: diff the newest run with steps against the one before it; the exit status (the
+    batch's own when not 0, else 4 on a regression). Prints the gate's table (quiet: only a regression, on stderr)
+    or, with --json, the document again with `gate` (before, latest, fail_above, regressions)."""
+    from .diff import latest_regressions
+
+    try:
+        compared = latest_regressions(warehouse, fail_above)
+    except ProfpipeError as exc:
+        typer.echo(f"profpipe: error: {exc}", err=True)
+        return exc.exit_code
+    failed = compared[2] if compared else []
+    if json_out:
+        gate = None if compared is None else {"a": compared[0], "b": compared[1], "fail_above": fail_above,
+                                              "regressions": [_json_row(row) for row in failed]}
+        sys.stdout.write(json.dumps(document | {"gate": gate}, indent=2) + "\n")
+    elif compared is None:
+        if not quiet:
+            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two runs with a step trace, "
+                       "nothing to compare")
+    elif failed or not quiet:
+        _print_regressions(*compared, fail_above, err=quiet, command="batch")
+    return exit_code or (EXIT_REGRESSION if failed else 0)
 
 
 @contextmanager
@@ -684,15 +717,16 @@ def _json_row(row: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
-def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, err: bool = False) -> None:
+def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, err: bool = False,
+                       command: str = "diff") -> None:
     """What the gate --fail-above found, as a short plain-text table (times in µs); one line when nothing."""
     from .export.text_table import simple_table
 
     if not failed:
-        typer.echo(f"profpipe diff --fail-above {fail_above:g}: no significant regression above {fail_above:g} % "
+        typer.echo(f"profpipe {command} --fail-above {fail_above:g}: no significant regression above {fail_above:g} % "
                    f"from {a} to {b}", err=err)
         return
-    typer.echo(f"profpipe diff --fail-above {fail_above:g}: {len(failed)} significant regressions above "
+    typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant regressions above "
                f"{fail_above:g} % from {a} to {b}:", err=err)
     cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...",
               None if row["per_step_a_ns"] is None else round(row["per_step_a_ns"] / 1000, 3),

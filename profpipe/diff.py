@@ -200,3 +200,28 @@ def regressions(table: pa.Table, fail_above_pct: float, *, top_share: float = GA
                        "per_step_change_ns": row["per_step_change_ns"], "relative_change": relative,
                        "p_value": row["p_value"]})
     return failed
+
+
+def latest_regressions(warehouse, fail_above_pct: float) -> tuple[str, str, list[dict]] | None:
+    """`profpipe batch --fail-above`: the warehouse has no notion of a series of runs, so its newest run with a
+    step trace (by analysis time, batch_runs.analysed_at, then run id) is compared with the one before it, the
+    pair the warehouse report's Regressions section shows. (previous run, newest run, `regressions`); None
+    when fewer than two runs have steps."""
+    from .models import query_rows
+    from .warehouse import connect, open_run
+
+    con = connect(warehouse)
+    try:
+        timed = [r["run"] for r in query_rows(con, "report_run_trend") if r["total_ms"] is not None]
+    finally:
+        con.close()
+    if len(timed) < 2:
+        return None
+    before, latest = timed[-2], timed[-1]
+    con_a, con_b = open_run(warehouse, before), open_run(warehouse, latest)
+    try:
+        table = diff_runs(con_a, con_b)
+    finally:
+        con_a.close()
+        con_b.close()
+    return before, latest, regressions(table, fail_above_pct)

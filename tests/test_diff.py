@@ -265,3 +265,26 @@ def test_the_gate_takes_the_step_time_and_the_top_keys_only():
     assert [(r["kind"], r["key"]) for r in regressions(table, 5)] == \
         [("step_phase", "total"), ("op_type", "Small"), ("kernel", "New")]
     assert [r["key"] for r in regressions(table, 10)] == ["Small", "New"]  # the step: exactly 10 %
+
+
+def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
+    root, wh = tmp_path / "runs", tmp_path / "wh"
+    root.mkdir()
+    shutil.copytree(GPU, root / "1-base")
+    first = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
+    assert first.exit_code == 0, first.output
+    assert "fewer than two runs with a step trace" in first.stdout
+    _edit_ops(GPU, root / "2-slower")
+    slower = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
+    assert slower.exit_code == 4, slower.output
+    gate = slower.stdout[slower.stdout.index("profpipe batch --fail-above 5: 1 significant regressions"):]
+    assert "from 1-base to 2-slower" in gate and f"op_type  {SLOWER_OP}" in gate
+    document = json.loads(invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5",
+                                 "--json").stdout)
+    assert (document["gate"]["a"], document["gate"]["b"]) == ("1-base", "2-slower")
+    assert [r["key"] for r in document["gate"]["regressions"]] == [SLOWER_OP]
+    shutil.copytree(GPU, root / "3-fixed")  # faster again: improvements pass
+    fixed = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5", "--json")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads(fixed.stdout)["gate"] == \
+        {"a": "2-slower", "b": "3-fixed", "fail_above": 5, "regressions": []}
