@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from typer.core import TyperCommand
 
-from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, Interrupted, ProfpipeError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_NOTHING_USABLE, EXIT_REGRESSION, Interrupted, ProfpipeError, UsageError
 from .options import DEFAULT_TIMELINE_LIMIT_MB, Options, ReportOptions
 from .version import VERSION
 
@@ -213,6 +213,11 @@ def analyse(
     raise typer.Exit(result.exit_code)
 
 
+#: Help of --fail-above (diff and batch).
+FAIL_ABOVE_HELP = ("CI gate: exit 4 when the step time or a top kernel / op type (>= 1 % of the step) is significantly "
+                   "(p < 0.05) more than PCT % slower per step; improvements never fail.")
+
+
 @_command('# every folder in ./profiles is a run (a folder of trace files: each file, or the folder, is one)\nprofpipe batch ./profiles -w ./warehouse')
 def batch(
     roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders that hold runs: run folders (one job's profiler folder each, with its ranks), or trace files.")],
@@ -231,6 +236,7 @@ def batch(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel='Output', help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", rich_help_panel='Output', help="Print what the batch did as JSON.")] = False,
     visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
+    fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, rich_help_panel='Output', help=FAIL_ABOVE_HELP + " Compares the newest run with steps (by analysis time) with the one before it.")] = None,
 ) -> None:
     """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
 
@@ -251,8 +257,13 @@ def batch(
     leaves every run wholly old or wholly new; the next one finishes the work. One batch at a time per
     warehouse (a lock). A run that fails is a ledger row with its error; the batch goes on.
 
-    Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 2 usage error
-    (bad option, the warehouse locked by another batch); 130 / 143 interrupted.
+    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest run
+    with a step trace (by analysis time) against the run before it (the warehouse has no notion of a series of
+    runs); fewer than two such runs pass.
+
+    Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 4 --fail-above found a
+    regression (and no run failed); 2 usage error (bad option, the warehouse locked by another batch);
+    130 / 143 interrupted.
     """
     with _errors_as_exit("runs finished so far are in the warehouse; the next batch does the rest"):
         from .batch import BatchOptions, batch as run_batch
@@ -264,12 +275,11 @@ def batch(
                                                 memory_limit_mb=memory_limit, visual_report=visual_report))
         with _progress_bars(quiet) as bars:
             result = run_batch(options, reporter=bars)
-    if json_out:
-        sys.stdout.write(json.dumps({"warehouse": str(warehouse), "analysed": result.analysed,
-                                     "unchanged": result.unchanged, "failed": result.failed, "empty": result.empty,
-                                     "dropped": result.dropped, "missing": result.missing,
-                                     "roots": [scan.as_json() for scan in result.roots],
-                                     "workers": result.workers, "wall_s": result.wall_s}, indent=2) + "\n")
+    document = {"warehouse": str(warehouse), "analysed": result.analysed, "unchanged": result.unchanged,
+                "failed": result.failed, "empty": result.empty, "dropped": result.dropped, "missing": result.missing,
+                "roots": [scan.as_json() for scan in result.roots], "workers": result.workers, "wall_s": result.wall_s}
+    if json_out and fail_above is None:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     if not quiet:
         for scan in result.roots:
             for note in scan.notes:
@@ -286,7 +296,35 @@ def batch(
               len(result.dropped), len(result.missing), result.workers, round(result.wall_s, 1)]]))
         for run, error in sorted(result.failed.items()):
             typer.echo(f"profpipe: run {run} failed: {error}", err=True)
+    if fail_above is not None:
+        raise typer.Exit(_batch_gate(warehouse, fail_above, result.exit_code, quiet, json_out, document))
     raise typer.Exit(result.exit_code)
+
+
+def _batch_gate(warehouse: Path, fail_above: float, exit_code: int, quiet: bool, json_out: bool,
+                document: dict) -> int:
+    """`batch --fail-above`: diff the newest run with steps against the one before it; the exit status (the
+    batch's own when not 0, else 4 on a regression). Prints the gate's table (quiet: only a regression, on stderr)
+    or, with --json, the document again with `gate` (before, latest, fail_above, regressions)."""
+    from .diff import latest_regressions
+
+    try:
+        compared = latest_regressions(warehouse, fail_above)
+    except ProfpipeError as exc:
+        typer.echo(f"profpipe: error: {exc}", err=True)
+        return exc.exit_code
+    failed = compared[2] if compared else []
+    if json_out:
+        gate = None if compared is None else {"a": compared[0], "b": compared[1], "fail_above": fail_above,
+                                              "regressions": [_json_row(row) for row in failed]}
+        sys.stdout.write(json.dumps(document | {"gate": gate}, indent=2) + "\n")
+    elif compared is None:
+        if not quiet:
+            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two runs with a step trace, "
+                       "nothing to compare")
+    elif failed or not quiet:
+        _print_regressions(*compared, fail_above, err=quiet, command="batch")
+    return exit_code or (EXIT_REGRESSION if failed else 0)
 
 
 @contextmanager
@@ -604,7 +642,9 @@ def _print_findings(rows: list[dict], top: int, more: str | None) -> None:
 DEFAULT_DIFF_TOP = 20
 
 
-@_command('# what changed from out_a (the baseline) to out_b, per kernel, op type and step phase\nprofpipe diff out_a out_b --report diff.html')
+@_command('# what changed from out_a (the baseline) to out_b, per kernel, op type and step phase\nprofpipe diff out_a out_b --report diff.html\n'
+          '# a CI gate: exit 4 when the step time or a top kernel / op type is significantly over 5 % slower\n'
+          'profpipe diff baseline.profpipe candidate.profpipe --fail-above 5')
 def diff(
     a: Annotated[str, typer.Argument(help="Run A (the baseline): an output folder of `profpipe analyse`, or a run id with --warehouse.")],
     b: Annotated[str, typer.Argument(help="Run B (compared with A): an output folder, or a run id with --warehouse.")],
@@ -613,12 +653,21 @@ def diff(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Also write the whole table to FILE (.parquet or .csv).")] = None,
     warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", metavar="W", help="A and B are run ids in the warehouse W.")] = None,
     html: Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help="Also write the ranked changes as a self-contained HTML report to FILE.")] = None,
+    fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, help=FAIL_ABOVE_HELP)] = None,
 ) -> None:
     """Compare run B with run A per kernel, op type and step phase: counts, total and per-step time, their
     change, ranked by the change of the per-step time, with Welch's t test over the steps.
 
     A row is significant when p < 0.05 and the per-step time changed by at least 1 %. Keys found in one
     run only are listed as only_a / only_b.
+
+    A CI gate, --fail-above PCT: exit status 4 when a significant regression of more than PCT % of run A's
+    per-step time exists on the step time (step phase total) or on a top kernel or op type (one whose per-step
+    time in A or B is at least 1 % of A's step time; a key new in B counts as a regression of any size).
+    Improvements never fail. The regressions are printed after the table (--json: the list `regressions`).
+
+    Exit status: 0 compared (with --fail-above: nothing regressed beyond PCT); 4 --fail-above found a
+    regression; 2 usage error (a folder without profile.duckdb, a run not in the warehouse).
     """
     if top < 0:
         raise _usage("--top must be 0 (all rows) or more")
@@ -644,12 +693,47 @@ def diff(
         from .report import write_diff_report
 
         write_diff_report(table, a, b, html)
+    failed = None
+    if fail_above is not None:
+        from .diff import regressions
+
+        failed = regressions(table, fail_above)
     if json_out:
-        rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
-                for row in table.to_pylist()]
-        sys.stdout.write(json.dumps({"a": a, "b": b, "rows": rows}, indent=2) + "\n")
+        rows = [_json_row(row) for row in table.to_pylist()]
+        document = {"a": a, "b": b, "rows": rows}
+        if failed is not None:
+            document |= {"fail_above": fail_above, "regressions": [_json_row(row) for row in failed]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        _print_diff(a, b, table, top)
+        if failed is not None:
+            _print_regressions(a, b, failed, fail_above)
+    if failed:
+        raise typer.Exit(EXIT_REGRESSION)
+
+
+def _json_row(row: dict) -> dict:
+    """A diff row for JSON: +-inf and NaN as null."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
+def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, err: bool = False,
+                       command: str = "diff") -> None:
+    """What the gate --fail-above found, as a short plain-text table (times in µs); one line when nothing."""
+    from .export.text_table import simple_table
+
+    if not failed:
+        typer.echo(f"profpipe {command} --fail-above {fail_above:g}: no significant regression above {fail_above:g} % "
+                   f"from {a} to {b}", err=err)
         return
-    _print_diff(a, b, table, top)
+    typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant regressions above "
+               f"{fail_above:g} % from {a} to {b}:", err=err)
+    cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...",
+              None if row["per_step_a_ns"] is None else round(row["per_step_a_ns"] / 1000, 3),
+              None if row["per_step_b_ns"] is None else round(row["per_step_b_ns"] / 1000, 3),
+              "new" if row["relative_change"] is None else round(100 * row["relative_change"], 1),
+              None if row["p_value"] is None else float(f"{row['p_value']:.3g}")) for row in failed]
+    typer.echo(simple_table(("kind", "key", "per step A us", "per step B us", "change %", "p"), cells), err=err)
 
 
 def _write_table(table: "pa.Table", path: Path) -> None:

@@ -163,3 +163,65 @@ def incomplete_beta(x: float, a: float, b: float) -> float:
         if abs(c * d - 1.0) < 1e-15:
             break
     return front * fraction
+
+
+#: `--fail-above`: a kernel or op type is gated when its per-step time in run A or run B is at least this
+#: share of run A's per-step step time (step_phase 'total'; without one, of the larger of A's summed kernel
+#: and summed op type time per step).
+GATE_TOP_SHARE = 0.01
+#: The kinds `--fail-above` gates: the step time (step_phase 'total') and the top kernels and op types.
+GATED_KINDS = ("step_phase", "kernel", "op_type")
+
+
+def regressions(table: pa.Table, fail_above_pct: float, *, top_share: float = GATE_TOP_SHARE) -> list[dict]:
+    """The rows of a `diff_runs` table that fail the CI gate `--fail-above fail_above_pct`: significant rows
+    whose per-step time grew by more than fail_above_pct % of run A's (a key new in B: any growth), that are
+    the step time (step_phase 'total') or a top kernel or op type (per-step time in A or B at least `top_share`
+    of A's step time, see GATE_TOP_SHARE). Improvements never fail. Ordered as the table (impact first)."""
+    rows = table.to_pylist()
+    step = next((r["per_step_a_ns"] for r in rows if r["kind"] == "step_phase" and r["key"] == "total"), None)
+    if not step:
+        step = max([sum(r["per_step_a_ns"] or 0 for r in rows if r["kind"] == kind) for kind in ("kernel", "op_type")])
+    floor = top_share * step
+    failed = []
+    for row in rows:
+        if not row["significant"] or not (row["per_step_change_ns"] or 0) > 0:
+            continue
+        if row["kind"] == "step_phase":
+            if row["key"] != "total":
+                continue
+        elif row["kind"] not in GATED_KINDS or max(row["per_step_a_ns"] or 0, row["per_step_b_ns"] or 0) < floor:
+            continue
+        relative = row["relative_change"]
+        if relative is not None and relative * 100 <= fail_above_pct:
+            continue
+        failed.append({"kind": row["kind"], "key": row["key"], "status": row["status"],
+                       "per_step_a_ns": row["per_step_a_ns"], "per_step_b_ns": row["per_step_b_ns"],
+                       "per_step_change_ns": row["per_step_change_ns"], "relative_change": relative,
+                       "p_value": row["p_value"]})
+    return failed
+
+
+def latest_regressions(warehouse, fail_above_pct: float) -> tuple[str, str, list[dict]] | None:
+    """`profpipe batch --fail-above`: the warehouse has no notion of a series of runs, so its newest run with a
+    step trace (by analysis time, batch_runs.analysed_at, then run id) is compared with the one before it, the
+    pair the warehouse report's Regressions section shows. (previous run, newest run, `regressions`); None
+    when fewer than two runs have steps."""
+    from .models import query_rows
+    from .warehouse import connect, open_run
+
+    con = connect(warehouse)
+    try:
+        timed = [r["run"] for r in query_rows(con, "report_run_trend") if r["total_ms"] is not None]
+    finally:
+        con.close()
+    if len(timed) < 2:
+        return None
+    before, latest = timed[-2], timed[-1]
+    con_a, con_b = open_run(warehouse, before), open_run(warehouse, latest)
+    try:
+        table = diff_runs(con_a, con_b)
+    finally:
+        con_a.close()
+        con_b.close()
+    return before, latest, regressions(table, fail_above_pct)

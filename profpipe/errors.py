@@ -11,11 +11,13 @@ from functools import partial
 from pathlib import Path
 
 
-#: Exit statuses of `profpipe analyse` (docs/output.md, "Exit status").
+#: Exit statuses of `profpipe analyse` (docs/output.md, "Exit status"); EXIT_REGRESSION is the CI gate's of
+#: `profpipe diff --fail-above` and `profpipe batch --fail-above`.
 EXIT_COMPLETE = 0
 EXIT_NOTHING_USABLE = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
+EXIT_REGRESSION = 4
 EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C)
 EXIT_TERMINATED = 143  # SIGTERM
 

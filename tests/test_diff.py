@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
 from profpipe.cli import app
-from profpipe.diff import SCHEMA, diff_runs, welch
+from profpipe.diff import SCHEMA, diff_runs, regressions, welch
+from profpipe.errors import EXIT_REGRESSION
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 ACTIVITY = Path("profiler") / "activity_execute_timestamp_0.txt"
@@ -176,3 +177,114 @@ def test_a_folder_without_profile_duckdb_is_a_usage_error(runs, tmp_path):
     assert result.exit_code == 2
     assert str(tmp_path) in result.stderr and "profile.duckdb" in result.stderr and "Traceback" not in result.output
     assert invoke("diff", a, a, "-o", tmp_path / "diff.txt").exit_code == 2
+
+
+# --fail-above, the CI gate: run C is A with one op type 100 µs slower in every step (significant, about +110 %)
+# and another 60 µs slower in one step only (about +15 %, but not significant).
+OPS = Path("profiler") / "gpu_op_execute_timestamp_0.txt"
+SLOWER_OP = "Conv2DBackpropFilter"
+NOISY_OP = "ReluGrad"
+
+
+def _edit_ops(source: Path, target: Path) -> None:
+    shutil.copytree(source, target)
+    lines = []
+    for line in (source / OPS).read_text().splitlines():
+        name, kind, samples = line.split(";", 2)
+        pairs = [pair.split(",") for pair in samples.split()]
+        op = name.rsplit("/", 1)[-1].rsplit("-op", 1)[0]
+        if op == SLOWER_OP:
+            pairs = [(start, str(Decimal(dur) + 100)) for start, dur in pairs]
+        elif op == NOISY_OP:
+            pairs[2] = (pairs[2][0], str(Decimal(pairs[2][1]) + 60))
+        lines.append(";".join((name, kind, " ".join(",".join(pair) for pair in pairs) + " ")))
+    (target / OPS).write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def slower_ops(runs, tmp_path_factory) -> Path:
+    """The output of run C."""
+    root = tmp_path_factory.mktemp("gate")
+    _edit_ops(GPU, root / "input_c")
+    run(root / "input_c", root / "c", data_simplification=True)
+    return root / "c"
+
+
+def test_the_gate_fails_on_a_significant_op_type_regression_and_names_it(runs, slower_ops):
+    _, a, _ = runs
+    rows = diff_runs(_connect(a), _connect(slower_ops)).to_pylist()
+    slower, noisy = _row(rows, "op_type", SLOWER_OP), _row(rows, "op_type", NOISY_OP)
+    assert slower["significant"] and 1.0 < slower["relative_change"] < 2.0
+    assert not noisy["significant"] and noisy["relative_change"] > 0.05
+    result = invoke("diff", a, slower_ops, "--fail-above", "5")
+    assert result.exit_code == EXIT_REGRESSION == 4, result.output
+    gate = result.stdout[result.stdout.index("--fail-above 5: 1 significant regressions"):]
+    assert f"op_type  {SLOWER_OP}" in gate and NOISY_OP not in gate
+    result = invoke("diff", a, slower_ops, "--fail-above", "5", "--json")
+    assert result.exit_code == 4, result.output
+    document = json.loads(result.stdout)
+    assert document["fail_above"] == 5
+    assert [(r["kind"], r["key"]) for r in document["regressions"]] == [("op_type", SLOWER_OP)]
+    assert document["regressions"][0]["relative_change"] == pytest.approx(slower["relative_change"])
+
+
+def test_the_gate_fails_on_a_slower_kernel(runs):
+    _, a, b = runs
+    result = invoke("diff", a, b, "--fail-above", "5", "--top", "1")
+    assert result.exit_code == 4, result.output
+    assert f"kernel  {SLOWER[:57]}" in result.stdout[result.stdout.index("regressions above 5 %"):]
+
+
+def test_the_gate_passes_below_the_threshold_on_noise_on_improvements_and_unchanged_runs(runs, slower_ops):
+    _, a, _ = runs
+    result = invoke("diff", a, slower_ops, "--fail-above", "200")  # the op type is about 110 % slower
+    assert result.exit_code == 0, result.output
+    assert "no significant regression above 200 %" in result.stdout
+    assert invoke("diff", slower_ops, a, "--fail-above", "5").exit_code == 0  # only improvements
+    assert invoke("diff", a, a, "--fail-above", "0").exit_code == 0
+    document = json.loads(invoke("diff", a, a, "--fail-above", "0", "--json").stdout)
+    assert document["regressions"] == []
+    assert invoke("diff", a, a, "--fail-above", "-1").exit_code == 2
+
+
+def test_the_gate_takes_the_step_time_and_the_top_keys_only():
+    import pyarrow as pa
+
+    def row(kind, key, a_ns, b_ns, significant=True):
+        return {"kind": kind, "key": key, "status": "both", "per_step_a_ns": a_ns, "per_step_b_ns": b_ns,
+                "per_step_change_ns": b_ns - a_ns, "relative_change": (b_ns - a_ns) / a_ns if a_ns else None,
+                "p_value": 0.001 if significant else 0.5, "significant": significant}
+
+    table = pa.Table.from_pylist([
+        row("step_phase", "total", 1000.0, 1100.0), row("step_phase", "tail", 100.0, 200.0),
+        row("op_type", "Tiny", 1.0, 9.0),  # < 1 % of the step in A and in B
+        row("op_type", "Small", 5.0, 20.0),  # 2 % of the step in B: top
+        row("kernel", "New", 0.0, 50.0),  # new in B: a regression of any size
+        row("kernel", "Faster", 500.0, 100.0), row("kernel", "Noise", 500.0, 900.0, significant=False),
+    ])
+    assert [(r["kind"], r["key"]) for r in regressions(table, 5)] == \
+        [("step_phase", "total"), ("op_type", "Small"), ("kernel", "New")]
+    assert [r["key"] for r in regressions(table, 10)] == ["Small", "New"]  # the step: exactly 10 %
+
+
+def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
+    root, wh = tmp_path / "runs", tmp_path / "wh"
+    root.mkdir()
+    shutil.copytree(GPU, root / "1-base")
+    first = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
+    assert first.exit_code == 0, first.output
+    assert "fewer than two runs with a step trace" in first.stdout
+    _edit_ops(GPU, root / "2-slower")
+    slower = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
+    assert slower.exit_code == 4, slower.output
+    gate = slower.stdout[slower.stdout.index("profpipe batch --fail-above 5: 1 significant regressions"):]
+    assert "from 1-base to 2-slower" in gate and f"op_type  {SLOWER_OP}" in gate
+    document = json.loads(invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5",
+                                 "--json").stdout)
+    assert (document["gate"]["a"], document["gate"]["b"]) == ("1-base", "2-slower")
+    assert [r["key"] for r in document["gate"]["regressions"]] == [SLOWER_OP]
+    shutil.copytree(GPU, root / "3-fixed")  # faster again: improvements pass
+    fixed = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5", "--json")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads(fixed.stdout)["gate"] == \
+        {"a": "2-slower", "b": "3-fixed", "fail_above": 5, "regressions": []}
