@@ -726,7 +726,8 @@ def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, er
         typer.echo(f"profpipe {command} --fail-above {fail_above:g}: no significant regression above {fail_above:g} % "
                    f"from {a} to {b}", err=err)
         return
-    typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant regressions above "
+    typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant "
+               f"regression{'s' if len(failed) != 1 else ''} above "
                f"{fail_above:g} % from {a} to {b}:", err=err)
     cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...",
               None if row["per_step_a_ns"] is None else round(row["per_step_a_ns"] / 1000, 3),

@@ -218,7 +218,7 @@ def test_the_gate_fails_on_a_significant_op_type_regression_and_names_it(runs, s
     assert not noisy["significant"] and noisy["relative_change"] > 0.05
     result = invoke("diff", a, slower_ops, "--fail-above", "5")
     assert result.exit_code == EXIT_REGRESSION == 4, result.output
-    gate = result.stdout[result.stdout.index("--fail-above 5: 1 significant regressions"):]
+    gate = result.stdout[result.stdout.index("--fail-above 5: 1 significant regression"):]
     assert f"op_type  {SLOWER_OP}" in gate and NOISY_OP not in gate
     result = invoke("diff", a, slower_ops, "--fail-above", "5", "--json")
     assert result.exit_code == 4, result.output
@@ -232,7 +232,7 @@ def test_the_gate_fails_on_a_slower_kernel(runs):
     _, a, b = runs
     result = invoke("diff", a, b, "--fail-above", "5", "--top", "1")
     assert result.exit_code == 4, result.output
-    assert f"kernel  {SLOWER[:57]}" in result.stdout[result.stdout.index("regressions above 5 %"):]
+    assert f"kernel  {SLOWER[:57]}" in result.stdout[result.stdout.index("above 5 % from"):]
 
 
 def test_the_gate_passes_below_the_threshold_on_noise_on_improvements_and_unchanged_runs(runs, slower_ops):
@@ -277,7 +277,7 @@ def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
     _edit_ops(GPU, root / "2-slower")
     slower = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
     assert slower.exit_code == 4, slower.output
-    gate = slower.stdout[slower.stdout.index("profpipe batch --fail-above 5: 1 significant regressions"):]
+    gate = slower.stdout[slower.stdout.index("profpipe batch --fail-above 5: 1 significant regression"):]
     assert "from 1-base to 2-slower" in gate and f"op_type  {SLOWER_OP}" in gate
     document = json.loads(invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5",
                                  "--json").stdout)
