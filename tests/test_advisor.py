@@ -65,7 +65,8 @@ def test_every_rule_is_documented_and_reads_marts_only():
     marts = {m.name for m in load_models() if m.layer == "marts"}
     assert set(RULES) == {"input_bound_steps", "gpu_idle", "launch_bound_stream", "host_device_sync",
                           "comm_not_overlapped", "slow_rank_step", "collective_straggler", "slow_link", "iteration_gap",
-                          "step_tail", "aicpu_ops", "memory_near_capacity", "small_kernels", "input_pipeline"}
+                          "step_tail", "aicpu_ops", "memory_near_capacity", "small_kernels", "input_pipeline",
+                          "kernel_fusion_candidate"}
     for rule in RULES.values():
         assert rule.reads and rule.reads <= marts and set(rule.requires) <= rule.reads, rule.id
         assert len(rule.suggestion) > 150 and rule.threshold_source and rule.not_applicable, rule.id
@@ -259,6 +260,12 @@ QUIET = {
                                         {"rank": 0, "name": "big", "stream_id": 7, "instances": 5, "avg_ns": 10_000,
                                          "total_ns": 50_000}]},
                       ("kernel_stats", "instances", 6)),
+    # 3 kernels of 9 µs on average, 5 times: 5% of the device time is quiet
+    "kernel_fusion_candidate": ({"kernel_sequence_stats": [{"rank": 0, "op_name": "op", "op_depth": 0,
+                                                            "sequence": "a|b|c", "activities": 3, "kernels": 3,
+                                                            "instances": 5, "device_ns": 135_000, "kernel_ns": 135_000,
+                                                            "device_share": 0.05}]},
+                                ("kernel_sequence_stats", "device_share", 0.051)),
     "input_pipeline": ({"data_findings": [{"rank": 0, "capture": 0, "analyzer": "mindinsight", "rule": "device_queue",
                                            "value": 0.3, "threshold": 0.3}]},
                        ("data_findings", "value", 0.31)),

@@ -229,6 +229,31 @@ def _device(events: list[dict]) -> list[dict]:
     return [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
 
 
+HTA_SEQUENCES = json.loads((FIXTURES / "hta" / "kernel_sequences.json").read_text())  # hta_kernel_sequences.py
+
+
+@pytest.mark.parametrize("key", sorted(HTA_SEQUENCES["traces"]))
+def test_hta_frequent_kernel_sequences_are_reproduced(key: str, tmp_path: Path) -> None:
+    """kernel_sequence_stats, filtered as HTA's get_frequent_cuda_kernel_sequences filters (op name containing
+    operator_name, the least depth such an op has, with device work or not, at least min_pattern_len activities), gives HTA's patterns, counts,
+    GPU time and CPU op time (µs) exactly, in its order (count descending, then pattern)."""
+    out = _analysed(key, tmp_path)
+    rows = query(out, "SELECT op_name, op_depth, op_name || '|' || sequence, activities, instances, device_ns, op_ns "
+                      "FROM kernel_sequence_stats")
+    assert rows
+    # HTA's least depth counts the ops with no device work too, which the mart has no row for
+    depths = query(out, "WITH RECURSIVE d AS (SELECT op_index, op_name, 0 AS depth FROM host_op WHERE parent_index < 0 "
+                        "UNION ALL SELECT h.op_index, h.op_name, d.depth + 1 FROM d JOIN host_op h "
+                        "ON h.parent_index = d.op_index) SELECT op_name, depth FROM d")
+    for case, expected in HTA_SEQUENCES["traces"][key].items():
+        operator, min_len = case.rsplit("|", 1)
+        candidates = [r for r in rows if operator in r[0]]
+        depth = min((d for name, d in depths if operator in name), default=None)
+        got = sorted(([r[2], r[4], r[5] / 1000, r[6] / 1000] for r in candidates
+                      if r[1] == depth and r[3] >= int(min_len)), key=lambda r: (-r[1], r[0]))
+        assert got == expected, case
+
+
 def test_profpipe_breakdowns_of_the_h100_fixture(tmp_path: Path) -> None:
     """The profpipe rows, derived here from the raw events at ns precision: the window is the GPU's own span of the
     host's steps (their copies on the GPU streams, gpu_user_annotation ProfilerStep#N, from the first start to the

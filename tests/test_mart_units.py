@@ -163,6 +163,38 @@ def test_op_kernel_stats_groups_kernels_by_their_op():
 
 # ---------------------------------------------------------------------------------------------- kernels
 
+def test_kernel_sequence_stats_counts_each_ops_sequence_with_its_nested_ops():
+    # step 0-1000 holds linear 10-100 (addmm 15-90: gemm 20+30, bias 60+5), linear 200-300 (addmm 205-295: gemm
+    # 210+40, bias 260+5), relu 400-420 (relu_k 410+10), linear 500-600 (its own memset 505+2; addmm 508-590: gemm
+    # 510+30, bias 550+5); a kernel no op launched (800+10) counts only in the rank's device time (137 ns)
+    def op(index, parent, name, start, end):
+        return {"op_index": index, "parent_index": parent, "op_name": name, "start_ns": start, "dur_ns": end - start}
+
+    host_op = [op(0, -1, "step", 0, 1000), op(1, 0, "linear", 10, 100), op(2, 1, "addmm", 15, 90),
+               op(3, 0, "linear", 200, 300), op(4, 3, "addmm", 205, 295), op(5, 0, "relu", 400, 420),
+               op(6, 0, "linear", 500, 600), op(7, 6, "addmm", 508, 590)]
+    device_exec = [kernel("gemm", 20, 30, op_index=2), kernel("bias", 60, 5, op_index=2),
+                   kernel("gemm", 210, 40, op_index=4), kernel("bias", 260, 5, op_index=4),
+                   kernel("relu_k", 410, 10, op_index=5),
+                   {"kind": "memset", "name": "Memset", "start_ns": 505, "dur_ns": 2, "op_index": 6},
+                   kernel("gemm", 510, 30, op_index=7), kernel("bias", 550, 5, op_index=7), kernel("k", 800, 10)]
+    same(model_rows({"host_op": host_op, "device_exec": device_exec}, "kernel_sequence_stats"), [
+        # the three addmm launch the same pair: 30+5 + 40+5 + 30+5 = 115 ns; host 75 + 90 + 82
+        {"op_name": "addmm", "op_depth": 2, "sequence": "gemm|bias", "activities": 2, "kernels": 2, "instances": 3,
+         "device_ns": 115, "kernel_ns": 115, "op_ns": 247, "avg_device_ns": 115 / 3, "device_share": 115 / 137},
+        # one linear also launched a memset itself, first; the other two launch the pair through their addmm
+        {"op_name": "linear", "op_depth": 1, "sequence": "Memset|gemm|bias", "activities": 3, "kernels": 2,
+         "instances": 1, "device_ns": 37, "kernel_ns": 35, "op_ns": 100},
+        {"op_name": "linear", "op_depth": 1, "sequence": "gemm|bias", "activities": 2, "instances": 2,
+         "device_ns": 80, "op_ns": 190},
+        {"op_name": "relu", "op_depth": 1, "sequence": "relu_k", "activities": 1, "instances": 1, "device_ns": 10},
+        {"op_name": "step", "op_depth": 0, "sequence": "gemm|bias|gemm|bias|relu_k|Memset|gemm|bias",
+         "activities": 8, "kernels": 7, "instances": 1, "device_ns": 127, "kernel_ns": 125, "op_ns": 1000,
+         "device_share": 127 / 137},
+    ])
+
+
+
 def test_kernel_stats_nsight_columns_with_sample_stddev_and_main_op():
     device_exec = [kernel("k", 0, 10, stream_id=7, op_name="A"), kernel("k", 100, 20, stream_id=7, op_name="A"),
                    kernel("k", 200, 60, stream_id=7, op_name="B"),

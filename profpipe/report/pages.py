@@ -221,6 +221,16 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("rank", "rank", "int"), column("name", "kernel", search=True), column("grid", "grid"),
             column("block", "block"), column("instances", "calls", "int"), column("total_ms", "total ms", "ms"),
             column("avg_ms", "avg ms", "ms"), column("share", "share", "pct")], shapes, total=_count(con, "kernel_shape_stats")))
+    sequences = rows(con, "report_kernel_sequences", top=TOP_ROWS)
+    if sequences:
+        sections.append(table("kernel-sequences", "Repeated kernel sequences (fusion candidates)", [
+            column("rank", "rank", "int"), column("op_name", "op", search=True), column("sequence", "sequence", search=True),
+            column("activities", "length", "int"), column("kernels", "kernels", "int"),
+            column("instances", "repeats", "int"), column("device_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"),
+            column("share", "share", "pct")], sequences,
+            note="Each op's device work as one sequence (its kernels, memcpy, memset in start order, with those of the "
+                 "ops nested in it), repeated at least twice, of at least 3 activities, under the innermost op that "
+                 "launches it all (kernel_sequence_stats; HolisticTraceAnalysis' frequent CUDA kernel sequences)."))
     ranges = rows(con, "report_user_ranges", top=TOP_ROWS)
     if ranges:
         sections.append(table("user-ranges", "User ranges: MSTX markers, NVTX ranges, record_function annotations "
