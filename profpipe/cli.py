@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 # a pydantic TypeAdapter, which imports pydantic (0.1-0.2 s) for `profpipe COMMAND --help`.
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
                   context_settings={"default_map": {"help": False}},
-                  epilog="\b\nExample:\n  profpipe analyse ./profiler_data -o out && profpipe query out "
-                         "\"SELECT * FROM op_type_stats LIMIT 5\"")
+                  epilog="\b\nExample:\n" + "  profpipe analyse ./profiler_data -o out && profpipe query out "
+                         "\"SELECT * FROM op_type_stats LIMIT 5\"")  # apart: the example is no SQL of profpipe's
 
 #: Option groups of the commands with many options (each option's rich_help_panel), in the order --help shows them;
 #: options without one are listed last, under "Options".
