@@ -99,3 +99,19 @@ def test_counters_and_op_stacks_equal_htas(tmp_path: Path):
         assert (name, top, bottom, stack) == (hta["name"], hta["top_level_op"], hta["bottom_level_op"], hta["op_stack"]), index
         assert dict(counters) == hta["counters"], index
     assert query(out, "SELECT count(*) FROM trace_health WHERE tables = 'kernel_counter'") == [(0,)]
+
+
+def test_the_report_has_a_counter_section_only_when_there_are_counters(tmp_path: Path):
+    import duckdb
+
+    from profpipe.report.pages import operators
+
+    source = tmp_path / "in"
+    source.mkdir()
+    _tiny_trace(source)
+    for folder, expected in ((source, True), (FIXTURES / "pytorch_cuda", False)):
+        out = tmp_path / ("out" + str(expected))
+        run(folder, out)
+        with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+            ids = [s.get("id") for s in operators(con)["sections"]]
+        assert ("kernel-counters" in ids) is expected

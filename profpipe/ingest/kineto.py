@@ -1,5 +1,5 @@
 """Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point,
-memory_event, collective_event, python_frame.
+memory_event, collective_event, python_frame, kernel_counter.
 
 One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
 trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
@@ -24,6 +24,9 @@ suffixes and "123(C++)" thread ids are cleaned):
   row per record_param_comms whose kernel is not in the trace (timed by the op); the element size from the dtype;
 * `python_function` events (with_stack) -> python_frame (Python id and parent id; python_frames.py), and each host
   op's innermost frame (host_op.frame_index); the `Call stack` arg of ops (PyTorch 1.x) -> host_op.call_stack;
+* `cuda_profiler_range` events (CUPTI range profiling, experimental_config profiler_metrics) -> kernel_counter: one
+  row per kernel and counter of its args, paired with its launch by order (HTA's rule: _COUNTER_RANGES_SQL); read only
+  when the trace has such events;
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
