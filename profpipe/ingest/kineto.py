@@ -1,5 +1,5 @@
 """Stage 2, ingest: PyTorch profiler (Kineto) and Paddle Chrome-trace JSON -> host_op, host_api, device_exec, step_point,
-memory_event, collective_event, python_frame.
+memory_event, collective_event, python_frame, kernel_counter.
 
 One source is one trace file (`*.pt.trace.json[.gz]`, Paddle's `*.paddle_trace.json` or any Chrome
 trace object with `traceEvents`; shared/reference/formats-gpu.md, families B and D). The event array
@@ -24,6 +24,9 @@ suffixes and "123(C++)" thread ids are cleaned):
   row per record_param_comms whose kernel is not in the trace (timed by the op); the element size from the dtype;
 * `python_function` events (with_stack) -> python_frame (Python id and parent id; python_frames.py), and each host
   op's innermost frame (host_op.frame_index); the `Call stack` arg of ops (PyTorch 1.x) -> host_op.call_stack;
+* `cuda_profiler_range` events (CUPTI range profiling, experimental_config profiler_metrics) -> kernel_counter: one
+  row per kernel and counter of its args, paired with its launch by order (HTA's rule: _COUNTER_RANGES_SQL); read only
+  when the trace has such events;
 * `ProfilerStep#N` spans -> step_point (step start and end; FP point: the first op autograd recorded
   after the step's DataLoader annotations; BP point: the end of its last autograd engine event).
 
@@ -111,7 +114,8 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
-SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, coll, shapes, inexact_time, raw_ts, raw_dur,
+SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, memory, coll, shapes, counters, inexact_time,
+       raw_ts, raw_dur,
        try_cast(coalesce(a[1], a[2]) AS BIGINT) AS external_id, try_cast(coalesce(a[3], a[7]) AS BIGINT) AS correlation,
        try_cast(a[4] AS BIGINT) AS stream, try_cast(a[5] AS BIGINT) AS device, a[6] IS NOT NULL AS has_sequence,
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
@@ -175,6 +179,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              CASE WHEN ph = 'X' AND name IN {_FLOP_OPS}
                   THEN json_extract(args, ['$."Input Dims"', '$."Concrete Inputs"', '$."Input type"', '$.flops']) END
                  AS shapes,
+             -- CUPTI range profiling's counter values of a kernel (experimental_config profiler_metrics): _COUNTER_SQL
+             CASE WHEN cat = 'cuda_profiler_range' THEN args END AS counters,
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
@@ -411,6 +417,37 @@ ORDER BY start_ns, event_index
 
 
 #: c10::DeviceType numbers of the "[memory]" instants' "Device Type".
+#: CUPTI range profiling (PyTorch's experimental_config profiler_metrics): one event per kernel, its counters in args.
+COUNTER_CAT = "cuda_profiler_range"
+
+#: The kernels CUPTI's range profiler measured (one `cuda_profiler_range` event each, with no correlation id: the
+#: profiler serializes kernels and writes synthetic times), numbered in time order (file order on a tie), and the
+#: runtime calls that launched them: HolisticTraceAnalysis pairs the n-th with the n-th cudaLaunchKernel* call of
+#: category cuda_runtime in time order, where both counts agree (cupti_counter_analysis).
+_COUNTER_RANGES_SQL = f"""
+CREATE TABLE counter_ranges AS
+SELECT row_number() OVER (ORDER BY start_ns, rowid) - 1 AS range_index, name AS kernel_name, start_ns, dur_ns, counters
+FROM events WHERE cat = '{COUNTER_CAT}';
+CREATE TABLE counter_launches AS
+SELECT row_number() OVER (ORDER BY start_ns, rowid) - 1 AS range_index, correlation
+FROM events WHERE cat = 'cuda_runtime' AND starts_with(name, 'cudaLaunchKernel');
+CREATE TABLE counter_values AS
+SELECT r.range_index, r.kernel_name, r.start_ns, r.dur_ns, j.key AS counter, j.type AS json_type,
+       CASE WHEN j.type IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN try_cast(j.value AS DOUBLE) END AS value,
+       left(concat(j.key, ': ', j.value), 200) AS example
+FROM (FROM counter_ranges WHERE json_type(counters) = 'OBJECT') r, json_each(r.counters) j
+"""
+
+#: kernel_counter's rows: the readable values (a number that is finite), with the launching call's correlation id
+#: where the launches pair with the ranges ($paired).
+_KERNEL_COUNTER_SQL = """
+SELECT v.range_index, v.kernel_name, v.start_ns, v.dur_ns,
+       CASE WHEN $paired THEN l.correlation END AS launch_correlation, v.counter, v.value
+FROM counter_values v LEFT JOIN counter_launches l USING (range_index)
+WHERE isfinite(v.value)
+ORDER BY v.range_index, v.counter
+"""
+
 _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuse1"}
 
 _MEMORY_EVENT_SQL = f"""
@@ -502,14 +539,47 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             _report_unlinked(con, path, warn)
             con.execute(_COLLECTIVE_SQL)
             _report_collective_args(con, path, warn)
-            frames = con.execute("SELECT count(*) FROM events WHERE cat = 'python_function'").fetchall()[0][0]
+            frames, ranges = con.execute(f"SELECT count(*) FILTER (WHERE cat = 'python_function'), "
+                                         f"count(*) FILTER (WHERE cat = '{COUNTER_CAT}') FROM events").fetchall()[0]
+            counters = _counter_sql(con, path, warn) if ranges else []
             if frames:
                 resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM host_ops", path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
             yield from query_tables(con, [
                 ("host_op", _host_op_sql(frames > 0)), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
                 ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL),
-                ("collective_event", _COLLECTIVE_TABLE_SQL)] + ([("python_frame", PYTHON_FRAME_SQL)] if frames else []))
+                ("collective_event", _COLLECTIVE_TABLE_SQL)] + ([("python_frame", PYTHON_FRAME_SQL)] if frames else [])
+                + counters)
+
+
+def _counter_sql(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> list[tuple[str, str]]:
+    """kernel_counter's query, for a trace with CUPTI range-profiler events (only then: the cost follows the data),
+    after trace_health rows for what it cannot hold: a counter value that is not a finite number (text, true, null,
+    a list: malformed_record, dropped), a range whose args are no object (no counters: malformed_record, dropped), and
+    launches that do not pair with the ranges (unlinked, kept: no launch_correlation, as HTA gives no ops then)."""
+    con.execute(_COUNTER_RANGES_SQL)
+    ranges, launches, no_object, no_object_example, bad, bad_example, bad_counters = con.execute("""
+        SELECT (SELECT count(*) FROM counter_ranges), (SELECT count(*) FROM counter_launches),
+               (SELECT count(*) FROM counter_ranges WHERE json_type(counters) IS DISTINCT FROM 'OBJECT'),
+               (SELECT any_value(kernel_name) FROM counter_ranges WHERE json_type(counters) IS DISTINCT FROM 'OBJECT'),
+               count(*) FILTER (WHERE NOT coalesce(isfinite(value), false)),
+               any_value(example) FILTER (WHERE NOT coalesce(isfinite(value), false)),
+               string_agg(DISTINCT counter, ', ' ORDER BY counter) FILTER (WHERE NOT coalesce(isfinite(value), false))
+        FROM counter_values""").fetchall()[0]
+    if bad:
+        warn(f"{path}: {bad} CUPTI counter values ({bad_counters}) of cuda_profiler_range events are not finite numbers; "
+             "left out", check="malformed_record", action="dropped", rows=bad, path=path, example=bad_example,
+             tables="kernel_counter")
+    if no_object:
+        warn(f"{path}: {no_object} cuda_profiler_range events have no args object of counters; left out",
+             check="malformed_record", action="dropped", rows=no_object, path=path, example=no_object_example,
+             tables="kernel_counter")
+    if launches != ranges:
+        warn(f"{path}: {ranges} kernels measured by CUPTI's range profiler (cuda_profiler_range) but {launches} "
+             "cudaLaunchKernel calls: a range cannot be paired with its launch by order (HTA's rule), so its counters "
+             "are kept without a launching call or op", check="unlinked", action="kept", rows=ranges, path=path,
+             tables="kernel_counter")
+    return [("kernel_counter", _KERNEL_COUNTER_SQL.replace("$paired", "true" if launches == ranges else "false"))]
 
 
 def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -564,12 +634,13 @@ _FAULTS = {
 #: The columns that make two events the same record (an exact duplicate is counted once).
 _EVENT_KEY = ("name, cat, ph, pid, tid, start_ns, dur_ns, memory, external_id, correlation, stream, device, "
               "has_sequence, grid, block, bytes, python_id, python_parent_id, registers_per_thread, "
-              "shared_memory_bytes")
+              "shared_memory_bytes, counters")
 #: Below this many ns (about 3 years), times are not on the Unix epoch: relative to baseTimeNanoseconds.
 _RELATIVE_NS = 10 ** 17
 #: The tables each category's events go to.
 _TABLE_OF = {**{c: "host_op" for c in HOST_OP_CATS}, **{c: "host_api" for c in HOST_API_CATS},
-             **{c: "device_exec" for c in DEVICE_KINDS}, "python_function": "python_frame"}
+             **{c: "device_exec" for c in DEVICE_KINDS}, "python_function": "python_frame",
+             COUNTER_CAT: "kernel_counter"}
 
 
 def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets: dict[str, int]) -> int:

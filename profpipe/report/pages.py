@@ -240,6 +240,16 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("median_ms", "median ms", "ms"),
             column("max_ms", "max ms", "ms"), column("share", "share", "pct")], ranges,
             total=_count(con, "user_range_stats")))
+    counters = rows(con, "report_kernel_counters", top=TOP_ROWS)
+    if counters:  # only a trace recorded with CUPTI's range profiler (experimental_config profiler_metrics) has them
+        sections.append(table("kernel-counters", "Hardware counters per op and kernel (CUPTI range profiler; values in "
+                              "each counter's own unit)", [
+            column("rank", "rank", "int"), column("counter", "counter", search=True),
+            column("bottom_level_op", "launched by", search=True), column("kernel_name", "kernel", search=True),
+            column("kernels", "kernels", "int"), column("total_value", "total", "num"), column("avg_value", "mean", "num"),
+            column("max_value", "max", "num")], counters, total=_count(con, "kernel_counter_stats"),
+            note="kernel_counter_stats; each kernel's op stack and values: kernel_counter_op (HTA's "
+                 "get_cupti_counter_data_with_operators)."))
     if not sections:
         sections.append(empty("Operators", "This dump has no framework ops and no device executions."))
     return _page("operators", "Operators and kernels", sections)
