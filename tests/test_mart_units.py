@@ -1201,6 +1201,38 @@ def test_gpu_queue_length_and_the_launch_stats_of_a_stream():
          "avg_delay_from_call_start_ns": 20, "avg_delay_from_call_end_ns": 17, "short_kernels": 0}])
 
 
+def test_memory_bandwidth_series_and_stats_of_two_overlapping_copies():
+    """Two HtoD copies on two streams: 1 MB in 100 µs from 0 (10 GB/s = 1e10 B/s) and 4 MB in 200 µs from 50 µs
+    (2e10 B/s): 1e10 from 0, 3e10 from 50 µs (both), 2e10 from 100 µs, 0 from 250 µs. Their points above 0:
+    1e10, 3e10, 2e10 (mean 2e10, sample std 1e10, quartiles 1.5e10 and 2.5e10); 5 MB over the 250 µs busy: 2e10.
+    HTA's whole µs change nothing there. An 800 ns memset of 8 kB from 1000.1 µs (1e10 B/s): HTA reads it as
+    starting at 1001 µs (rounded up) and ending at 1000 µs (rounded down), a negative point, none above 0; a copy
+    of no duration is left out of both."""
+    copy = {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)"}
+    tables = {"run_info": [{"metadata_json": "{}"}], "device_exec": [
+        {**copy, "stream_id": 7, "start_ns": 0, "dur_ns": 100_000, "bytes": 1_000_000},
+        {**copy, "stream_id": 8, "start_ns": 50_000, "dur_ns": 200_000, "bytes": 4_000_000},
+        {"kind": "memset", "name": "Memset (Device)", "stream_id": 7, "start_ns": 1_000_100, "dur_ns": 800, "bytes": 8_000},
+        {**copy, "stream_id": 7, "start_ns": 2_000_000, "dur_ns": 0, "bytes": 64}]}
+    same(model_rows(tables, "memory_bandwidth_series"), [
+        {"direction": "HtoD", "ts_ns": 0, "active_copies": 1, "bytes_per_second": 1e10, "held_ns": 50_000},
+        {"direction": "HtoD", "ts_ns": 50_000, "active_copies": 2, "bytes_per_second": 3e10, "held_ns": 50_000},
+        {"direction": "HtoD", "ts_ns": 100_000, "active_copies": 1, "bytes_per_second": 2e10, "held_ns": 150_000},
+        {"direction": "HtoD", "ts_ns": 250_000, "active_copies": 0, "bytes_per_second": 0, "held_ns": None},
+        {"direction": "memset", "ts_ns": 1_000_100, "active_copies": 1, "bytes_per_second": 1e10, "held_ns": 800},
+        {"direction": "memset", "ts_ns": 1_000_900, "active_copies": 0, "bytes_per_second": 0, "held_ns": None}])
+    overlap = {"copies": 2, "total_bytes": 5_000_000, "points": 3, "mean_bytes_per_second": 2e10,
+               "stddev_bytes_per_second": 1e10, "min_bytes_per_second": 1e10, "p25_bytes_per_second": 1.5e10,
+               "median_bytes_per_second": 2e10, "p75_bytes_per_second": 2.5e10, "max_bytes_per_second": 3e10}
+    same(model_rows(tables, "memory_bandwidth_stats"), [
+        {"direction": "HtoD", "definition": "hta", **overlap, "busy_ns": None},
+        {"direction": "HtoD", "definition": "profpipe", **overlap, "busy_ns": 250_000, "busy_avg_bytes_per_second": 2e10},
+        {"direction": "memset", "definition": "hta", "copies": 1, "total_bytes": 8_000, "points": None,
+         "mean_bytes_per_second": None},
+        {"direction": "memset", "definition": "profpipe", "copies": 1, "total_bytes": 8_000, "busy_ns": 800, "points": 1,
+         "mean_bytes_per_second": 1e10, "stddev_bytes_per_second": None, "median_bytes_per_second": 1e10}])
+
+
 def test_op_flops_achieved_over_the_device_time_launched_and_the_peak():
     """2e12 FLOPs of aten::mm over the 1 s of kernels it launched (one through a nested op): 2 TFLOP/s, a share of an
     A100's 19.5 TFLOP/s for float inputs; bfloat16 inputs on the same device compare with 312."""

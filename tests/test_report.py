@@ -89,6 +89,24 @@ def test_step_chart_data_is_the_step_phases(outputs: dict[str, Path]) -> None:
     assert not any(data["is_slow"])
 
 
+def test_memory_bandwidth_chart_and_table_only_where_there_are_copies(outputs: dict[str, Path]) -> None:
+    """The H100 fixture's memory page draws memory_bandwidth_series per direction (GB/s, every change point: fewer
+    than the cap) and lists memory_bandwidth_stats' profpipe rows; the Ascend cluster (no memcpy) has neither."""
+    out = outputs["pytorch_cuda"]
+    found = sections(out / "report.html", "memory")
+    figure = found["memory-bandwidth"]["variants"][0]["figure"]
+    lines = {trace["name"]: trace["y"] for trace in figure["data"]}
+    expected = {}
+    for direction, value in query(out, "SELECT direction, bytes_per_second / 1e9 FROM memory_bandwidth_series "
+                                       "ORDER BY direction, ts_ns"):
+        expected.setdefault(direction, []).append(pytest.approx(value))
+    assert lines == expected and set(lines) == {"HtoD", "DtoH", "memset"}
+    table = found["memory-bandwidth-stats"]["rows"]  # rank, direction, copies, ...
+    assert sorted((r[1], r[2]) for r in table) == [("DtoH", 3), ("HtoD", 6), ("memset", 12)]
+    other = sections(outputs["ascend_ms_cluster"] / "report.html", "memory")
+    assert "memory-bandwidth" not in other and "memory-bandwidth-stats" not in other
+
+
 def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:
     """The era F cluster's MSTX markers: the operators page lists them as user_range_stats has them, and the op
     table has none of them."""

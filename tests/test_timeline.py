@@ -249,6 +249,24 @@ def test_host_info_events_and_memory_are_on_the_host_lanes(tmp_path: Path) -> No
                                                    "WHERE ts_ns IS NOT NULL ORDER BY ALL")] and memory
 
 
+def test_memory_bandwidth_counters_follow_the_copies(tmp_path: Path) -> None:
+    """The memcpy / memset bandwidth of memory_bandwidth_series is a counter track per direction ("Memory bandwidth
+    HtoD", ..., HTA's "Memcpy BW" counters), every change point a sample, on the H100 fixture; a trace with no copy
+    (host_info) gets none."""
+    out = run(FIXTURES / "pytorch_cuda", tmp_path / "out").output
+    trace = _load(out)
+    base = trace["baseTimeNanoseconds"]
+    ours = sorted((e["name"], base + int(Decimal(str(e["ts"])) * 1000), e["args"]["bytes_per_second"])
+                  for e in trace["traceEvents"] if e["ph"] == "C" and e["name"].startswith("Memory bandwidth "))
+    expected = query(out, "SELECT 'Memory bandwidth ' || direction, ts_ns, bytes_per_second FROM memory_bandwidth_series "
+                          "ORDER BY ALL")
+    assert [(n, t) for n, t, _ in ours] == [(n, t) for n, t, _ in expected] and ours
+    assert all(float(v) == pytest.approx(w, rel=1e-12) for (_, _, v), (_, _, w) in zip(ours, expected))
+    assert {n for n, _, _ in ours} == {"Memory bandwidth HtoD", "Memory bandwidth DtoH", "Memory bandwidth memset"}
+    bare = _load(run(FIXTURES / "host_info", tmp_path / "bare").output)
+    assert not [e for e in bare["traceEvents"] if e["ph"] == "C" and e["name"].startswith("Memory bandwidth")]
+
+
 # ---- what the timeline holds by default, and where it is written --------------------------------------------------
 
 def _thread_names(trace: dict) -> set[str]:

@@ -420,6 +420,20 @@ def memory(con: duckdb.DuckDBPyConnection) -> Page:
             column("device", "device"), column("samples", "samples", "int"),
             column("peak_allocated_mib", "peak allocated MiB", "mib"), column("peak_reserved_mib", "peak reserved MiB", "mib"),
             column("peak_at_s", "peak at s", "num"), column("end_reserved_mib", "reserved at end MiB", "mib")], peaks))
+    bandwidth = rows(con, "report_memory_bandwidth", max_points=MAX_CURVE_POINTS)
+    if bandwidth:  # only where the dump has memcpy / memset executions with their bytes
+        variants = [(f"rank {rank}", lines([(b["direction"], b["seconds"], b["gb_per_second"])
+                                            for b in bandwidth if b["rank"] == rank],
+                                           x_title="seconds since the rank's first copy", y_title="GB/s", step_shape=True))
+                    for rank in sorted({b["rank"] for b in bandwidth})[:MAX_RANK_CHARTS]]
+        sections.append(chart_variants("memory-bandwidth", "Memory copy bandwidth over time", "Rank", variants,
+                                       note="memcpy and memset bandwidth per direction, concurrent copies summed, as "
+                                            "HTA's memory bandwidth time series (memory_bandwidth_series)."))
+        sections.append(table("memory-bandwidth-stats", "Memory copy bandwidth per direction", [
+            column("rank", "rank", "int"), column("direction", "direction"), column("copies", "copies", "int"),
+            column("total_bytes", "bytes", "bytes"), column("busy_ms", "busy ms", "ms"),
+            column("busy_avg_bps", "mean while busy", "bw"), column("median_bps", "median", "bw"),
+            column("max_bps", "peak", "bw")], rows(con, "report_memory_bandwidth_stats")))
     owners = rows(con, "report_memory_ops", top=TOP_ROWS)
     if owners:
         sections.append(table("memory-ops", "Allocations per op", [

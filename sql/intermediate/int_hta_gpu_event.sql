@@ -16,7 +16,7 @@ WITH steps AS (  -- HTA's cut-off: the latest start of any ProfilerStep#N span, 
            coalesce(try_cast(json_extract_string(metadata_json, '$.baseTimeNanoseconds') AS BIGINT), 0) AS base_ns
     FROM {{ ref('stg_run_info') }}
 ), activities AS (
-    SELECT rank, capture, stream_id, kind, name, correlation, start_ns, dur_ns, call_start_ns AS runtime_start_ns
+    SELECT rank, capture, stream_id, kind, name, correlation, start_ns, dur_ns, bytes, call_start_ns AS runtime_start_ns
     FROM {{ ref('int_launched_activity') }}
 ), as_read AS (  -- the trace's ts and dur as doubles, as HTA's parser has them
     SELECT a.*, b.base_ns,
@@ -29,7 +29,9 @@ SELECT r.rank, r.capture, r.stream_id, r.kind, r.name, r.correlation,
        ceil(r.ts_us)::BIGINT * 1000 + r.base_ns AS start_ns,
        floor(r.ts_us + r.dur_us)::BIGINT * 1000 + r.base_ns AS end_ns,
        ceil(r.runtime_ts_us)::BIGINT * 1000 + r.base_ns AS runtime_start_ns,
-       hta_kernel_type(r.name) AS hta_type
+       hta_kernel_type(r.name) AS hta_type,
+       r.dur_ns AS exact_dur_ns,
+       r.bytes
 FROM as_read r
 LEFT JOIN steps s USING (rank, capture)
 WHERE coalesce(s.steps, 0) < 2 OR r.runtime_start_ns < s.last_start_ns

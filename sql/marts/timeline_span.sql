@@ -114,6 +114,10 @@ WITH lane_names AS (  -- the process each lane is shown as (msprof's and MindIns
                                             {'measure': 'active', 'bytes': active_bytes}]) AS t(m)
     WHERE kind <> 'allocator' AND m.bytes IS NOT NULL  -- of samples at one time, the last (the value after them)
     QUALIFY row_number() OVER (PARTITION BY rank, capture, component, device, m.measure, ts_ns ORDER BY seq DESC) = 1
+    UNION ALL  -- memcpy / memset bandwidth per direction (memory_bandwidth_series: HTA's "Memcpy BW" counters)
+    SELECT rank, capture, 7, 0, 'Allocator', 'Memory bandwidth ' || direction, 'counter', ts_ns, NULL,
+           {'bytes_per_second': bytes_per_second}::JSON
+    FROM {{ ref('memory_bandwidth_series') }}
     UNION ALL  -- MindSpore's scope timeline: a track per depth of the ops' scope paths (Scope Layer: its thread names)
     SELECT rank, capture, 9, depth, CASE algorithm WHEN 'scope_layer' THEN 'Thread ' ELSE 'Level ' END || depth, scope,
            'scope', start_ns, dur_ns, {'ops': ops}::JSON
