@@ -1780,3 +1780,30 @@ def test_scope_name_spans_end_with_the_steps_last_op_and_skip_communication_ops(
     same(lane, [{"process": "Scope Name", "tid": 0, "thread": "Level 0", "start_ns": 10},
                 {"thread": "Level 0", "start_ns": 40}, {"thread": "Level 1", "start_ns": 10},
                 {"tid": 1, "thread": "Level 1", "name": "net", "start_ns": 40, "dur_ns": 15}])
+
+
+def test_kernel_counters_take_the_op_stack_of_their_launch():
+    """Two measured kernels: the first launched (correlation 5, at 20-25 ns) inside aten::addmm inside aten::linear,
+    the second (correlation 6, at 70-75 ns) inside aten::linear only; a third range has no launch (null correlation):
+    no stack. kernel_counter_op gives each counter value its launch's stack, kernel_counter_stats sums per bottom op."""
+    ops = [{"side": "Host", "op_name": "aten::linear", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 100},
+           {"side": "Host", "op_name": "aten::addmm", "category": "cpu_op", "tid": 1, "start_ns": 10, "dur_ns": 50},
+           {"side": "Host", "op_name": "other_thread", "category": "cpu_op", "tid": 2, "start_ns": 0, "dur_ns": 100}]
+    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 5, "start_ns": 20, "dur_ns": 5},
+             {"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 6, "start_ns": 70, "dur_ns": 5}]
+    ranges = [(0, "gemm", 5, "dram__bytes_read.sum", 100.0), (0, "gemm", 5, "ffma.sum", 7.0),
+              (1, "gemm", 6, "dram__bytes_read.sum", 300.0), (2, "relu", None, "dram__bytes_read.sum", 50.0)]
+    counters = [{"range_index": i, "kernel_name": k, "start_ns": 1000 * i, "dur_ns": 10, "launch_correlation": c,
+                 "counter": n, "value": v} for i, k, c, n, v in ranges]
+    tables = {"host_op": ops, "host_api": calls, "kernel_counter": counters}
+    got = sorted((r["range_index"], r["counter"], r["launch_api"], r["top_level_op"], r["bottom_level_op"],
+                  r["op_stack"], r["value"]) for r in model_rows(tables, "kernel_counter_op"))
+    assert got == [(0, "dram__bytes_read.sum", "cudaLaunchKernel", "aten::linear", "aten::addmm",
+                    ["aten::linear", "aten::addmm"], 100.0),
+                   (0, "ffma.sum", "cudaLaunchKernel", "aten::linear", "aten::addmm", ["aten::linear", "aten::addmm"], 7.0),
+                   (1, "dram__bytes_read.sum", "cudaLaunchKernel", "aten::linear", "aten::linear", ["aten::linear"], 300.0),
+                   (2, "dram__bytes_read.sum", None, None, None, None, 50.0)]
+    stats = {(r["bottom_level_op"], r["kernel_name"], r["counter"]): (r["kernels"], r["total_value"], r["max_value"])
+             for r in model_rows(tables, "kernel_counter_stats")}
+    assert stats[("aten::addmm", "gemm", "dram__bytes_read.sum")] == (1, 100.0, 100.0)
+    assert stats[("aten::linear", "gemm", "dram__bytes_read.sum")] == (1, 300.0, 300.0)
