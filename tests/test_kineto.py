@@ -513,7 +513,9 @@ def test_timeline_has_the_runtime_calls_and_the_memory_in_use(tmp_path: Path):
     assert len(calls) == query(out, "SELECT count(*) FROM host_api WHERE rank = 0")[0][0] == 10
     assert {threads[e["pid"], e["tid"]] for e in calls} <= {t for t in threads.values() if t.startswith("Host: Thread ")}
     counters = [e for e in events if names.get(e["pid"]) == "rank 0" and e["ph"] == "C"]
-    assert {e["name"] for e in counters} == {"Memory in use cuda:0", "Memory in use cpu"}
+    # the memory in use, and the bandwidth of the trace's copies and sets (memory_bandwidth_series)
+    assert {e["name"] for e in counters} == {"Memory in use cuda:0", "Memory in use cpu", "Memory bandwidth HtoD",
+                                             "Memory bandwidth memset"}
     # the last CUDA counter is what is in use at the end: 10 MiB before the trace and 8 KiB kept per step
     last = max((e for e in counters if e["name"].endswith("cuda:0")), key=lambda e: e["ts"])
     assert last["args"]["bytes"] == (10 << 20) + 2 * 8192
