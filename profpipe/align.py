@@ -198,11 +198,15 @@ def read_side(con: duckdb.DuckDBPyConnection) -> Side:
                 ordered.append(by_key[key])
             item = by_key[key]
             if o["dur_ns"] is not None:
-                item.host_ns = (item.host_ns or 0.0) + o["dur_ns"] / n
+                item.host_ns = (item.host_ns or 0.0) + o["dur_ns"]
             for kernel, kernel_dur in o["kernels"]:
-                item.kernels += 1 / n
-                item.device_ns += kernel_dur / n
+                item.kernels += 1
+                item.device_ns += kernel_dur
                 item.kernel_time[kernel] += kernel_dur
+    for item in ordered:  # sums over the units -> per step
+        item.kernels /= n
+        item.device_ns /= n
+        item.host_ns = None if item.host_ns is None else item.host_ns / n
     return Side(rank, source, n, representative, ordered, *memory)
 
 
