@@ -644,7 +644,9 @@ DEFAULT_DIFF_TOP = 20
 
 @_command('# what changed from out_a (the baseline) to out_b, per kernel, op type and step phase\nprofpipe diff out_a out_b --report diff.html\n'
           '# a CI gate: exit 4 when the step time or a top kernel / op type is significantly over 5 % slower\n'
-          'profpipe diff baseline.profpipe candidate.profpipe --fail-above 5')
+          'profpipe diff baseline.profpipe candidate.profpipe --fail-above 5\n'
+          '# a GPU run against an NPU run of the same model, op by op along the op sequence of a step\n'
+          'profpipe diff gpu_out npu_out --align ops')
 def diff(
     a: Annotated[str, typer.Argument(help="Run A (the baseline): an output folder of `profpipe analyse`, or a run id with --warehouse.")],
     b: Annotated[str, typer.Argument(help="Run B (compared with A): an output folder, or a run id with --warehouse.")],
@@ -654,6 +656,7 @@ def diff(
     warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", metavar="W", help="A and B are run ids in the warehouse W.")] = None,
     html: Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help="Also write the ranked changes as a self-contained HTML report to FILE.")] = None,
     fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, help=FAIL_ABOVE_HELP)] = None,
+    align: Annotated[str, typer.Option("--align", metavar="names|ops", help="names (default): match kernels, op types and step phases by name; ops: align the two runs op by op along the op sequence of a representative step, over canonical op types (a GPU run against an NPU run).")] = "names",
 ) -> None:
     """Compare run B with run A per kernel, op type and step phase: counts, total and per-step time, their
     change, ranked by the change of the per-step time, with Welch's t test over the steps.
@@ -666,6 +669,13 @@ def diff(
     time in A or B is at least 1 % of A's step time; a key new in B counts as a regression of any size).
     Improvements never fail. The regressions are printed after the table (--json: the list `regressions`).
 
+    --align ops: the runs are aligned op by op instead (docs/batch.md, Comparing a GPU run with an NPU run): the
+    op sequence of one representative step per run, op types mapped onto canonical types (aten::conv2d and
+    Conv2D are conv2d), aligned with difflib.SequenceMatcher; per aligned op the time per step on each side,
+    the difference and the kernels it launched; ops on one side only are listed as only_a / only_b; then the
+    per op type and per collective type summaries and the peak memory of each side. -o writes the aligned ops;
+    --fail-above does not apply.
+
     Exit status: 0 compared (with --fail-above: nothing regressed beyond PCT); 4 --fail-above found a
     regression; 2 usage error (a folder without profile.duckdb, a run not in the warehouse).
     """
@@ -673,6 +683,10 @@ def diff(
         raise _usage("--top must be 0 (all rows) or more")
     if output is not None and output.suffix not in (".parquet", ".csv"):
         raise _usage(f"-o {output}: the file name must end in .parquet or .csv")
+    if align not in ("names", "ops"):
+        raise _usage(f"--align {align}: choose names or ops")
+    if align == "ops" and fail_above is not None:
+        raise _usage("--fail-above compares runs by name; it does not apply with --align ops")
     import duckdb
 
     from .diff import diff_runs
@@ -684,9 +698,17 @@ def diff(
             con_a, con_b = open_run(warehouse, a), open_run(warehouse, b)
         else:
             con_a, con_b = _open(Path(a)), _open(Path(b))
-        table = diff_runs(con_a, con_b)
+        if align == "ops":
+            from .align import align_runs
+
+            alignment = align_runs(con_a, con_b)
+        else:
+            table = diff_runs(con_a, con_b)
     except (duckdb.Error, ProfpipeError) as exc:
         raise _usage(str(exc)) from None
+    if align == "ops":
+        _align_outputs(a, b, alignment, top, json_out, output, html)
+        return
     if output is not None:
         _write_table(table, output)
     if html is not None:
@@ -710,6 +732,61 @@ def diff(
             _print_regressions(a, b, failed, fail_above)
     if failed:
         raise typer.Exit(EXIT_REGRESSION)
+
+
+def _align_outputs(a: str, b: str, alignment: dict, top: int, json_out: bool, output: Path | None,
+                   html: Path | None) -> None:
+    """`diff --align ops`: the aligned ops to -o, the report, and the text or JSON answer."""
+    if output is not None:
+        _write_table(alignment["ops"], output)
+    if html is not None:
+        from .report import write_align_report
+
+        write_align_report(alignment, a, b, html)
+    if json_out:
+        document = {"a": a, "b": b, "align": "ops", "side_a": alignment["a"], "side_b": alignment["b"],
+                    **{key: [_json_row(row) for row in alignment[key].to_pylist()]
+                       for key in ("ops", "op_types", "collectives")}}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    from .export.text_table import simple_table
+
+    def micro(value: float | None) -> float | None:
+        return None if value is None else round(value / 1000, 3)
+
+    def cut(text: str | None, width: int = 40) -> str | None:
+        return text if text is None or len(text) <= width else text[:width - 3] + "..."
+
+    ops = alignment["ops"].to_pylist()
+    matched = sum(row["status"] == "both" for row in ops)
+    for label, name, side in (("A", a, alignment["a"]), ("B", b, alignment["b"])):
+        memory = "" if side["peak_allocated_bytes"] is None else \
+            f", peak memory {side['peak_allocated_bytes'] / 2 ** 20:.1f} MiB allocated" + (
+                "" if side["peak_reserved_bytes"] is None else f", {side['peak_reserved_bytes'] / 2 ** 20:.1f} MiB reserved")
+        typer.echo(f"{label} {name}: rank {side['rank']}, {side['ops']} ops from {side['source']} in step "
+                   f"{side['representative_step']} (capture {side['representative_capture']}), {side['steps']} steps"
+                   f"{memory or ', no memory peak'}")
+    shown = ops[:top] if top else ops
+    typer.echo(f"profpipe diff --align ops: {len(ops)} aligned positions, {matched} matched, "
+               f"{sum(r['status'] == 'only_a' for r in ops)} only in A, {sum(r['status'] == 'only_b' for r in ops)} "
+               f"only in B; showing {len(shown)} in sequence order (times per step, us)")
+    cells = [(row["position"], row["canonical_type"], row["status"], cut(row["op_name_a"]), cut(row["op_name_b"]),
+              micro(row["time_a_ns"]), micro(row["time_b_ns"]), micro(row["difference_ns"]),
+              None if row["kernels_a"] is None else round(row["kernels_a"], 2),
+              cut(row["top_kernel_a"], 30),
+              None if row["kernels_b"] is None else round(row["kernels_b"], 2),
+              cut(row["top_kernel_b"], 30)) for row in shown]
+    typer.echo(simple_table(("pos", "type", "status", "op A", "op B", "A us", "B us", "B - A us", "kernels A",
+                             "top kernel A", "kernels B", "top kernel B"), cells))
+    for key, title in (("op_types", "per op type"), ("collectives", "per collective type")):
+        rows = alignment[key].to_pylist()
+        if not rows:
+            typer.echo(f"{title}: none")
+            continue
+        typer.echo(f"{title} (us per step):")
+        typer.echo(simple_table(("type", "ops A", "ops B", "matched", "A us", "B us", "B - A us"), [
+            (row["canonical_type"], row["ops_a"], row["ops_b"], row["matched"], micro(row["time_a_ns"]),
+             micro(row["time_b_ns"]), micro(row["difference_ns"])) for row in rows]))
 
 
 def _json_row(row: dict) -> dict:

@@ -53,6 +53,15 @@ def write_diff_report(changes: pa.Table, a: str, b: str, path: Path) -> Path:
     return path
 
 
+def write_align_report(alignment: dict, a: str, b: str, path: Path) -> Path:
+    """Write the report of `profpipe diff --align ops`: run B aligned op by op on run A."""
+    from .compare_pages import align_page
+
+    document.write(path, document.render(f"profpipe diff --align ops: {b} against {a}", f"A = {a} · B = {b}",
+                                         [align_page(alignment, a, b)], _FOOTER))
+    return path
+
+
 def write_report(output: Path, path: Path | None = None, *, run: str | None = None) -> Path:
     """The report of an existing output: a `profpipe analyse` folder (default file OUTPUT/report.html), a
     warehouse (its Batch report), or with `run` one run of a warehouse."""

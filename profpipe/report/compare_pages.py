@@ -83,5 +83,39 @@ def diff_sections(changes: pa.Table, a: str, b: str, *, regressions_only: bool) 
                 note=f"A = {a}, B = {b}; ranked by the absolute change of the per-step time (profpipe diff).")]
 
 
+def align_page(alignment: dict, a: str, b: str) -> Page:
+    """The Alignment page of `profpipe diff --align ops --report`: the aligned ops, per op type and per
+    collective type (profpipe/align.py)."""
+    ops = alignment["ops"].to_pylist()
+    if not ops:
+        return {"id": "align", "title": "Alignment", "sections": [
+            empty("Op alignment", "Neither run has framework or device ops in a step to align.")]}
+    shown = [{**r, "a_ms": _ms(r["time_a_ns"]), "b_ms": _ms(r["time_b_ns"]), "change_ms": _ms(r["difference_ns"])}
+             for r in ops]
+    memory = "; ".join(f"{label}: peak {side['peak_allocated_bytes'] / 2 ** 20:.1f} MiB allocated"
+                       if side["peak_allocated_bytes"] is not None else f"{label}: no memory peak"
+                       for label, side in (("A", alignment["a"]), ("B", alignment["b"])))
+    sections: list[Section] = [table("align-ops", f"Op alignment of {b} against {a}", [
+        column("position", "position", "int"), column("canonical_type", "type", search=True),
+        column("status", "status"), column("op_name_a", "op A", search=True), column("op_name_b", "op B", search=True),
+        column("a_ms", "A ms per step", "ms"), column("b_ms", "B ms per step", "ms"), column("change_ms", "B - A ms", "ms"),
+        column("kernels_a", "kernels A", "num"), column("top_kernel_a", "top kernel A"),
+        column("kernels_b", "kernels B", "num"), column("top_kernel_b", "top kernel B")], shown[:TOP_ROWS],
+        total=len(shown), note=f"A = {a}, B = {b}; the op sequence of one representative step per run, aligned over "
+                               f"canonical op types with difflib.SequenceMatcher (profpipe diff --align ops). {memory}.")]
+    for key, title in (("op_types", "Per op type"), ("collectives", "Per collective type")):
+        listed = [{**r, "a_ms": _ms(r["time_a_ns"]), "b_ms": _ms(r["time_b_ns"]), "change_ms": _ms(r["difference_ns"])}
+                  for r in alignment[key].to_pylist()]
+        if not listed:
+            sections.append(empty(title, "None in either run."))
+            continue
+        sections.append(table(f"align-{key}", title, [
+            column("canonical_type", "type", search=True), column("ops_a", "ops A", "int"),
+            column("ops_b", "ops B", "int"), column("matched", "matched", "int"), column("a_ms", "A ms per step", "ms"),
+            column("b_ms", "B ms per step", "ms"), column("change_ms", "B - A ms", "ms")], listed[:TOP_ROWS],
+            total=len(listed)))
+    return {"id": "align", "title": "Alignment", "sections": sections}
+
+
 def _ms(ns: Any) -> float | None:
     return None if ns is None else ns / 1e6
