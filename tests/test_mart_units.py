@@ -1253,6 +1253,62 @@ def test_op_flops_achieved_over_the_device_time_launched_and_the_peak():
          "peak_flops_per_second": 19.5e12, "peak_source": "device", "peak_share": 2 / 19.5}])
 
 
+
+def test_op_roofline_bytes_intensity_and_bound_of_a_gemm_and_an_element_wise_op():
+    """On an H100 SXM (989.4 TFLOP/s bf16, 494.7 TF32, 3.35 TB/s): a bf16 4096^3 GEMM is compute-bound, a float add
+    memory-bound; an addmm nested in a linear is the linear's row; a rank on an unknown GPU gets no peak and no bound.
+    Bytes, FLOPs and roofs computed here independently of the SQL."""
+    def device(name: str) -> str:
+        return json.dumps({"deviceProperties": [{"id": 0, "name": name}]})
+
+    def op(index: int, name: str, dims: str, types: list[str], parent: int = -1, rank: int = 0, concrete=None) -> dict:
+        return {"rank": rank, "side": "Host", "op_name": name, "start_ns": index * 1000, "dur_ns": 500, "op_index": index,
+                "parent_index": parent, "input_dims": dims, "input_types": json.dumps(types),
+                "concrete_inputs": json.dumps(concrete or [""] * len(types))}
+
+    m = k = n = 4096
+    gemm_flop, gemm_bytes = 2 * m * k * n, (m * k + k * n + m * n) * 2       # bf16: 2 bytes an element
+    elems = 1024 * 1024
+    add_flop, add_bytes = elems, (elems + elems + elems) * 4                 # two float inputs read, one output written
+    lin_flop, lin_bytes = 2 * 32 * 512 * 64, (32 * 512 + 64 * 512 + 64 + 32 * 64) * 4  # x, weight, bias, output
+    peak_bf16, peak_tf32, bandwidth = 989.4e12, 494.7e12, 3.35e12
+    tables = {
+        "run_info": [{"rank": 0, "device_type": "gpu", "layout": "kineto", "metadata_json": device("NVIDIA H100 80GB HBM3")},
+                     {"rank": 1, "device_type": "gpu", "layout": "kineto", "metadata_json": device("Some GPU X")}],
+        "host_op": [op(0, "aten::mm", f"[[{m}, {k}], [{k}, {n}]]", ["c10::BFloat16", "c10::BFloat16"]),
+                    op(1, "aten::add", "[[1024, 1024], [1024, 1024], []]", ["float", "float", "Scalar"]),
+                    op(2, "aten::linear", "[[32, 512], [64, 512], [64]]", ["float", "float", "float"]),
+                    op(3, "aten::addmm", "[[64], [32, 512], [512, 64], [], []]",
+                       ["float", "float", "float", "Scalar", "Scalar"], parent=2),
+                    op(4, "aten::mm", f"[[{m}, {k}], [{k}, {n}]]", ["c10::BFloat16", "c10::BFloat16"], rank=1),
+                    op(5, "aten::mm", "[[2, 2], [2, 2]]", ["float", "float"])],      # no kernel: no row
+        "device_exec": [kernel("gemm", 0, 200_000, op_index=0), kernel("add", 1_000, 10_000, op_index=1),
+                        kernel("gemm", 3_000, 40_000, op_index=3),
+                        {**kernel("gemm", 0, 200_000, op_index=4), "rank": 1}]}
+    gemm_achieved = gemm_flop / 200e-6
+    add_achieved, add_intensity = add_flop / 10e-6, add_flop / add_bytes
+    lin_achieved, lin_intensity = lin_flop / 40e-6, lin_flop / lin_bytes
+    same(model_rows(tables, "op_roofline"), [
+        {"rank": 0, "op_name": "aten::add", "op_class": "elementwise", "dtype": "float", "executions": 1,
+         "device_ns": 10_000, "flop": add_flop, "bytes": add_bytes, "intensity_flop_per_byte": 1 / 12,
+         "achieved_flop_per_second": add_achieved, "achieved_bytes_per_second": add_bytes / 10e-6,
+         "peak_flop_per_second": peak_tf32, "peak_bytes_per_second": bandwidth,
+         "ridge_flop_per_byte": peak_tf32 / bandwidth, "bound": "memory",
+         "attainable_flop_per_second": add_intensity * bandwidth,
+         "roof_share": add_achieved / (add_intensity * bandwidth)},
+        {"rank": 0, "op_name": "aten::linear", "op_class": "gemm", "executions": 1, "device_ns": 40_000,
+         "flop": lin_flop, "bytes": lin_bytes, "bound": "memory",
+         "roof_share": lin_achieved / (lin_intensity * bandwidth)},
+        {"rank": 0, "op_name": "aten::mm", "op_class": "gemm", "dtype": "c10::BFloat16", "device_ns": 200_000,
+         "device_share": 200_000 / 250_000, "flop": gemm_flop, "bytes": gemm_bytes,
+         "intensity_flop_per_byte": gemm_flop / gemm_bytes, "peak_flop_per_second": peak_bf16,
+         "ridge_flop_per_byte": peak_bf16 / bandwidth, "bound": "compute", "attainable_flop_per_second": peak_bf16,
+         "roof_share": gemm_achieved / peak_bf16, "peak_source": "NVIDIA H100 Tensor Core GPU data sheet"},
+        {"rank": 1, "op_name": "aten::mm", "flop": gemm_flop, "bytes": gemm_bytes, "device_name": "Some GPU X",
+         "achieved_flop_per_second": gemm_achieved, "peak_flop_per_second": None, "peak_bytes_per_second": None,
+         "ridge_flop_per_byte": None, "bound": None, "roof_share": None, "peak_source": None}])
+    assert gemm_flop / gemm_bytes > peak_bf16 / bandwidth > add_intensity   # the bounds above, by hand
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():
