@@ -268,8 +268,8 @@ QUIET = {
                                 ("kernel_sequence_stats", "device_share", 0.051)),
     # an op at 5 % of the device time reaching 60 % of its roof is quiet
     "below_roofline": ({"op_roofline": [{"rank": 0, "op_name": "aten::mm", "input_dims": "[[8, 8], [8, 8]]",
-                                         "dtype": "float", "device_share": 0.05, "roof_share": 0.6}]},
-                       ("op_roofline", "roof_share", 0.59)),
+                                         "dtype": "float", "device_share": 0.05, "roof_ratio": 0.6}]},
+                       ("op_roofline", "roof_ratio", 0.59)),
     "input_pipeline": ({"data_findings": [{"rank": 0, "capture": 0, "analyzer": "mindinsight", "rule": "device_queue",
                                            "value": 0.3, "threshold": 0.3}]},
                        ("data_findings", "value", 0.31)),

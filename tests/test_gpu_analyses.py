@@ -482,7 +482,7 @@ def test_op_roofline_on_the_h100_fixture_is_plausible(tmp_path: Path) -> None:
     the linears' bytes their input, weight, bias and output in float, and the outermost costed op is the row."""
     out = run(CUDA_TRACE.parent, tmp_path / "out").output
     rows = query(out, "SELECT op_name, op_class, input_dims, executions, flop, bytes, achieved_flop_per_second, "
-                      "peak_flop_per_second, peak_bytes_per_second, ridge_flop_per_byte, bound, roof_share, device_name "
+                      "peak_flop_per_second, peak_bytes_per_second, ridge_flop_per_byte, bound, roof_ratio, device_name "
                       "FROM op_roofline")
     assert rows and {r[1] for r in rows} == {"gemm", "conv", "elementwise"}
     names = {r[0] for r in rows}

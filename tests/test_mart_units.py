@@ -1295,19 +1295,49 @@ def test_op_roofline_bytes_intensity_and_bound_of_a_gemm_and_an_element_wise_op(
          "peak_flop_per_second": peak_tf32, "peak_bytes_per_second": bandwidth,
          "ridge_flop_per_byte": peak_tf32 / bandwidth, "bound": "memory",
          "attainable_flop_per_second": add_intensity * bandwidth,
-         "roof_share": add_achieved / (add_intensity * bandwidth)},
+         "roof_ratio": add_achieved / (add_intensity * bandwidth)},
         {"rank": 0, "op_name": "aten::linear", "op_class": "gemm", "executions": 1, "device_ns": 40_000,
          "flop": lin_flop, "bytes": lin_bytes, "bound": "memory",
-         "roof_share": lin_achieved / (lin_intensity * bandwidth)},
+         "roof_ratio": lin_achieved / (lin_intensity * bandwidth)},
         {"rank": 0, "op_name": "aten::mm", "op_class": "gemm", "dtype": "c10::BFloat16", "device_ns": 200_000,
          "device_share": 200_000 / 250_000, "flop": gemm_flop, "bytes": gemm_bytes,
          "intensity_flop_per_byte": gemm_flop / gemm_bytes, "peak_flop_per_second": peak_bf16,
          "ridge_flop_per_byte": peak_bf16 / bandwidth, "bound": "compute", "attainable_flop_per_second": peak_bf16,
-         "roof_share": gemm_achieved / peak_bf16, "peak_source": "NVIDIA H100 Tensor Core GPU data sheet"},
+         "roof_ratio": gemm_achieved / peak_bf16, "peak_source": "NVIDIA H100 Tensor Core GPU data sheet"},
         {"rank": 1, "op_name": "aten::mm", "flop": gemm_flop, "bytes": gemm_bytes, "device_name": "Some GPU X",
          "achieved_flop_per_second": gemm_achieved, "peak_flop_per_second": None, "peak_bytes_per_second": None,
-         "ridge_flop_per_byte": None, "bound": None, "roof_share": None, "peak_source": None}])
+         "ridge_flop_per_byte": None, "bound": None, "roof_ratio": None, "peak_source": None}])
     assert gemm_flop / gemm_bytes > peak_bf16 / bandwidth > add_intensity   # the bounds above, by hand
+
+
+def test_op_roofline_cost_of_attention_norm_conv_and_an_out_tensor():
+    """The macro's other formulas, by hand: causal bf16 attention (Q, K, V, O; 2 B H Nq Nkv (d + dv), halved), a half
+    layer_norm (input, weight, bias, output; 5 per element), conv2d with stride 2 and padding 1, and mul.out, whose
+    third tensor is written, not read; an input type it does not know gives no cost."""
+    con = build({})
+
+    def cost(name: str, dims: str, types: list[str], concrete: list[str]) -> dict:
+        return con.execute("SELECT op_roofline_cost(?, ?, ?, ?)", [name, dims, json.dumps(types), json.dumps(concrete)]
+                           ).fetchone()[0]
+
+    b, h, nq, d = 2, 8, 128, 64
+    assert cost("aten::scaled_dot_product_attention", f"[[{b}, {h}, {nq}, {d}], [{b}, {h}, {nq}, {d}], [{b}, {h}, {nq}, {d}], [], [], [], []]",
+                ["c10::BFloat16"] * 3 + ["", "Scalar", "Scalar", ""], ["", "", "", "", "0.", "True", ""]) == {
+        "op_class": "attention", "flop": 2 * b * h * nq * nq * (d + d) // 2, "bytes": 4 * b * h * nq * d * 2,
+        "dtype": "c10::BFloat16"}
+    tokens, hidden = 4 * 128, 768
+    assert cost("aten::layer_norm", f"[[4, 128, {hidden}], [], [{hidden}], [{hidden}], [], []]",
+                ["c10::Half", "ScalarList", "c10::Half", "c10::Half", "Scalar", "Scalar"],
+                ["", f"[{hidden}]", "", "", "1e-05", "True"])["bytes"] == (2 * tokens * hidden + 2 * hidden) * 2
+    out_h = (32 + 2 * 1 - 1 * (3 - 1) - 1) // 2 + 1                         # 16
+    conv = cost("aten::conv2d", "[[8, 3, 32, 32], [16, 3, 3, 3], [16], [], [], [], []]",
+                ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+                ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"])
+    assert conv["flop"] == 2 * 8 * 16 * out_h * out_h * 3 * 3 * 3
+    assert conv["bytes"] == (8 * 3 * 32 * 32 + 16 * 3 * 3 * 3 + 16 + 8 * 16 * out_h * out_h) * 4
+    assert cost("aten::mul", "[[100, 10], [], [100, 10]]", ["float", "double", "float"], ["", "", ""]) == {
+        "op_class": "elementwise", "flop": 1000, "bytes": 1000 * 4 + 8 + 1000 * 4, "dtype": "float"}
+    assert cost("aten::add", "[[4], [4], []]", ["float", "c10::Float4_weird", "Scalar"], ["", "", "1"])["bytes"] is None
 
 # ---------------------------------------------------------------------------------------------- timeline
 

@@ -299,7 +299,7 @@ def _roofline(con: duckdb.DuckDBPyConnection) -> list[Section]:
                 column("device_share", "device share", "pct"), column("intensity_flop_per_byte", "FLOP/byte", "num"),
                 column("achieved_tflops", "TFLOP/s", "num"), column("achieved_gbps", "GB/s", "num"),
                 column("ridge_flop_per_byte", "ridge FLOP/byte", "num"), column("bound", "bound"),
-                column("roof_share", "share of roof", "pct")], ops, total=_count(con, "op_roofline"))]
+                column("roof_ratio", "of roof", "pct")], ops, total=_count(con, "op_roofline"))]
 
 
 # ---- Utilisation ---------------------------------------------------------------------------------------------

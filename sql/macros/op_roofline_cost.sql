@@ -20,8 +20,10 @@
 --     (statistics 3, scale and shift 2: TraceLens' count without its per-channel terms), batch_norm with
 --     training False 2, rms_norm 4 (square, sum, scale by rstd and weight)
 --   elementwise (aten::add(_), mul(_), sub(_), div(_), relu(_), gelu, silu, sigmoid, tanh, threshold_backward,
---     gelu_backward, silu_backward): the inputs + an output of the largest input's elements (broadcast: exact
---     where one input has the output's shape); flop = the output's elements (TraceLens)
+--     gelu_backward, silu_backward): the operands (the first input of relu, gelu, silu, sigmoid, tanh; the first two
+--     of the others: a later tensor, such as mul.out's out, is written, not read) + an output of the largest
+--     operand's elements (broadcast: exact where one operand has the output's shape); flop = the output's elements
+--     (TraceLens)
 -- NULL flop and bytes where the dims are missing or not whole numbers, an input's type is neither a tensor type
 -- dtype_bytes knows nor a non-tensor ('' None, Scalar, ScalarList, ...), or the op is not listed.
 CREATE MACRO op_roofline_cost(op_name, input_dims, input_types, concrete_inputs) AS (
@@ -45,6 +47,8 @@ CREATE MACRO op_roofline_cost(op_name, input_dims, input_types, concrete_inputs)
         SELECT *,
                -- elements of each input that is a tensor (a 0-d tensor has dims [] and 1 element), NULL otherwise
                list_transform(range(1, len(t) + 1), lambda i: CASE WHEN dtype_bytes(t[i]) IS NOT NULL
+                   AND (op_class <> 'elementwise' OR i <= CASE WHEN op_name IN ('aten::relu', 'aten::relu_',
+                        'aten::gelu', 'aten::silu', 'aten::sigmoid', 'aten::tanh') THEN 1 ELSE 2 END)
                    THEN coalesce(list_aggregate(d[i], 'product')::BIGINT, 1) END) AS n,
                list_bool_and(list_transform(t, lambda x: dtype_bytes(x) IS NOT NULL
                    OR list_contains(['', 'Scalar', 'ScalarList', 'String', 'Device', 'Layout', 'ScalarType',

@@ -78,6 +78,6 @@ SELECT r.rank, r.op_name, r.op_class, r.input_dims, r.dtype, r.executions, r.dev
        CASE WHEN r.intensity_flop_per_byte IS NULL OR r.ridge_flop_per_byte IS NULL THEN NULL
             WHEN r.intensity_flop_per_byte >= r.ridge_flop_per_byte THEN 'compute' ELSE 'memory' END AS bound,
        r.attainable_flop_per_second,
-       r.achieved_flop_per_second / nullif(r.attainable_flop_per_second, 0) AS roof_share,
+       r.achieved_flop_per_second / nullif(r.attainable_flop_per_second, 0) AS roof_ratio,
        CASE WHEN r.peak_flop_per_second IS NOT NULL THEN r.sheet.source END AS peak_source
 FROM ridge r LEFT JOIN rank_device d USING (rank)

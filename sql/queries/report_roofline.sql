@@ -4,7 +4,7 @@ SELECT rank, op_name, op_class, input_dims, dtype, executions, device_ns / 1e6 A
        intensity_flop_per_byte, achieved_flop_per_second / 1e12 AS achieved_tflops,
        achieved_bytes_per_second / 1e9 AS achieved_gbps, device_name,
        peak_flop_per_second / 1e12 AS peak_tflops, peak_bytes_per_second / 1e9 AS peak_gbps,
-       ridge_flop_per_byte, bound, roof_share
+       ridge_flop_per_byte, bound, roof_ratio
 FROM op_roofline
 WHERE flop > 0 AND bytes > 0
 ORDER BY device_ns DESC, rank, op_name, input_dims, dtype
