@@ -6,7 +6,8 @@
 -- bandwidth:
 --   H100 SXM5 80GB ('H100 80GB HBM3', 'H100 SXM'): FP64 67, TF32 494.7, FP16/BF16 989.4, 3.35 TB/s (H100 data sheet)
 --   H100 PCIe: 51, 378, 756, 2.0 TB/s (H100 data sheet)       H100 NVL: 60, 417.5, 835.5, 3.9 TB/s (H100 data sheet)
---   H200 (SXM): 67, 494.7, 989.4, 4.8 TB/s (H200 data sheet)
+--   H200 (SXM): 67, 494.7, 989.4, 4.8 TB/s; H200 NVL: 60, 417.5, 835.5, 4.8 TB/s (H200 data sheet); a GH200 is not
+--     listed (its names start 'NVIDIA GH200', which the H200 patterns do not match)
 --   A100 SXM4 80GB: FP64 19.5, TF32 156, FP16/BF16 312, 2,039 GB/s; A100 80GB PCIe: 1,935 GB/s; A100 40GB (SXM4 and
 --     PCIe): 1,555 GB/s (A100 data sheet)
 --   V100 SXM2: FP64 7.8, FP32 15.7, FP16 125, no BF16, 900 GB/s; V100 PCIe: 7, 14, 112, 900 GB/s (V100 data sheet)
@@ -22,7 +23,9 @@ CREATE MACRO gpu_datasheet(device_name) AS (
         (1, '%H100%PCIe%', 'H100 PCIe', 51.0, 378.0, 756.0, 756.0, 2000, 'NVIDIA H100 Tensor Core GPU data sheet'),
         (2, '%H100%NVL%', 'H100 NVL', 60.0, 417.5, 835.5, 835.5, 3900, 'NVIDIA H100 Tensor Core GPU data sheet'),
         (3, '%H100%', 'H100 SXM5', 67.0, 494.7, 989.4, 989.4, 3350, 'NVIDIA H100 Tensor Core GPU data sheet'),
-        (4, '%H200%', 'H200 SXM', 67.0, 494.7, 989.4, 989.4, 4800, 'NVIDIA H200 Tensor Core GPU data sheet'),
+        (4, 'NVIDIA H200%NVL%', 'H200 NVL', 60.0, 417.5, 835.5, 835.5, 4800, 'NVIDIA H200 Tensor Core GPU data sheet'),
+        (5, 'NVIDIA H200%', 'H200 SXM', 67.0, 494.7, 989.4, 989.4, 4800, 'NVIDIA H200 Tensor Core GPU data sheet'),
+        (5, '%A100%PCIe%80GB%', 'A100 80GB PCIe', 19.5, 156.0, 312.0, 312.0, 1935, 'NVIDIA A100 Tensor Core GPU data sheet'),
         (5, '%A100%80GB%PCIe%', 'A100 80GB PCIe', 19.5, 156.0, 312.0, 312.0, 1935, 'NVIDIA A100 Tensor Core GPU data sheet'),
         (6, '%A100%80GB%', 'A100 80GB SXM4', 19.5, 156.0, 312.0, 312.0, 2039, 'NVIDIA A100 Tensor Core GPU data sheet'),
         (7, '%A100%', 'A100 40GB', 19.5, 156.0, 312.0, 312.0, 1555, 'NVIDIA A100 Tensor Core GPU data sheet'),

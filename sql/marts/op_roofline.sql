@@ -55,7 +55,7 @@ WITH RECURSIVE own AS (
     FROM {{ ref('stg_run_info') }} GROUP BY rank
 ), peaks AS (
     SELECT p.*, d.device_name, gpu_datasheet(d.device_name) AS sheet,
-           p.flop / p.bytes AS intensity_flop_per_byte,
+           p.flop / nullif(p.bytes, 0) AS intensity_flop_per_byte,
            p.flop / (p.device_ns / 1e9) AS achieved_flop_per_second,
            p.bytes / (p.device_ns / 1e9) AS achieved_bytes_per_second
     FROM per_shape p LEFT JOIN devices d USING (rank)
