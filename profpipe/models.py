@@ -53,10 +53,11 @@ _MATERIALIZED = {"staging": "VIEW", "intermediate": "VIEW", "marts": "TABLE", "r
 _PREFIX = {"staging": "stg_", "intermediate": "int_", "marts": "", "reports": ""}
 #: Units a column may carry (docs/models.md, "Units"); a column without one is a name, id, flag or plain number. A share
 #: is a part of a whole (0-1, checked); a ratio is a quotient that can exceed 1 (its description says why).
-UNITS = ("ns", "bytes", "share", "ratio", "count", "bytes_per_second")
+UNITS = ("ns", "bytes", "share", "ratio", "count", "bytes_per_second", "flop_per_second", "flop_per_byte")
 #: Column-name endings (and bare names: share, bytes) and the unit each one requires.
 UNIT_SUFFIXES = {"_ns": "ns", "_bytes": "bytes", "_share": "share", "_ratio": "ratio",
-                 "_bytes_per_second": "bytes_per_second"}
+                 "_bytes_per_second": "bytes_per_second", "_flop_per_second": "flop_per_second",
+                 "_flop_per_byte": "flop_per_byte"}
 #: Tables the models may read with source() besides the normalized tables: the run's options.
 EXTRA_SOURCES = ("run_option",)
 _WORD = re.compile(r"(?<![.\w])\w+")

@@ -475,6 +475,28 @@ def test_op_flops_by_pytorchs_formulas_and_the_devices_peak(tmp_path: Path) -> N
     assert set(query(given, "SELECT peak_flops_per_second, peak_source FROM op_flops")) == {(100e12, "option")}
 
 
+
+def test_op_roofline_on_the_h100_fixture_is_plausible(tmp_path: Path) -> None:
+    """op_roofline on the H100 fixture (float inputs: TF32 494.7 TFLOP/s, 3.35 TB/s): every row under its peak and
+    its roof, its bound on the side of the ridge its intensity puts it; conv2d's FLOPs are PyTorch's (computed here),
+    the linears' bytes their input, weight, bias and output in float, and the outermost costed op is the row."""
+    out = run(CUDA_TRACE.parent, tmp_path / "out").output
+    rows = query(out, "SELECT op_name, op_class, input_dims, executions, flop, bytes, achieved_flop_per_second, "
+                      "peak_flop_per_second, peak_bytes_per_second, ridge_flop_per_byte, bound, roof_ratio, device_name "
+                      "FROM op_roofline")
+    assert rows and {r[1] for r in rows} == {"gemm", "conv", "elementwise"}
+    names = {r[0] for r in rows}
+    assert "aten::linear" in names and "aten::addmm" not in names      # addmm runs inside linear: counted there
+    for name, _, dims, executions, flop, nbytes, achieved, peak, bandwidth, ridge, bound, share, device in rows:
+        assert (device, peak, bandwidth) == ("NVIDIA H100 80GB HBM3", 494.7e12, 3.35e12)
+        assert achieved <= peak and 0 <= share <= 1
+        assert ridge == pytest.approx(peak / bandwidth) and bound == ("compute" if flop / nbytes >= ridge else "memory")
+        if name == "aten::linear":
+            (rows_in, k), (n, _), _bias = json.loads(dims)
+            assert nbytes == executions * (rows_in * k + n * k + n + rows_in * n) * 4
+    conv = sum(_pytorch_flops(e) for e in _events(CUDA_TRACE) if e.get("cat") == "cpu_op" and e["name"] == "aten::conv2d")
+    assert sum(r[4] for r in rows if r[0] == "aten::conv2d") == conv
+
 def test_a_peak_that_is_not_a_positive_number_is_a_usage_error(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

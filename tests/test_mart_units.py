@@ -1253,6 +1253,92 @@ def test_op_flops_achieved_over_the_device_time_launched_and_the_peak():
          "peak_flops_per_second": 19.5e12, "peak_source": "device", "peak_share": 2 / 19.5}])
 
 
+
+def test_op_roofline_bytes_intensity_and_bound_of_a_gemm_and_an_element_wise_op():
+    """On an H100 SXM (989.4 TFLOP/s bf16, 494.7 TF32, 3.35 TB/s): a bf16 4096^3 GEMM is compute-bound, a float add
+    memory-bound; an addmm nested in a linear is the linear's row; a rank on an unknown GPU gets no peak and no bound.
+    Bytes, FLOPs and roofs computed here independently of the SQL."""
+    def device(name: str) -> str:
+        return json.dumps({"deviceProperties": [{"id": 0, "name": name}]})
+
+    def op(index: int, name: str, dims: str, types: list[str], parent: int = -1, rank: int = 0, concrete=None) -> dict:
+        return {"rank": rank, "side": "Host", "op_name": name, "start_ns": index * 1000, "dur_ns": 500, "op_index": index,
+                "parent_index": parent, "input_dims": dims, "input_types": json.dumps(types),
+                "concrete_inputs": json.dumps(concrete or [""] * len(types))}
+
+    m = k = n = 4096
+    gemm_flop, gemm_bytes = 2 * m * k * n, (m * k + k * n + m * n) * 2       # bf16: 2 bytes an element
+    elems = 1024 * 1024
+    add_flop, add_bytes = elems, (elems + elems + elems) * 4                 # two float inputs read, one output written
+    lin_flop, lin_bytes = 2 * 32 * 512 * 64, (32 * 512 + 64 * 512 + 64 + 32 * 64) * 4  # x, weight, bias, output
+    peak_bf16, peak_tf32, bandwidth = 989.4e12, 494.7e12, 3.35e12
+    tables = {
+        "run_info": [{"rank": 0, "device_type": "gpu", "layout": "kineto", "metadata_json": device("NVIDIA H100 80GB HBM3")},
+                     {"rank": 1, "device_type": "gpu", "layout": "kineto", "metadata_json": device("Some GPU X")}],
+        "host_op": [op(0, "aten::mm", f"[[{m}, {k}], [{k}, {n}]]", ["c10::BFloat16", "c10::BFloat16"]),
+                    op(1, "aten::add", "[[1024, 1024], [1024, 1024], []]", ["float", "float", "Scalar"]),
+                    op(2, "aten::linear", "[[32, 512], [64, 512], [64]]", ["float", "float", "float"]),
+                    op(3, "aten::addmm", "[[64], [32, 512], [512, 64], [], []]",
+                       ["float", "float", "float", "Scalar", "Scalar"], parent=2),
+                    op(4, "aten::mm", f"[[{m}, {k}], [{k}, {n}]]", ["c10::BFloat16", "c10::BFloat16"], rank=1),
+                    op(5, "aten::mm", "[[2, 2], [2, 2]]", ["float", "float"])],      # no kernel: no row
+        "device_exec": [kernel("gemm", 0, 200_000, op_index=0), kernel("add", 1_000, 10_000, op_index=1),
+                        kernel("gemm", 3_000, 40_000, op_index=3),
+                        {**kernel("gemm", 0, 200_000, op_index=4), "rank": 1}]}
+    gemm_achieved = gemm_flop / 200e-6
+    add_achieved, add_intensity = add_flop / 10e-6, add_flop / add_bytes
+    lin_achieved, lin_intensity = lin_flop / 40e-6, lin_flop / lin_bytes
+    same(model_rows(tables, "op_roofline"), [
+        {"rank": 0, "op_name": "aten::add", "op_class": "elementwise", "dtype": "float", "executions": 1,
+         "device_ns": 10_000, "flop": add_flop, "bytes": add_bytes, "intensity_flop_per_byte": 1 / 12,
+         "achieved_flop_per_second": add_achieved, "achieved_bytes_per_second": add_bytes / 10e-6,
+         "peak_flop_per_second": peak_tf32, "peak_bytes_per_second": bandwidth,
+         "ridge_flop_per_byte": peak_tf32 / bandwidth, "bound": "memory",
+         "attainable_flop_per_second": add_intensity * bandwidth,
+         "roof_ratio": add_achieved / (add_intensity * bandwidth)},
+        {"rank": 0, "op_name": "aten::linear", "op_class": "gemm", "executions": 1, "device_ns": 40_000,
+         "flop": lin_flop, "bytes": lin_bytes, "bound": "memory",
+         "roof_ratio": lin_achieved / (lin_intensity * bandwidth)},
+        {"rank": 0, "op_name": "aten::mm", "op_class": "gemm", "dtype": "c10::BFloat16", "device_ns": 200_000,
+         "device_share": 200_000 / 250_000, "flop": gemm_flop, "bytes": gemm_bytes,
+         "intensity_flop_per_byte": gemm_flop / gemm_bytes, "peak_flop_per_second": peak_bf16,
+         "ridge_flop_per_byte": peak_bf16 / bandwidth, "bound": "compute", "attainable_flop_per_second": peak_bf16,
+         "roof_ratio": gemm_achieved / peak_bf16, "peak_source": "NVIDIA H100 Tensor Core GPU data sheet"},
+        {"rank": 1, "op_name": "aten::mm", "flop": gemm_flop, "bytes": gemm_bytes, "device_name": "Some GPU X",
+         "achieved_flop_per_second": gemm_achieved, "peak_flop_per_second": None, "peak_bytes_per_second": None,
+         "ridge_flop_per_byte": None, "bound": None, "roof_ratio": None, "peak_source": None}])
+    assert gemm_flop / gemm_bytes > peak_bf16 / bandwidth > add_intensity   # the bounds above, by hand
+
+
+def test_op_roofline_cost_of_attention_norm_conv_and_an_out_tensor():
+    """The macro's other formulas, by hand: causal bf16 attention (Q, K, V, O; 2 B H Nq Nkv (d + dv), halved), a half
+    layer_norm (input, weight, bias, output; 5 per element), conv2d with stride 2 and padding 1, and mul.out, whose
+    third tensor is written, not read; an input type it does not know gives no cost."""
+    con = build({})
+
+    def cost(name: str, dims: str, types: list[str], concrete: list[str]) -> dict:
+        return con.execute("SELECT op_roofline_cost(?, ?, ?, ?)", [name, dims, json.dumps(types), json.dumps(concrete)]
+                           ).fetchone()[0]
+
+    b, h, nq, d = 2, 8, 128, 64
+    assert cost("aten::scaled_dot_product_attention", f"[[{b}, {h}, {nq}, {d}], [{b}, {h}, {nq}, {d}], [{b}, {h}, {nq}, {d}], [], [], [], []]",
+                ["c10::BFloat16"] * 3 + ["", "Scalar", "Scalar", ""], ["", "", "", "", "0.", "True", ""]) == {
+        "op_class": "attention", "flop": 2 * b * h * nq * nq * (d + d) // 2, "bytes": 4 * b * h * nq * d * 2,
+        "dtype": "c10::BFloat16"}
+    tokens, hidden = 4 * 128, 768
+    assert cost("aten::layer_norm", f"[[4, 128, {hidden}], [], [{hidden}], [{hidden}], [], []]",
+                ["c10::Half", "ScalarList", "c10::Half", "c10::Half", "Scalar", "Scalar"],
+                ["", f"[{hidden}]", "", "", "1e-05", "True"])["bytes"] == (2 * tokens * hidden + 2 * hidden) * 2
+    out_h = (32 + 2 * 1 - 1 * (3 - 1) - 1) // 2 + 1                         # 16
+    conv = cost("aten::conv2d", "[[8, 3, 32, 32], [16, 3, 3, 3], [16], [], [], [], []]",
+                ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+                ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"])
+    assert conv["flop"] == 2 * 8 * 16 * out_h * out_h * 3 * 3 * 3
+    assert conv["bytes"] == (8 * 3 * 32 * 32 + 16 * 3 * 3 * 3 + 16 + 8 * 16 * out_h * out_h) * 4
+    assert cost("aten::mul", "[[100, 10], [], [100, 10]]", ["float", "double", "float"], ["", "", ""]) == {
+        "op_class": "elementwise", "flop": 1000, "bytes": 1000 * 4 + 8 + 1000 * 4, "dtype": "float"}
+    assert cost("aten::add", "[[4], [4], []]", ["float", "c10::Float4_weird", "Scalar"], ["", "", "1"])["bytes"] is None
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():

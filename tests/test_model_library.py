@@ -257,7 +257,8 @@ def _unit_problem(name: str, unit: str | None) -> str | None:
     ("wait_ms", "ns"), ("avg_cpu_pct", None), ("queue_utilization_pct", "share"), ("memory_mb", "bytes"),
     ("sample_interval_us", None), ("hit_rate", "share"), ("percent", None), ("peak_kb", "bytes"),
     ("busy_share", None), ("busy_share", "ratio"), ("victim_ratio", "share"), ("wait_ns", "ms"), ("size_bytes", "count"),
-    ("share", None), ("read_bytes_per_second", None),
+    ("share", None), ("read_bytes_per_second", None), ("peak_flop_per_second", "bytes_per_second"),
+    ("ridge_flop_per_byte", "ratio"), ("achieved_flop_per_second", None),
 ])
 def test_the_unit_convention_refuses_other_units(name: str, unit: str | None) -> None:
     """The names MindData and msprof use for their own units (ms, percent, MB, rate) fail the convention test."""
@@ -267,7 +268,8 @@ def test_the_unit_convention_refuses_other_units(name: str, unit: str | None) ->
 def test_the_unit_convention_accepts_its_units() -> None:
     for name, unit in [("wait_ns", "ns"), ("memory_bytes", "bytes"), ("queue_usage_share", "share"),
                        ("avg_victim_ratio", "ratio"), ("avg_cpus", "count"), ("op_name", None),
-                       ("share", "share"), ("bus_bandwidth_bytes_per_second", "bytes_per_second")]:
+                       ("share", "share"), ("bus_bandwidth_bytes_per_second", "bytes_per_second"),
+                       ("peak_flop_per_second", "flop_per_second"), ("intensity_flop_per_byte", "flop_per_byte")]:
         assert _unit_problem(name, unit) is None, name
 
 

@@ -107,6 +107,24 @@ def test_memory_bandwidth_chart_and_table_only_where_there_are_copies(outputs: d
     assert "memory-bandwidth" not in other and "memory-bandwidth-stats" not in other
 
 
+
+def test_roofline_chart_only_where_ops_are_costed(outputs: dict[str, Path]) -> None:
+    """The H100 fixture's operators page draws op_roofline (intensity against TFLOP/s, log-log, a point per row) under
+    the float roof of an H100 (494.7 TFLOP/s, 3,350 GB/s); the Ascend cluster (no Kineto shapes) has no roofline."""
+    out = outputs["pytorch_cuda"]
+    found = sections(out / "report.html", "operators")
+    figure = found["roofline"]["figure"]
+    assert figure["layout"]["xaxis"]["type"] == figure["layout"]["yaxis"]["type"] == "log"
+    points = sorted((x, y) for trace in figure["data"] if trace["mode"] == "markers" for x, y in zip(trace["x"], trace["y"]))
+    expected = sorted(query(out, "SELECT intensity_flop_per_byte, achieved_flop_per_second / 1e12 FROM op_roofline"))
+    assert points == [(pytest.approx(x), pytest.approx(y)) for x, y in expected] and points
+    roofs = [trace for trace in figure["data"] if trace["mode"] == "lines"]
+    assert len(roofs) == 1 and max(roofs[0]["y"]) == pytest.approx(494.7)
+    assert all(y <= 494.7 for _, y in points)
+    assert len(found["roofline-ops"]["rows"]) == len(expected)
+    other = sections(outputs["ascend_ms_cluster"] / "report.html", "operators")
+    assert "roofline" not in other and "roofline-ops" not in other
+
 def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:
     """The era F cluster's MSTX markers: the operators page lists them as user_range_stats has them, and the op
     table has none of them."""

@@ -83,6 +83,13 @@ DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memse
                 "mtia_ccp_events": "kernel"}
 #: The ops PyTorch's profiler counts FLOPs for (with_flops: torch/csrc/profiler/util.cpp computeFlops).
 _FLOP_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::conv2d", "aten::mul", "aten::add")
+#: The ops whose bytes moved the model library estimates from their inputs (macro op_roofline_cost; mart op_roofline):
+#: their Input Dims, Input type and Concrete Inputs are kept on host_op as the trace writes them.
+_ROOFLINE_OPS = _FLOP_OPS + (
+    "aten::matmul", "aten::linear", "aten::scaled_dot_product_attention", "aten::layer_norm", "aten::batch_norm",
+    "aten::group_norm", "aten::rms_norm", "aten::add_", "aten::mul_", "aten::sub", "aten::sub_", "aten::div",
+    "aten::div_", "aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
+    "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward")
 #: 2021 Kineto and Paddle (TracerEventType) categories -> current Kineto ones.
 _CATEGORY_ALIASES = {
     "Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset",
@@ -176,7 +183,7 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                                            '$."Group size"', '$."Process Group Name"', '$."Process Group ID"',
                                            '$."Process Group Ranks"', '$.Seq']) END AS coll,
              -- the inputs of the ops PyTorch counts FLOPs for (_FLOPS_SQL), and a flops arg where a trace has one
-             CASE WHEN ph = 'X' AND name IN {_FLOP_OPS}
+             CASE WHEN ph = 'X' AND name IN {_ROOFLINE_OPS}
                   THEN json_extract(args, ['$."Input Dims"', '$."Concrete Inputs"', '$."Input type"', '$.flops']) END
                  AS shapes,
              -- CUPTI range profiling's counter values of a kernel (experimental_config profiler_metrics): _COUNTER_SQL
@@ -196,7 +203,7 @@ LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.ite
 #: the elements of input 1 (broadcasting not counted). NULL where the shapes are missing or not integers, or the
 #: product does not fit.
 _FLOPS_SQL = """
-CASE WHEN shapes IS NULL THEN NULL
+CASE WHEN shapes IS NULL OR name NOT IN __FLOP_OPS__ THEN NULL
      WHEN try_cast(shapes[4] AS DOUBLE) IS NOT NULL THEN try_cast(shapes[4] AS BIGINT)
      ELSE try(CASE name
          WHEN 'aten::mm' THEN 2 * d[1][1] * d[1][2] * d[2][2]
@@ -208,7 +215,7 @@ CASE WHEN shapes IS NULL THEN NULL
              * ((d[1][4] + 2 * c[5][2] - c[6][2] * (d[2][4] - 1) - 1) // c[4][2] + 1) // c[7][1]
          ELSE CASE WHEN d IS NOT NULL THEN coalesce(list_aggregate(d[1], 'product')::BIGINT, 1) END END)
      END
-"""
+""".replace("__FLOP_OPS__", str(_FLOP_OPS))
 
 #: Host ops in nesting order: by thread, start, longest first, then External id (a parent is recorded
 #: before its children); op_index is the position in that order.
@@ -218,7 +225,10 @@ SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULL
        'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, start_ns, dur_ns,
        coalesce(phase, CASE WHEN name LIKE 'ProfilerStep#%' THEN 'user_annotation' ELSE cat END) AS category,
        external_id, tid AS thread, CASE WHEN name = 'record_param_comms' THEN coll END AS coll, call_stack,
-       {_FLOPS_SQL} AS flops, CASE WHEN shapes IS NOT NULL THEN json_extract_string(shapes[3], '$[0]') END AS flops_dtype
+       {_FLOPS_SQL} AS flops,
+       CASE WHEN shapes IS NOT NULL AND name IN {_FLOP_OPS} THEN json_extract_string(shapes[3], '$[0]') END AS flops_dtype,
+       -- the inputs of the ops the roofline models (_ROOFLINE_OPS), as the trace writes them (JSON text)
+       shapes[1]::VARCHAR AS input_dims, shapes[3]::VARCHAR AS input_types, shapes[2]::VARCHAR AS concrete_inputs
 FROM (SELECT *,
              -- the shapes as integers (none unless every dim is written as a whole number: a float or a string
              -- is not rounded into one); Concrete Inputs' stride, padding, dilation and groups as lists ("[1, 1]", "1")

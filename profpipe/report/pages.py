@@ -250,9 +250,56 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("max_value", "max", "num")], counters, total=_count(con, "kernel_counter_stats"),
             note="kernel_counter_stats; each kernel's op stack and values: kernel_counter_op (HTA's "
                  "get_cupti_counter_data_with_operators)."))
+    sections.extend(_roofline(con))
     if not sections:
         sections.append(empty("Operators", "This dump has no framework ops and no device executions."))
     return _page("operators", "Operators and kernels", sections)
+
+
+#: Marker colours of the roofline chart, per op class (op_roofline.op_class).
+_ROOFLINE_COLOURS = {"gemm": "#2e86de", "conv": "#10ac84", "attention": "#8e44ad", "norm": "#e67e22",
+                     "elementwise": "#c0392b"}
+
+
+def _roofline(con: duckdb.DuckDBPyConnection) -> list[Section]:
+    """The roofline of the costed ops (op_roofline): a log-log scatter of arithmetic intensity against achieved
+    TFLOP/s with each device's roof for each input type, and its table; nothing where no op was costed."""
+    ops = rows(con, "report_roofline", top=TOP_ROWS)
+    if not ops:
+        return []
+    data: list[dict[str, Any]] = []
+    for op_class, colour in _ROOFLINE_COLOURS.items():
+        mine = [r for r in ops if r["op_class"] == op_class]
+        if mine:
+            data.append({"type": "scatter", "mode": "markers", "name": op_class, "marker": {"color": colour},
+                         "x": [r["intensity_flop_per_byte"] for r in mine], "y": [r["achieved_tflops"] for r in mine],
+                         "text": [f"rank {r['rank']} {r['op_name']} {r['input_dims']} {r['dtype']}" for r in mine],
+                         "hovertemplate": "%{text}<br>%{x:.3g} FLOP/byte, %{y:.3g} TFLOP/s<extra></extra>"})
+    low = min(r["intensity_flop_per_byte"] for r in ops) / 4
+    high = max(r["intensity_flop_per_byte"] for r in ops) * 4
+    roofs = sorted({(r["device_name"], r["dtype"], r["peak_tflops"], r["peak_gbps"]) for r in ops
+                    if r["peak_tflops"] is not None and r["peak_gbps"] is not None})
+    for device, dtype, peak, gbps in roofs:
+        ridge = peak * 1e3 / gbps  # TFLOP/s over GB/s: FLOP/byte
+        xs = [low] + ([ridge] if low < ridge < high else []) + [max(high, ridge * 4)]
+        data.append({"type": "scatter", "mode": "lines", "name": f"roof {device} {dtype}",
+                     "line": {"dash": "dash", "color": "#576574"}, "x": xs, "y": [min(peak, x * gbps / 1e3) for x in xs],
+                     "hovertemplate": f"{device} {dtype}: {peak:g} TFLOP/s, {gbps:g} GB/s<extra></extra>"})
+    figure = {"data": data, "layout": {"xaxis": {"title": {"text": "arithmetic intensity (FLOP/byte)"}, "type": "log"},
+                                       "yaxis": {"title": {"text": "achieved TFLOP/s"}, "type": "log"}}}
+    note = ("op_roofline: each op's FLOPs and bytes moved from its input shapes and types (TraceLens' perf-model "
+            "formulas: macro op_roofline_cost) over the device time it launched; the dashed roofs are the data-sheet "
+            "peaks of the rank's GPU for the input type (macro gpu_datasheet)" +
+            ("" if roofs else "; this GPU is not in the data-sheet table, so no roof is drawn") + ".")
+    return [chart("roofline", "Roofline of the ops (top by device time, all ranks)", figure, note=note),
+            table("roofline-ops", "Roofline per op and input shape", [
+                column("rank", "rank", "int"), column("op_name", "op", search=True), column("op_class", "class"),
+                column("input_dims", "input dims", search=True), column("dtype", "type"),
+                column("executions", "calls", "int"), column("device_ms", "device ms", "ms"),
+                column("device_share", "device share", "pct"), column("intensity_flop_per_byte", "FLOP/byte", "num"),
+                column("achieved_tflops", "TFLOP/s", "num"), column("achieved_gbps", "GB/s", "num"),
+                column("ridge_flop_per_byte", "ridge FLOP/byte", "num"), column("bound", "bound"),
+                column("roof_ratio", "of roof", "pct")], ops, total=_count(con, "op_roofline"))]
 
 
 # ---- Utilisation ---------------------------------------------------------------------------------------------

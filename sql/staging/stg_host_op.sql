@@ -17,5 +17,8 @@ SELECT
     op_index,
     parent_index,
     frame_index,
-    call_stack
+    call_stack,
+    input_dims,
+    input_types,
+    concrete_inputs
 FROM {{ source('host_op') }}
