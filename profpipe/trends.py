@@ -1,10 +1,14 @@
 """Warehouse trends: each run of a warehouse against its recent history, for the warehouse report's trend charts
 and `profpipe batch --json` (`trends`).
 
-Where it sits: after `profpipe batch` (profpipe/batch.py); it reads the warehouse's aggregates only, never a
-run's rows: sql/queries/warehouse_run_trend.sql (one row per run: status, step time average and median, data
-verdict, trace-health counts) and sql/queries/warehouse_key_trend.sql (per run: the time per step of the top op
-types and kernels and of the step phases). profpipe/report/compare_pages.py draws what this module returns.
+Where it sits: after `profpipe batch` (profpipe/batch.py). The aggregates are cached: when the batch writes
+catalog.duckdb (profpipe/warehouse.py `write_catalog`) `materialize` adds the tables trend_runs (one row per run
+and generation: step time average and median, phases, data verdict; sql/queries/warehouse_trend_runs.sql) and
+trend_keys (per run and generation, the summed time of every op type, kernel and step phase;
+sql/queries/warehouse_trend_keys.sql), reading the marts of the runs analysed since the last catalog only and
+copying the other runs' rows from it. The report reads those two tables and batch_runs
+(sql/queries/warehouse_run_trend.sql, sql/queries/warehouse_key_trend.sql), never a run's rows, so it costs the
+same for any number of ranks. profpipe/report/compare_pages.py draws what this module returns.
 
 Runs are in analysis order (batch_runs.analysed_at, then run id: runs of one batch share their second, so name
 runs so that they sort). A series is one number per run: the step time, an op type's or a kernel's time per step
@@ -32,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
-from .models import query_rows
+from .models import query, query_rows
 
 #: Runs of recent history an outlier is judged against.
 WINDOW = 10
@@ -56,6 +61,86 @@ TEST = (f"robust z-score: |x - median| / (1.4826 * MAD) > {THRESHOLD} over the p
 _VALID = ("ok", "partial")
 #: JSON has no infinity: a z-score beyond this is written as this.
 _Z_CAP = 1e9
+
+
+#: The tables `materialize` writes, and the queries that fill them.
+CACHE = {"trend_runs": "warehouse_trend_runs", "trend_keys": "warehouse_trend_keys"}
+#: The public tables those queries read.
+SOURCES = ("step_phases", "step_input_wait", "op_type_stats", "kernel_stats")
+
+
+def materialize(con: duckdb.DuckDBPyConnection, runs: dict[str, Any], previous: Path | None = None) -> None:
+    """Create trend_runs and trend_keys in `con` (which has the warehouse's views over `runs`, RunRecords by id):
+    the rows of runs whose generation `previous` (the last catalog.duckdb) already holds are copied from it, the
+    others computed from their tables."""
+    live = pa.table({"run": [r.run for r in runs.values() if r.generation],
+                     "generation": [r.generation for r in runs.values() if r.generation]},
+                    schema=pa.schema([("run", pa.string()), ("generation", pa.string())]))
+    con.register("_trend_live", live)
+    _empty_sources(con)
+    reused = False
+    if previous is not None and previous.is_file():
+        con.execute(f"ATTACH '{str(previous).replace(chr(39), chr(39) * 2)}' AS _previous (READ_ONLY)")
+        try:
+            held = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = '_previous'").fetchall()}
+            if set(CACHE) <= held:
+                for table in CACHE:
+                    con.execute(f"CREATE TABLE {table} AS SELECT p.* FROM _previous.{table} p SEMI JOIN _trend_live l USING (run, generation)")
+                reused = True
+        finally:
+            con.execute("DETACH _previous")
+    done = {run for (run,) in con.execute("SELECT DISTINCT run FROM trend_runs").fetchall()} if reused else set()
+    todo = live.filter(pa.array([run not in done for run in live.column("run").to_pylist()], pa.bool_()))
+    con.register("_trend_todo", todo)
+    names = todo.column("run").to_pylist()
+    for table, name in CACHE.items():
+        if reused:
+            con.execute(f"INSERT INTO {table} BY NAME {query(name)}", {"runs": names})
+        else:
+            con.execute(f"CREATE TABLE {table} AS {query(name)}", {"runs": names})
+    con.unregister("_trend_todo")
+    con.unregister("_trend_live")
+
+
+def _empty_sources(con: duckdb.DuckDBPyConnection) -> None:
+    """Empty views (typed from the models' YAML) of the SOURCES a warehouse has no columns for yet (no run has
+    published tables), so that the cache's queries bind."""
+    from .models import load_models
+
+    views = {v for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    views |= {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    for model in load_models():
+        if model.name in SOURCES and model.name not in views:
+            typed = ", ".join(f'CAST(NULL AS {c.type}) AS "{c.name}"' for c in model.columns)
+            con.execute(f"CREATE TEMP VIEW {model.name} AS SELECT CAST(NULL AS VARCHAR) AS run, {typed} WHERE false")
+
+
+def connect(warehouse: Path) -> duckdb.DuckDBPyConnection:
+    """A connection with batch_runs and the cached trend tables: catalog.duckdb, read-only, when it describes the
+    manifest (the batch writes both), else (a moved warehouse, a catalog from before the cache) an in-memory
+    connection over the tables the cache reads, with the cache computed in it."""
+    from .errors import UsageError
+    from .warehouse import CATALOG, Warehouse, is_warehouse
+    from .warehouse import connect as connect_warehouse
+
+    warehouse = warehouse.resolve()
+    if not is_warehouse(warehouse):
+        raise UsageError(f"{warehouse}: not a profpipe warehouse (`profpipe batch -w` makes one)")
+    manifest = Warehouse(warehouse)
+    catalog = warehouse / CATALOG
+    if catalog.is_file():
+        con = duckdb.connect(str(catalog), read_only=True)
+        try:
+            tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            serial = con.execute("SELECT serial FROM warehouse_info").fetchone()[0] if "warehouse_info" in tables else None
+            if set(CACHE) <= tables and serial == manifest.serial:
+                return con
+        except duckdb.Error:
+            pass
+        con.close()
+    con = connect_warehouse(warehouse, tables=SOURCES)
+    materialize(con, manifest.runs)
+    return con
 
 
 def robust_z(history: list[float], value: float | None) -> tuple[float | None, float | None]:
@@ -209,8 +294,6 @@ def significant_slowdowns(changes) -> list[dict[str, Any]]:
 def summary(warehouse: Path) -> dict[str, Any]:
     """`profpipe batch --json`'s `trends`: the test, the outliers, and the latest run's regressions against the
     previous run (diff) and against the recent median."""
-    from .warehouse import connect
-
     with connect(warehouse) as con:
         t = trends(con)
     pair = previous_pair(t)
