@@ -13,7 +13,7 @@ times the load until every chart of the page is drawn, best of --repeat, against
 plotly.js and one chart of one point: the machine is shared, so the ratio says more than the seconds); and checks that the planted run and op
 type are the outliers found. Usage:
 
-    python benchmarks/run_warehouse_report.py [--runs 1000] [--repeat 3]
+    python benchmarks/run_warehouse_report.py [--runs 1000] [--repeat 3] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -111,11 +111,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="build the warehouse in this folder and keep it; reuse it when there")
     args = parser.parse_args()
     planted = args.runs * 7 // 10
     with tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
-        warehouse = synthetic_warehouse(Path(scratch), args.runs, planted)
+        if args.keep is not None and (args.keep / "wh" / "catalog.duckdb").is_file():
+            warehouse = args.keep / "wh"
+        else:
+            warehouse = synthetic_warehouse(args.keep or Path(scratch), args.runs, planted)
         build_s = time.perf_counter() - started
         files = sum(1 for _ in (warehouse / "tables").rglob("*.parquet"))
         started = time.perf_counter()

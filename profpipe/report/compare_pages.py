@@ -29,6 +29,11 @@ from .sections import Section, bars, chart, column, empty, facts, table
 
 #: Changes the diff chart draws (the table keeps TOP_ROWS).
 CHART_CHANGES = 20
+#: Trend charts mark every run's point up to this many runs; beyond, lines only (thousands of SVG markers make the
+#: page slow to open), the outliers keep their marks.
+MARKED_RUNS = 150
+#: The runs table lists the newest this many runs (a table of 1,000 rows is most of the page's open time).
+RUN_ROWS = 200
 
 
 def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
@@ -70,8 +75,9 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
         column("health_events", "health events", "int"), column("outliers", "outliers", search=True),
         column("report", "report", "link")],
         [{**r, "analysed_at": str(r["analysed_at"]), "outliers": "; ".join(marked.get(r["run"], [])),
-          "report": _link(r["run"])} for r in t.runs],
-        note=f"A run's report: `profpipe report {warehouse} --run ID` writes report-ID.html beside this file."))
+          "report": _link(r["run"])} for r in t.runs[-RUN_ROWS:]], total=len(t.runs),
+        note=(f"The newest {RUN_ROWS} runs (every run: `SELECT * FROM batch_runs` in catalog.duckdb). " if len(t.runs) > RUN_ROWS
+              else "") + f"A run's report: `profpipe report {warehouse} --run ID` writes report-ID.html beside this file."))
     pair = previous_pair(t)
     if pair is not None:
         sections += diff_sections(previous_changes(warehouse, pair), pair[0], pair[1], regressions_only=True)
@@ -105,7 +111,8 @@ def _trend_figure(x: list[str], series: list[Series], *, y_title: str) -> dict[s
     data: list[dict[str, Any]] = []
     ox, oy, otext = [], [], []
     for s in series:
-        data.append({"type": "scatter", "mode": "lines+markers", "name": s.label[:60], "x": x, "y": s.values,
+        data.append({"type": "scatter", "mode": "lines+markers" if len(x) <= MARKED_RUNS else "lines",
+                     "name": s.label[:60], "x": x, "y": s.values,
                      "connectgaps": False, "hovertemplate": "%{x}<br>%{y:.4g} " + s.unit + "<extra>" + s.label[:60] + "</extra>"})
         for i, value in enumerate(s.values):
             if s.z and s.outlier(i):
@@ -123,18 +130,21 @@ def _trend_figure(x: list[str], series: list[Series], *, y_title: str) -> dict[s
 
 def _health_figure(t: Trends) -> dict[str, Any]:
     x = t.run_ids
-    figure = bars(x, [("health events", [r["health_events"] or 0 for r in t.runs]),
-                      ("sources failed", [r["sources_failed"] or 0 for r in t.runs])],
-                  x_title="run (oldest analysis first)", y_title="count", stacked=False)
+    mode = "lines+markers" if len(x) <= MARKED_RUNS else "lines"
+    data: list[dict[str, Any]] = [
+        {"type": "scatter", "mode": mode, "name": name, "x": x, "y": [r[key] or 0 for r in t.runs],
+         "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"}
+        for key, name in (("health_events", "health events"), ("sources_failed", "sources failed"))]
     failed = [r for r in t.runs if r["status"] not in ("ok", "partial")]
     if failed:
-        figure["data"].append({"type": "scatter", "mode": "markers", "name": "failed / empty / missing run",
-                               "x": [r["run"] for r in failed], "y": [0] * len(failed),
-                               "text": [f"{r['status']}: {r['error'] or ''}"[:200] for r in failed],
-                               "marker": {"symbol": "x", "size": 13, "color": "#d62728"},
-                               "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
-    figure["link"] = _link("{run}")
-    return figure
+        data.append({"type": "scatter", "mode": "markers", "name": "failed / empty / missing run",
+                     "x": [r["run"] for r in failed], "y": [0] * len(failed),
+                     "text": [f"{r['status']}: {r['error'] or ''}"[:200] for r in failed],
+                     "marker": {"symbol": "x", "size": 13, "color": "#d62728"},
+                     "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
+    return {"data": data, "link": _link("{run}"),
+            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
+                       "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"}, "hovermode": "closest"}}
 
 
 def _outlier_table(t: Trends) -> Section:
