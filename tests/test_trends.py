@@ -144,3 +144,18 @@ def test_a_runs_own_report_is_built_on_request(batched, tmp_path):
     result = CliRunner().invoke(app, ["report", str(batched["warehouse"]), "--run", PLANTED, "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     assert PLANTED in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_without_a_current_catalog_the_report_computes_the_trends_in_memory(batched, tmp_path):
+    """A catalog that does not describe the manifest (a moved warehouse, one from before the cache) is not read."""
+    catalog = batched["warehouse"] / "catalog.duckdb"
+    aside = tmp_path / "catalog.duckdb"
+    shutil.move(catalog, aside)
+    try:
+        result = CliRunner().invoke(app, ["report", str(batched["warehouse"]), "-o", str(tmp_path / "w.html")])
+        assert result.exit_code == 0, result.output
+    finally:
+        shutil.move(aside, catalog)
+    sections = {s.get("id") or s["title"]: s for s in payload(tmp_path / "w.html")["pages"][0]["sections"]}
+    assert sorted((r[0], r[2]) for r in sections["outliers"]["rows"]) == \
+        [(PLANTED, f"{SLOWED} (device)"), ("run-13", f"{SLOWED} (device)")]
