@@ -280,8 +280,10 @@ def batch(
                 "roots": [scan.as_json() for scan in result.roots], "workers": result.workers, "wall_s": result.wall_s}
     if json_out:
         from .trends import summary as trends_summary
+        from .warehouse import is_warehouse
 
-        document["trends"] = _jsonable(trends_summary(warehouse))
+        # null when the batch found no run (nothing was written)
+        document["trends"] = _jsonable(trends_summary(warehouse)) if is_warehouse(warehouse) else None
     if json_out and fail_above is None:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     if not quiet:
