@@ -16,7 +16,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -278,6 +278,12 @@ def batch(
     document = {"warehouse": str(warehouse), "analysed": result.analysed, "unchanged": result.unchanged,
                 "failed": result.failed, "empty": result.empty, "dropped": result.dropped, "missing": result.missing,
                 "roots": [scan.as_json() for scan in result.roots], "workers": result.workers, "wall_s": result.wall_s}
+    if json_out:
+        from .trends import summary as trends_summary
+        from .warehouse import is_warehouse
+
+        # null when the batch found no run (nothing was written)
+        document["trends"] = _jsonable(trends_summary(warehouse)) if is_warehouse(warehouse) else None
     if json_out and fail_above is None:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     if not quiet:
@@ -299,6 +305,17 @@ def batch(
     if fail_above is not None:
         raise typer.Exit(_batch_gate(warehouse, fail_above, result.exit_code, quiet, json_out, document))
     raise typer.Exit(result.exit_code)
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` with infinities and NaN as None (JSON has neither)."""
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _batch_gate(warehouse: Path, fail_above: float, exit_code: int, quiet: bool, json_out: bool,

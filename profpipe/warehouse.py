@@ -8,7 +8,8 @@ Layout of a warehouse folder:
 
     .profpipe-warehouse                 the mark: profpipe wrote this folder and may change it
     warehouse.json                      the manifest: every run's generation, files, status (the truth)
-    catalog.duckdb                      a view per table over all runs, and the batch_runs table
+    catalog.duckdb                      a view per table over all runs, the batch_runs table, and the report's
+                                        trend aggregates (trend_runs, trend_keys: profpipe/trends.py)
     tables/<table>/run=<id>/<generation>/rank=<r>/data_0.parquet   tables with a rank column
     tables/<table>/run=<id>/<generation>/data_0.parquet            tables without one
     .lock                               held (flock) by the batch writing the warehouse
@@ -249,6 +250,9 @@ class Warehouse:
         tmp.unlink(missing_ok=True)
         with duckdb_connect(tmp) as con:
             _create_views(con, self.root, self.runs, self.columns, run=None)
+            from .trends import materialize  # the report's trend aggregates, cached per run and generation
+
+            materialize(con, self.runs, target if target.is_file() else None)
             con.execute("CREATE TABLE warehouse_info AS SELECT ? AS serial, ? AS schema_version",
                         [self.serial, self.schema_version])
         os.replace(tmp, target)
@@ -281,10 +285,12 @@ def is_warehouse(path: Path) -> bool:
     return (path / MARKER).is_file() and (path / MANIFEST).is_file()
 
 
-def connect(root: Path, run: str | None = None) -> duckdb.DuckDBPyConnection:
+def connect(root: Path, run: str | None = None, tables: tuple[str, ...] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection over the warehouse at `root`, read from its manifest: a view per
     public table over every run (column `run` first) and batch_runs; with `run`, views of that run's
-    tables only, without the `run` column, and the staging views over them, like one run's profile.duckdb."""
+    tables only, without the `run` column, and the staging views over them, like one run's profile.duckdb; with
+    `tables`, views of those tables only (and batch_runs), no macros: a view reads every file's footer when it is
+    created, which over 1,000 runs takes seconds a table."""
     root = root.resolve()
     if not is_warehouse(root):
         raise UsageError(f"{root}: not a profpipe warehouse (no {MANIFEST}; `profpipe batch -w` makes one)")
@@ -292,7 +298,10 @@ def connect(root: Path, run: str | None = None) -> duckdb.DuckDBPyConnection:
     if run is not None and run not in warehouse.runs:
         raise UsageError(f"no run {run!r} in the warehouse {root} (runs: {', '.join(sorted(warehouse.runs)) or 'none'})")
     con = duckdb_connect()
-    _create_views(con, root, warehouse.runs, warehouse.columns, run)
+    columns = warehouse.columns if tables is None else {t: c for t, c in warehouse.columns.items() if t in tables}
+    _create_views(con, root, warehouse.runs, columns, run)
+    if tables is not None:
+        return con
     create_macros(con)
     if run is not None:
         set_run_options(con, {})

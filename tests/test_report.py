@@ -207,7 +207,7 @@ def test_warehouse_and_diff_reports(tmp_path: Path) -> None:
     with duckdb.connect(str(warehouse / "catalog.duckdb"), read_only=True) as con:
         runs = [r for (r,) in con.execute("SELECT run FROM batch_runs ORDER BY analysed_at, run").fetchall()]
     assert [row[0] for row in batch["runs"]["rows"]] == runs
-    assert "run-trend" in batch
+    assert "trend-step" in batch and "trend-op_type" in batch
     a, b = tmp_path / "a", tmp_path / "b"
     run(FIXTURES / "mindspore_gpu" / "graph_2x", a)
     run(FIXTURES / "mindspore_gpu" / "async_1x", b)

@@ -17,7 +17,6 @@ import pyarrow as pa
 from ..errors import UsageError
 from ..output import is_profpipe_output
 from ..version import VERSION
-from ..warehouse import connect as connect_warehouse
 from ..warehouse import is_warehouse, open_run
 from . import document
 from .pages import RunContext, run_pages
@@ -36,9 +35,10 @@ def write_run_report(con: duckdb.DuckDBPyConnection, path: Path, context: RunCon
 
 def write_warehouse_report(warehouse: Path, path: Path) -> Path:
     """Write the Batch report of a warehouse: its runs' trend and the latest run's regressions."""
+    from ..trends import connect as connect_trends
     from .compare_pages import batch_page  # with profpipe.diff and polars, which a run's report does not need
 
-    with connect_warehouse(warehouse) as con:
+    with connect_trends(warehouse) as con:
         page = batch_page(con, warehouse)
     document.write(path, document.render(f"profpipe batch report: {warehouse.name}", str(warehouse), [page], _FOOTER))
     return path

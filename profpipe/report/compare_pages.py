@@ -1,5 +1,5 @@
-"""Report, comparisons: the Batch page of a warehouse's report (the runs' step-time trend and the latest run's
-regressions) and the Diff page of `profpipe diff --report` (the ranked changes of run B against run A).
+"""Report, comparisons: the Batch page of a warehouse's report (the runs' trends with their outliers, from
+profpipe/trends.py, and the latest run's regressions) and the Diff page of `profpipe diff --report` (the ranked changes of run B against run A).
 
 Where it sits: beside profpipe/report/pages.py (one run's pages); both read finished models only, the changes
 come from profpipe/diff.py (Welch's t test per kernel, op type and step phase).
@@ -12,45 +12,163 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..diff import diff_runs
-from ..models import query_rows as rows
-from ..warehouse import open_run
+from ..trends import (
+    CHART_KEYS,
+    TEST,
+    WINDOW,
+    Series,
+    Trends,
+    latest,
+    median_regressions,
+    previous_changes,
+    previous_pair,
+    trends,
+)
 from .pages import TOP_ROWS, Page
-from .sections import PHASE_COLOURS, Section, bars, chart, column, empty, table
+from .sections import Section, bars, chart, column, empty, facts, table
 
 #: Changes the diff chart draws (the table keeps TOP_ROWS).
 CHART_CHANGES = 20
+#: Trend charts mark every run's point up to this many runs; beyond, lines only (thousands of SVG markers make the
+#: page slow to open), the outliers keep their marks.
+MARKED_RUNS = 150
+#: The runs table lists the newest this many runs (a table of 1,000 rows is most of the page's open time).
+RUN_ROWS = 200
 
 
 def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
-    """The runs of the warehouse `con` opens (its catalog): the trend of their step time, then what changed from
-    the run before the latest to the latest run with steps."""
-    runs = rows(con, "report_run_trend")
-    sections: list[Section] = [table("runs", "Runs", [
+    """The runs of the warehouse `con` opens (its catalog): their trends (step time, top op types and kernels, data
+    pipeline, trace health and failed runs) with the outliers of profpipe/trends.py marked, then the latest run's
+    regressions against the run before it (profpipe diff) and against the recent median."""
+    t = trends(con)
+    x = t.run_ids
+    marked: dict[str, list[str]] = {}
+    for o in t.outliers:
+        marked.setdefault(o["run"], []).append(f"{o['kind']}: {o['label']} ({o['direction']}, z {_z(o['z'])})")
+    sections: list[Section] = [
+        facts("Runs", [("runs", len(x)), ("failed", sum(r["status"] == "failed" for r in t.runs)),
+                       ("runs with an outlier", len(marked)), ("outlier test", TEST)]),
+        _outlier_table(t)]
+    step = next(s for s in t.series if s.kind == "step")
+    if any(v is not None for v in step.values):
+        median = Series("step", "step time", "step time (median)", "ms",
+                        [r["step_median_ms"] if v is not None else None for r, v in zip(t.runs, step.values)])
+        sections.append(chart("trend-step", "Step time per run", _trend_figure(x, [step, median], y_title="ms per step"),
+                              note=_NOTE))
+    for kind, title in (("op_type", "Op types: time per step per run"), ("kernel", "Kernels: time per step per run")):
+        chosen = _chart_series(t, kind)
+        if chosen:
+            sections.append(chart(f"trend-{kind}", title, _trend_figure(x, chosen, y_title="ms per step (per run without steps)"),
+                                  note=f"The {CHART_KEYS} with the most time over all runs, and every one with an outlier. " + _NOTE))
+    data = next(s for s in t.series if s.kind == "data")
+    if any(v is not None for v in data.values):
+        figure = _trend_figure(x, [data], y_title="share of the step waiting for input")
+        figure["data"][0]["text"] = [r["data_verdict"] or "" for r in t.runs]
+        figure["data"][0]["hovertemplate"] = "%{x}<br>%{y:.1%} (input-bound: %{text})<extra></extra>"
+        sections.append(chart("trend-data", "Data pipeline: input wait per run", figure,
+                              note="Verdict per run: highly input-bound above 20 % of the step, moderately from 5 %. " + _NOTE))
+    sections.append(chart("trend-health", "Trace-health events and failed runs", _health_figure(t), note=_NOTE))
+    sections.append(table("runs", "Runs", [
         column("run", "run", search=True), column("status", "status"), column("analysed_at", "analysed at"),
-        column("ranks", "ranks", "int"), column("rank_steps", "rank-steps", "int"), column("total_ms", "avg step ms", "ms"),
-        column("health_events", "health events", "int")], [{**r, "analysed_at": str(r["analysed_at"])} for r in runs])]
-    timed = [r for r in runs if r["total_ms"] is not None]
-    if timed:
-        phases = [("iteration_interval_ms", "iteration gap"), ("fp_and_bp_ms", "FP+BP"), ("tail_ms", "tail")]
-        figure = bars([r["run"] for r in timed], [(label, [r[key] for r in timed]) for key, label in phases],
-                      x_title="run (oldest analysis first)", y_title="average step, ms",
-                      colours={label: PHASE_COLOURS[key] for key, label in phases})
-        figure["data"].append({"type": "scatter", "mode": "lines+markers", "name": "step",
-                               "x": [r["run"] for r in timed], "y": [r["total_ms"] for r in timed]})
-        sections.append(chart("run-trend", "Average step time per run", figure))
-    if len(timed) >= 2:
-        before, latest = timed[-2]["run"], timed[-1]["run"]
-        con_a, con_b = open_run(warehouse, before), open_run(warehouse, latest)
-        try:
-            changes = diff_runs(con_a, con_b)
-        finally:
-            con_a.close()
-            con_b.close()
-        sections += diff_sections(changes, before, latest, regressions_only=True)
+        column("ranks", "ranks", "int"), column("rank_steps", "rank-steps", "int"), column("step_avg_ms", "avg step ms", "ms"),
+        column("step_median_ms", "median step ms", "ms"), column("data_verdict", "input-bound"),
+        column("health_events", "health events", "int"), column("outliers", "outliers", search=True),
+        column("report", "report", "link")],
+        [{**r, "analysed_at": str(r["analysed_at"]), "outliers": "; ".join(marked.get(r["run"], [])),
+          "report": _link(r["run"])} for r in t.runs[-RUN_ROWS:]], total=len(t.runs),
+        note=(f"The newest {RUN_ROWS} runs (every run: `SELECT * FROM batch_runs` in catalog.duckdb). " if len(t.runs) > RUN_ROWS
+              else "") + f"A run's report: `profpipe report {warehouse} --run ID` writes report-ID.html beside this file."))
+    pair = previous_pair(t)
+    if pair is not None:
+        sections += diff_sections(previous_changes(warehouse, pair), pair[0], pair[1], regressions_only=True)
     else:
         sections.append(empty("Regressions", "Fewer than two runs with a step trace: nothing to compare yet."))
+    sections.append(_median_section(t))
     return {"id": "batch", "title": "Batch", "sections": sections}
+
+
+_NOTE = (f"Runs in analysis order; a red x marks an outlier ({TEST}). Click a point to open the run's report "
+         "(report-RUN.html, written by `profpipe report WAREHOUSE --run RUN`).")
+
+
+def _link(run: str) -> str:
+    return f"report-{run}.html"
+
+
+def _z(z: float) -> str:
+    return f"{z:.1f}" if abs(z) < 1e6 else ("+inf" if z > 0 else "-inf")
+
+
+def _chart_series(t: Trends, kind: str) -> list[Series]:
+    of_kind = [s for s in t.series if s.kind == kind]
+    of_kind.sort(key=lambda s: -sum(v or 0 for v in s.values))
+    outlying = {(o["key"], o["side"]) for o in t.outliers if o["kind"] == kind}
+    return [s for i, s in enumerate(of_kind) if i < CHART_KEYS or (s.key, s.side) in outlying]
+
+
+def _trend_figure(x: list[str], series: list[Series], *, y_title: str) -> dict[str, Any]:
+    """Lines with markers, one per series, and one trace of red x's on the outliers; hover and click name the run."""
+    data: list[dict[str, Any]] = []
+    ox, oy, otext = [], [], []
+    for s in series:
+        data.append({"type": "scatter", "mode": "lines+markers" if len(x) <= MARKED_RUNS else "lines",
+                     "name": s.label[:60], "x": x, "y": s.values,
+                     "connectgaps": False, "hovertemplate": "%{x}<br>%{y:.4g} " + s.unit + "<extra>" + s.label[:60] + "</extra>"})
+        for i, value in enumerate(s.values):
+            if s.z and s.outlier(i):
+                ox.append(x[i])
+                oy.append(value)
+                otext.append(f"{s.kind}: {s.label}, median {s.medians[i]:.4g} {s.unit}, z {_z(s.z[i])}")
+    if ox:
+        data.append({"type": "scatter", "mode": "markers", "name": "outlier", "x": ox, "y": oy, "text": otext,
+                     "marker": {"symbol": "x", "size": 13, "color": "#d62728", "line": {"width": 2}},
+                     "hovertemplate": "%{x}<br>%{text}<extra>outlier</extra>"})
+    return {"data": data, "link": _link("{run}"),
+            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
+                       "yaxis": {"title": {"text": y_title}}, "hovermode": "closest"}}
+
+
+def _health_figure(t: Trends) -> dict[str, Any]:
+    x = t.run_ids
+    mode = "lines+markers" if len(x) <= MARKED_RUNS else "lines"
+    data: list[dict[str, Any]] = [
+        {"type": "scatter", "mode": mode, "name": name, "x": x, "y": [r[key] or 0 for r in t.runs],
+         "hovertemplate": "%{x}<br>%{y} " + name + "<extra></extra>"}
+        for key, name in (("health_events", "health events"), ("sources_failed", "sources failed"))]
+    failed = [r for r in t.runs if r["status"] not in ("ok", "partial")]
+    if failed:
+        data.append({"type": "scatter", "mode": "markers", "name": "failed / empty / missing run",
+                     "x": [r["run"] for r in failed], "y": [0] * len(failed),
+                     "text": [f"{r['status']}: {r['error'] or ''}"[:200] for r in failed],
+                     "marker": {"symbol": "x", "size": 13, "color": "#d62728"},
+                     "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
+    return {"data": data, "link": _link("{run}"),
+            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
+                       "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"}, "hovermode": "closest"}}
+
+
+def _outlier_table(t: Trends) -> Section:
+    if not t.outliers:
+        return empty("Outliers", f"No run is an outlier against its recent history ({TEST}).")
+    return table("outliers", "Outliers", [
+        column("run", "run", search=True), column("kind", "kind"), column("label", "key", search=True),
+        column("direction", "direction"), column("value", "value", "num"), column("median", "median of history", "num"),
+        column("unit", "unit"), column("z", "robust z", "num")], t.outliers[:TOP_ROWS], total=len(t.outliers),
+        note=f"Each run against the previous {WINDOW} runs with a value: {TEST}.")
+
+
+def _median_section(t: Trends) -> Section:
+    found = median_regressions(t)
+    i = latest(t)
+    title = f"Regressions of {t.runs[i]['run']} against the median of the previous {WINDOW} runs" if i is not None \
+        else "Regressions against the recent median"
+    if not found:
+        return empty(title, f"No op type, kernel or step phase slower than its recent median ({TEST}).")
+    return table("median-regressions", title, [
+        column("kind", "kind"), column("key", "key", search=True), column("median_ms", "median ms per step", "ms"),
+        column("latest_ms", "latest ms per step", "ms"), column("change_ms", "change ms", "ms"),
+        column("relative_change", "change", "pct"), column("z", "robust z", "num")], found[:TOP_ROWS], total=len(found),
+        note=f"Slower by at least 1 % and {TEST}.")
 
 
 def diff_page(changes: pa.Table, a: str, b: str) -> Page:

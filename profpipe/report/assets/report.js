@@ -76,6 +76,13 @@ function plot(holder, figure) {
   const layout = Object.assign({margin: {t: 40, r: 20}, autosize: true,
     legend: {orientation: "h", traceorder: "normal", x: 0, y: 1.02, yanchor: "bottom"}}, figure.layout);
   Plotly.react(holder, figure.data, layout, PLOT_CONFIG);
+  if (figure.link && !holder.dataset.link) {  /* a warehouse trend: a click on a run's point opens its report */
+    holder.dataset.link = figure.link;
+    holder.on("plotly_click", event => {
+      const point = event.points && event.points[0];
+      if (point && point.x !== undefined) window.location.href = holder.dataset.link.replace("{run}", encodeURIComponent(point.x));
+    });
+  }
   holder.dataset.rendered = "true";
 }
 
@@ -121,8 +128,8 @@ function table(section) {
       });
     }
     body.replaceChildren(...shown.map(row => {
-      const tr = el("tr", {}, row.values.map((v, i) => el("td", {class: section.columns[i].format === "text" ? "" : "n"},
-        formatted(v, section.columns[i].format))));
+      const tr = el("tr", {}, row.values.map((v, i) => el("td", {class: ["text", "link"].includes(section.columns[i].format) ? "" : "n"},
+        section.columns[i].format === "link" && v ? el("a", {href: v}, v) : formatted(v, section.columns[i].format))));
       if (section.drill) {
         tr.classList.add("clickable");
         tr.addEventListener("click", () => showDetail(row.values));

@@ -1,0 +1,306 @@
+"""Warehouse trends: each run of a warehouse against its recent history, for the warehouse report's trend charts
+and `profpipe batch --json` (`trends`).
+
+Where it sits: after `profpipe batch` (profpipe/batch.py). The aggregates are cached: when the batch writes
+catalog.duckdb (profpipe/warehouse.py `write_catalog`) `materialize` adds the tables trend_runs (one row per run
+and generation: step time average and median, phases, data verdict; sql/queries/warehouse_trend_runs.sql) and
+trend_keys (per run and generation, the summed time of every op type, kernel and step phase;
+sql/queries/warehouse_trend_keys.sql), reading the marts of the runs analysed since the last catalog only and
+copying the other runs' rows from it. The report reads those two tables and batch_runs
+(sql/queries/warehouse_run_trend.sql, sql/queries/warehouse_key_trend.sql), never a run's rows, so it costs the
+same for any number of ranks. profpipe/report/compare_pages.py draws what this module returns.
+
+Runs are in analysis order (batch_runs.analysed_at, then run id: runs of one batch share their second, so name
+runs so that they sort). A series is one number per run: the step time, an op type's or a kernel's time per step
+(a run without a step trace: its total), the input-wait share, the health events. Runs that failed, are empty or
+missing have no value (a failed run's tables hold its last good version, which is not its own number).
+
+**The outlier test** (TEST): a run's value x is an outlier when its robust z-score against the previous
+WINDOW (10) runs with a value, z = (x - median) / (1.4826 * MAD), has |z| > THRESHOLD (3.5, Iglewicz and
+Hoaglin's cut-off for the modified z-score); MAD is the median absolute deviation of those runs from their
+median, 1.4826 * MAD estimates the standard deviation of normal data. A run needs MIN_HISTORY (5) earlier
+values to be tested. The scale is floored at MAD_FLOOR (1 %) of the median, so a flat history (identical
+runs: MAD = 0) marks only changes of more than 3.5 % rather than every rounding difference.
+
+**Regressions against the recent median**: the latest run's value of each op type, kernel and step phase
+against the median of the previous WINDOW runs; a regression when it is slower by at least 1 % and its robust
+z-score exceeds THRESHOLD (the same test). Against the previous run the warehouse report and `batch --json`
+use `profpipe diff` (profpipe/diff.py: Welch's t test of the per-step samples, p < 0.05 and >= 1 %).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .models import query, query_rows
+
+#: Runs of recent history an outlier is judged against.
+WINDOW = 10
+#: |robust z| above this marks an outlier (Iglewicz and Hoaglin's 3.5 for the modified z-score).
+THRESHOLD = 3.5
+#: Earlier values a run needs before it is tested.
+MIN_HISTORY = 5
+#: The scale 1.4826 * MAD is at least this share of the median (a flat history).
+MAD_FLOOR = 0.01
+#: Smallest relative slow-down against the median that is a regression.
+MIN_RELATIVE_CHANGE = 0.01
+#: Op types and kernels (each) whose series are kept: those with the most time over all runs.
+TOP_KEYS = 20
+#: Of those, the charts draw this many lines (and every key with an outlier).
+CHART_KEYS = 8
+#: The test, as the report and `batch --json` state it.
+TEST = (f"robust z-score: |x - median| / (1.4826 * MAD) > {THRESHOLD} over the previous {WINDOW} runs with a value "
+        f"(at least {MIN_HISTORY}; 1.4826 * MAD floored at {MAD_FLOOR:.0%} of the median)")
+#: Run statuses whose numbers are the run's own.
+_VALID = ("ok", "partial")
+#: JSON has no infinity: a z-score beyond this is written as this.
+_Z_CAP = 1e9
+
+
+#: The tables `materialize` writes, and the queries that fill them.
+CACHE = {"trend_runs": "warehouse_trend_runs", "trend_keys": "warehouse_trend_keys"}
+#: The public tables those queries read.
+SOURCES = ("step_phases", "step_input_wait", "op_type_stats", "kernel_stats")
+
+
+def materialize(con: duckdb.DuckDBPyConnection, runs: dict[str, Any], previous: Path | None = None) -> None:
+    """Create trend_runs and trend_keys in `con` (which has the warehouse's views over `runs`, RunRecords by id):
+    the rows of runs whose generation `previous` (the last catalog.duckdb) already holds are copied from it, the
+    others computed from their tables."""
+    live = pa.table({"run": [r.run for r in runs.values() if r.generation],
+                     "generation": [r.generation for r in runs.values() if r.generation]},
+                    schema=pa.schema([("run", pa.string()), ("generation", pa.string())]))
+    con.register("_trend_live", live)
+    _empty_sources(con)
+    reused = False
+    if previous is not None and previous.is_file():
+        con.execute(f"ATTACH '{str(previous).replace(chr(39), chr(39) * 2)}' AS _previous (READ_ONLY)")
+        try:
+            held = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = '_previous'").fetchall()}
+            if set(CACHE) <= held:
+                for table in CACHE:
+                    con.execute(f"CREATE TABLE {table} AS SELECT p.* FROM _previous.{table} p SEMI JOIN _trend_live l USING (run, generation)")
+                reused = True
+        finally:
+            con.execute("DETACH _previous")
+    done = {run for (run,) in con.execute("SELECT DISTINCT run FROM trend_runs").fetchall()} if reused else set()
+    todo = live.filter(pa.array([run not in done for run in live.column("run").to_pylist()], pa.bool_()))
+    con.register("_trend_todo", todo)
+    names = todo.column("run").to_pylist()
+    for table, name in CACHE.items():
+        if reused:
+            con.execute(f"INSERT INTO {table} BY NAME {query(name)}", {"runs": names})
+        else:
+            con.execute(f"CREATE TABLE {table} AS {query(name)}", {"runs": names})
+    con.unregister("_trend_todo")
+    con.unregister("_trend_live")
+
+
+def _empty_sources(con: duckdb.DuckDBPyConnection) -> None:
+    """Empty views (typed from the models' YAML) of the SOURCES a warehouse has no columns for yet (no run has
+    published tables), so that the cache's queries bind."""
+    from .models import load_models
+
+    views = {v for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    views |= {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    for model in load_models():
+        if model.name in SOURCES and model.name not in views:
+            typed = ", ".join(f'CAST(NULL AS {c.type}) AS "{c.name}"' for c in model.columns)
+            con.execute(f"CREATE TEMP VIEW {model.name} AS SELECT CAST(NULL AS VARCHAR) AS run, {typed} WHERE false")
+
+
+def connect(warehouse: Path) -> duckdb.DuckDBPyConnection:
+    """A connection with batch_runs and the cached trend tables: catalog.duckdb, read-only, when it describes the
+    manifest (the batch writes both), else (a moved warehouse, a catalog from before the cache) an in-memory
+    connection over the tables the cache reads, with the cache computed in it."""
+    from .errors import UsageError
+    from .warehouse import CATALOG, Warehouse, is_warehouse
+    from .warehouse import connect as connect_warehouse
+
+    warehouse = warehouse.resolve()
+    if not is_warehouse(warehouse):
+        raise UsageError(f"{warehouse}: not a profpipe warehouse (`profpipe batch -w` makes one)")
+    manifest = Warehouse(warehouse)
+    catalog = warehouse / CATALOG
+    if catalog.is_file():
+        con = duckdb.connect(str(catalog), read_only=True)
+        try:
+            tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            serial = con.execute("SELECT serial FROM warehouse_info").fetchone()[0] if "warehouse_info" in tables else None
+            if set(CACHE) <= tables and serial == manifest.serial:
+                return con
+        except duckdb.Error:
+            pass
+        con.close()
+    con = connect_warehouse(warehouse, tables=SOURCES)
+    materialize(con, manifest.runs)
+    return con
+
+
+def robust_z(history: list[float], value: float | None) -> tuple[float | None, float | None]:
+    """(median of `history`, robust z of `value` against it); (median, None) with fewer than MIN_HISTORY values."""
+    if not history:
+        return None, None
+    median = statistics.median(history)
+    if value is None or len(history) < MIN_HISTORY:
+        return median, None
+    mad = statistics.median(abs(v - median) for v in history)
+    scale = max(1.4826 * mad, MAD_FLOOR * abs(median))
+    if scale == 0:
+        return median, 0.0 if value == median else math.copysign(_Z_CAP, value - median)
+    return median, max(-_Z_CAP, min(_Z_CAP, (value - median) / scale))
+
+
+@dataclass
+class Series:
+    """One number per run (None: no value) with each run's history median and robust z-score."""
+
+    kind: str  # step, op_type, kernel, step_phase, data, health
+    key: str
+    label: str
+    unit: str
+    values: list[float | None]
+    side: str | None = None
+    medians: list[float | None] = field(default_factory=list)
+    z: list[float | None] = field(default_factory=list)
+
+    def score(self) -> None:
+        self.medians, self.z = [], []
+        seen: list[float] = []
+        for value in self.values:
+            median, z = robust_z(seen[-WINDOW:], value)
+            self.medians.append(median)
+            self.z.append(z)
+            if value is not None:
+                seen.append(value)
+
+    def outlier(self, index: int) -> bool:
+        z = self.z[index]
+        return z is not None and abs(z) > THRESHOLD
+
+
+@dataclass
+class Trends:
+    runs: list[dict[str, Any]]
+    series: list[Series]
+    outliers: list[dict[str, Any]]
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [r["run"] for r in self.runs]
+
+
+def trends(con: duckdb.DuckDBPyConnection) -> Trends:
+    """The series of the warehouse `con` opens (its catalog), scored, and the outliers found (one row per run and
+    series marked: run, kind, key, side, label, unit, value, median, z, direction)."""
+    runs = query_rows(con, "warehouse_run_trend")
+    keyed = query_rows(con, "warehouse_key_trend", top=TOP_KEYS)
+    index = {r["run"]: i for i, r in enumerate(runs)}
+    valid = [r["status"] in _VALID for r in runs]
+
+    def run_series(kind: str, key: str, label: str, unit: str, column: str) -> Series:
+        return Series(kind, key, label, unit, [r[column] if ok else None for r, ok in zip(runs, valid)])
+
+    series = [run_series("step", "step time", "step time (average)", "ms", "step_avg_ms"),
+              run_series("data", "input wait", "input wait share of the step", "share", "input_wait_share"),
+              run_series("health", "health events", "trace-health events", "events", "health_events")]
+    by_key: dict[tuple[str, str, str | None], list[float | None]] = {}
+    has_kind: dict[str, set[str]] = {}
+    for row in keyed:
+        if row["run"] not in index:
+            continue
+        values = by_key.setdefault((row["kind"], row["key"], row["side"]), [None] * len(runs))
+        values[index[row["run"]]] = row["value_ns"] / 1e6
+        has_kind.setdefault(row["kind"], set()).add(row["run"])
+    for (kind, key, side), values in by_key.items():
+        # a top key absent from a run that has others of its kind took no time there
+        values = [(0.0 if v is None and r["run"] in has_kind[kind] else v) if ok else None
+                  for v, r, ok in zip(values, runs, valid)]
+        label = f"{key} ({side.lower()})" if kind == "op_type" and side else key
+        series.append(Series(kind, key, label, "ms", values, side=side))
+    outliers = []
+    for s in series:
+        s.score()
+        for i, value in enumerate(s.values):
+            if s.outlier(i):
+                outliers.append({"run": runs[i]["run"], "kind": s.kind, "key": s.key, "side": s.side, "label": s.label,
+                                 "unit": s.unit, "value": value, "median": s.medians[i], "z": s.z[i],
+                                 "direction": "slower" if s.z[i] > 0 else "faster"})
+    outliers.sort(key=lambda o: (index[o["run"]], -abs(o["z"])))
+    return Trends(runs, series, outliers)
+
+
+def latest(t: Trends) -> int | None:
+    """The index of the latest run whose numbers are its own (status ok or partial), or None."""
+    for i in range(len(t.runs) - 1, -1, -1):
+        if t.runs[i]["status"] in _VALID:
+            return i
+    return None
+
+
+def median_regressions(t: Trends) -> list[dict[str, Any]]:
+    """The latest run's op types, kernels and step phases slower than the median of the previous WINDOW runs by at
+    least MIN_RELATIVE_CHANGE with a robust z-score above THRESHOLD; largest slow-down first (ms per step)."""
+    i = latest(t)
+    if i is None:
+        return []
+    found = []
+    for s in t.series:
+        if s.kind not in ("op_type", "kernel", "step_phase"):
+            continue
+        value, median, z = s.values[i], s.medians[i], s.z[i]
+        if value is None or median is None or z is None or z <= THRESHOLD:
+            continue
+        relative = (value - median) / median if median else None
+        if relative is not None and relative < MIN_RELATIVE_CHANGE:
+            continue
+        found.append({"run": t.runs[i]["run"], "kind": s.kind, "key": s.key, "side": s.side, "median_ms": median,
+                      "latest_ms": value, "change_ms": value - median, "relative_change": relative, "z": z})
+    found.sort(key=lambda r: -r["change_ms"])
+    return found
+
+
+def previous_pair(t: Trends) -> tuple[str, str] | None:
+    """(the run before, the latest run) among the runs with a step trace: the pair `profpipe diff` compares."""
+    timed = [r["run"] for r in t.runs if r["step_avg_ms"] is not None]
+    return (timed[-2], timed[-1]) if len(timed) >= 2 else None
+
+
+def previous_changes(warehouse: Path, pair: tuple[str, str]):
+    """`profpipe diff` of the pair's two runs (a pyarrow table, profpipe/diff.py's columns)."""
+    from .diff import diff_runs
+    from .warehouse import open_run
+
+    con_a, con_b = open_run(warehouse, pair[0]), open_run(warehouse, pair[1])
+    try:
+        return diff_runs(con_a, con_b)
+    finally:
+        con_a.close()
+        con_b.close()
+
+
+def significant_slowdowns(changes) -> list[dict[str, Any]]:
+    """The rows of a diff table that are significant slow-downs (the report's Regressions)."""
+    keep = ("kind", "key", "status", "per_step_a_ns", "per_step_b_ns", "per_step_change_ns", "relative_change", "p_value")
+    return [{k: r[k] for k in keep} for r in changes.to_pylist() if r["significant"] and (r["per_step_change_ns"] or 0) > 0]
+
+
+def summary(warehouse: Path) -> dict[str, Any]:
+    """`profpipe batch --json`'s `trends`: the test, the outliers, and the latest run's regressions against the
+    previous run (diff) and against the recent median."""
+    with connect(warehouse) as con:
+        t = trends(con)
+    pair = previous_pair(t)
+    previous = None
+    if pair is not None:
+        previous = {"a": pair[0], "b": pair[1], "regressions": significant_slowdowns(previous_changes(warehouse, pair))}
+    i = latest(t)
+    return {"test": TEST, "window": WINDOW, "threshold": THRESHOLD, "runs": len(t.runs),
+            "latest": None if i is None else t.runs[i]["run"], "outliers": t.outliers,
+            "regressions": {"previous": previous, "median": median_regressions(t)}}
