@@ -7,18 +7,7 @@
 -- the compute peak for the op's input type (half / bfloat16: dense tensor core; float: TF32 tensor core, else FP32;
 -- double: FP64); NULL, and no bound, for a device or type the data sheets do not give.
 WITH RECURSIVE own AS (
-    SELECT h.rank, h.capture, h.op_index, h.parent_index, coalesce(l.device_ns, 0) AS device_self_ns
-    FROM {{ ref('stg_host_op') }} h
-    LEFT JOIN (SELECT rank, capture, op_index, sum(dur_ns) AS device_ns FROM {{ ref('stg_device_exec') }}
-               WHERE op_index IS NOT NULL GROUP BY rank, capture, op_index) l USING (rank, capture, op_index)
-    WHERE h.op_index IS NOT NULL
-), climb AS (  -- each op's own device time, handed up to every op it is nested in
-    SELECT rank, capture, op_index, parent_index, device_self_ns AS device_ns FROM own WHERE device_self_ns > 0
-    UNION ALL
-    SELECT c.rank, c.capture, p.op_index, p.parent_index, c.device_ns
-    FROM climb c JOIN own p ON p.rank = c.rank AND p.capture = c.capture AND p.op_index = c.parent_index
-), device_total AS (
-    SELECT rank, capture, op_index, sum(device_ns) AS device_ns FROM climb GROUP BY rank, capture, op_index
+    SELECT rank, capture, op_index, parent_index FROM {{ ref('stg_host_op') }} WHERE op_index IS NOT NULL
 ), signature AS (  -- each distinct input signature costed once
     SELECT op_name, input_dims, input_types, concrete_inputs,
            op_roofline_cost(op_name, input_dims, input_types, concrete_inputs) AS cost
@@ -37,11 +26,11 @@ WITH RECURSIVE own AS (
     FROM under_costed u JOIN own o ON o.rank = u.rank AND o.capture = u.capture AND o.parent_index = u.op_index
 ), measured AS (  -- the outermost costed executions
     SELECT c.rank, c.op_name, c.input_dims, c.cost.dtype AS dtype, c.cost.op_class AS op_class,
-           c.cost.flop AS flop, c.cost.bytes AS bytes, t.device_ns
+           c.cost.flop AS flop, c.cost.bytes AS bytes, t.device_total_ns AS device_ns
     FROM costed c
-    JOIN device_total t USING (rank, capture, op_index)
+    JOIN {{ ref('int_host_op_device_total') }} t USING (rank, capture, op_index)
     ANTI JOIN under_costed u ON u.rank = c.rank AND u.capture = c.capture AND u.op_index = c.parent_index
-    WHERE t.device_ns > 0
+    WHERE t.device_total_ns > 0
 ), per_shape AS (
     SELECT rank, op_name, input_dims, dtype, any_value(op_class) AS op_class, count(*) AS executions,
            sum(device_ns)::BIGINT AS device_ns,
