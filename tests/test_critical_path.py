@@ -1,0 +1,87 @@
+"""The critical path marts (critical_path_edge, critical_path_summary): a graph built by hand, and HTA's own
+critical_path_analysis on its test traces (fixtures/hta/critical_path.json, written by
+fixtures/generators/hta_critical_path.py)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import realdata, run
+from model_harness import model_rows
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_critical_path_by_hand():
+    """aten::foo [0, 100] on thread 1 launches gemm (call 10-20, kernel 40-80 on stream 7, an idle queue: a launch
+    edge of 30) and then waits in cudaStreamSynchronize [30, 90] (blocking: its own time weighs 0), whose Stream Sync
+    ties it to gemm's end. The CPU alone makes 10+10+10+0+10 = 40; through the GPU: 10 (foo's start to the call) +
+    30 (launch) + 40 (gemm) + 0 (sync) + 10 (the sync's end to foo's end) = 90, the critical path."""
+    ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 100}]
+    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
+             {"tid": 1, "name": "cudaStreamSynchronize", "category": "cuda_runtime", "correlation": 2, "start_ns": 30,
+              "dur_ns": 60}]
+    device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 40, "dur_ns": 40},
+              {"stream_id": 7, "kind": "sync", "name": "Stream Sync", "correlation": 2, "start_ns": 30, "dur_ns": 55}]
+    tables = {"host_op": ops, "host_api": calls, "device_exec": device}
+    edges = [(r["edge_index"], r["edge_type"], r["weight_ns"], r["from_name"], r["from_point"], r["to_name"],
+              r["to_point"], r["event_name"], r["bound_by"]) for r in model_rows(tables, "critical_path_edge")]
+    assert edges == [
+        (0, "cpu_op", 10, "aten::foo", "start", "cudaLaunchKernel", "start", "aten::foo", "cpu_bound"),
+        (1, "launch", 30, "cudaLaunchKernel", "start", "gemm", "start", None, "gpu_kernel_launch_overhead"),
+        (2, "gpu_op", 40, "gemm", "start", "gemm", "end", "gemm", "gpu_compute_bound"),
+        (3, "sync", 0, "gemm", "end", "cudaStreamSynchronize", "end", None, None),
+        (4, "cpu_op", 10, "cudaStreamSynchronize", "end", "aten::foo", "end", "aten::foo", "cpu_bound"),
+    ]
+    [summary] = model_rows(tables, "critical_path_summary")
+    assert (summary["path_length_ns"], summary["edges"], summary["sync_edges"], summary["cpu_ns"],
+            summary["gpu_compute_ns"], summary["launch_ns"], summary["kernel_kernel_ns"]) == (90, 5, 1, 20, 40, 30, 0)
+    assert summary["cpu_share"] == pytest.approx(2 / 9) and summary["launch_share"] == pytest.approx(1 / 3)
+    assert (summary["top_op"], summary["top_op_ns"], summary["top_kernel"], summary["top_kernel_ns"]) == \
+        ("aten::foo", 20, "gemm", 40)
+
+
+TRACES = {
+    "simple_add": "HolisticTraceAnalysis/tests/data/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
+    "alexnet": "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACES))
+def test_critical_path_matches_hta(name, tmp_path):
+    """Over the whole trace (HTA's annotation ""), the path's length, edge count, time per edge type and per
+    bound_by class equal HTA 0.5.0's (its µs x 1000), and so do its edges' types, weights and node times."""
+    trace = realdata(TRACES[name])
+    expected = json.loads((REPO / "fixtures/hta/critical_path.json").read_text())["traces"]["realdata/" + TRACES[name]]
+    hta = expected["whole"]
+    source = tmp_path / "trace"
+    source.mkdir()
+    (source / trace.name).symlink_to(trace)
+    run(source, tmp_path / "out")
+    con = duckdb.connect(str(tmp_path / "out" / "profile.duckdb"), read_only=True)
+    [(length, count)] = con.execute(
+        "SELECT path_length_ns, edges FROM critical_path_summary WHERE step IS NULL").fetchall()
+    assert (length, count) == (hta["length"] * 1000, hta["edges_on_path"])
+    by_type = dict(con.execute("SELECT edge_type, sum(weight_ns) FROM critical_path_edge WHERE step IS NULL "
+                               "GROUP BY ALL").fetchall())
+    names = {"cpu_op": "operator", "gpu_op": "operator", "launch": "kernel_launch_delay",
+             "kernel_kernel": "kernel_kernel_delay", "sync": "sync_dependency", "dependency": "dependency"}
+    ours = Counter()
+    for edge_type, ns in by_type.items():
+        ours[names[edge_type]] += ns
+    assert dict(ours) == {k: v * 1000 for k, v in hta["by_type"].items()}
+    bound = dict(con.execute("SELECT coalesce(bound_by, ''), sum(weight_ns) FROM critical_path_edge "
+                             "WHERE step IS NULL GROUP BY ALL").fetchall())
+    assert bound == {k: v * 1000 for k, v in hta["by_bound"].items()}
+    # edge by edge, on the clock HTA shifts to the trace's first event (µs)
+    origin = hta["path_start_ts"] * 1000 - con.execute(
+        "SELECT path_start_ns FROM critical_path_summary WHERE step IS NULL").fetchall()[0][0]
+    got = sorted((names[t], w // 1000, (f + origin) // 1000, (e + origin) // 1000) for t, w, f, e in con.execute(
+        "SELECT edge_type, weight_ns, from_ns, to_ns FROM critical_path_edge WHERE step IS NULL").fetchall())
+    want = sorted((r["type"].replace("operator_kernel", "operator"), r["weight"], r["begin_ts"], r["end_ts"])
+                  for r in hta["edges"])
+    assert got == want
