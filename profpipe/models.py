@@ -28,10 +28,14 @@ across its columns: an `expression` true on every row (NULL counts as true), or 
 expression true for every group of rows, and `why` it must hold (parts that add up to their whole, a window that
 holds what is attributed to it, shares of one whole that sum to at most 1). Intermediate models that many
 others read say `computed_once: true`: the run computes them once into a temporary table, which shadows
-the view while marts and exports read it; the saved profile.duckdb keeps only the view.
+the view while marts and exports read it; the saved profile.duckdb keeps only the view. An intermediate model that
+SQL cannot compute well (a sequential pass, such as the critical path's longest path) names in `computed_by`
+(`package.module:function`) the Python function that computes it: its SQL selects the function's input, the function
+returns the model's rows as an Arrow table of its declared columns, and the model is saved as a table.
 """
 from __future__ import annotations
 
+import importlib
 import re
 import time
 from dataclasses import dataclass
@@ -41,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from .resources import cached, data_dir, read_yaml
 from .tables import catalog
@@ -131,11 +136,15 @@ class Model:
     #: Invariants across columns: (SQL expression true on every row, or with `per` columns an aggregate true for
     #: every group of rows; why it must hold; the `per` columns). NULL counts as true.
     invariants: tuple[Invariant, ...] = ()
+    #: intermediate models computed in Python: `package.module:function`, called with the rows of `sql` (an Arrow
+    #: table) and returning the model's rows.
+    computed_by: str | None = None
 
     @property
     def kind(self) -> str:
-        """What the saved profile.duckdb holds: VIEW (staging, intermediate) or TABLE (marts)."""
-        return _MATERIALIZED[self.layer]
+        """What the saved profile.duckdb holds: VIEW (staging, intermediate) or TABLE (marts, and the models
+        computed in Python)."""
+        return "TABLE" if self.computed_by else _MATERIALIZED[self.layer]
 
     @property
     def depends_on(self) -> frozenset[str]:
@@ -206,12 +215,16 @@ def _read_model(path: Path, layer: str) -> Model:
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = read_yaml(doc_path) or {}
     unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
-                          "tests", "style", "written_by", "newline"}
+                          "tests", "style", "written_by", "newline", "computed_by"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
     if computed_once and layer != "intermediate":
         raise ModelError(f"SQL model {name}: only intermediate models can be computed once per run")
+    computed_by = doc.get("computed_by")
+    if computed_by is not None and (layer != "intermediate" or computed_once or not re.fullmatch(r"[\w.]+:\w+", computed_by)):
+        raise ModelError(f"SQL model {name}: only an intermediate model that is not computed_once can be computed_by "
+                         "a Python function, named package.module:function")
     if doc.get("csv_order") is not None and layer not in ("marts", "reports"):
         raise ModelError(f"SQL model {name}: only marts and reports are written as CSVs (csv_order)")
     if (1 if layer == "reports" else 0) != bool(doc.get("file")) + bool(doc.get("returned_by")):
@@ -245,7 +258,7 @@ def _read_model(path: Path, layer: str) -> Model:
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
                  csv_order=doc.get("csv_order"), file=doc.get("file"), style=doc.get("style"),
                  written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"),
-                 invariants=tuple(invariants))
+                 invariants=tuple(invariants), computed_by=computed_by)
 
 
 @lru_cache(maxsize=4)
@@ -361,7 +374,9 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
             con.execute(";\n".join(pending))
             pending.clear()
         started = time.perf_counter()
-        if model.kind == "TABLE" or not prepared:
+        if model.computed_by:
+            _compute_in_python(con, model)
+        elif model.kind == "TABLE" or not prepared:
             con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
         if model.kind == "TABLE":
             tables.append(model.name)
@@ -374,6 +389,19 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     if pending:
         con.execute(";\n".join(pending))
     return ModelRun(seconds, skipped, empty, tables)
+
+
+def _compute_in_python(con: duckdb.DuckDBPyConnection, model: Model) -> None:
+    """Create `model` as a table of the rows its `computed_by` function returns for the rows of its SQL."""
+    module_name, function_name = model.computed_by.split(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    rows: pa.Table = function(con.sql(model.sql).to_arrow_table())
+    columns = ", ".join(f"CAST({_identifier(c.name)} AS {c.type}) AS {_identifier(c.name)}" for c in model.columns)
+    con.register("computed_rows", rows)
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {model.name} AS SELECT {columns} FROM computed_rows")
+    finally:
+        con.unregister("computed_rows")
 
 
 def _empty_model_sql(model: Model) -> str:
