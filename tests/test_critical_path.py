@@ -45,28 +45,94 @@ def test_critical_path_by_hand():
         ("aten::foo", 20, "gemm", 40)
 
 
+def _path(tables):
+    return [(r["edge_type"], r["weight_ns"], r["from_name"], r["from_point"], r["to_name"], r["to_point"])
+            for r in model_rows(tables, "critical_path_edge")]
+
+
+def test_cuda_event_synchronize_waits_for_the_recorded_activity():
+    """aten::foo [0, 110] launches gemm (call 10-20, kernel 30-80 on stream 7), records a CUDA event on stream 7
+    (cudaEventRecord 22-25) and waits for it in cudaEventSynchronize [30, 100] (blocking). Its Event Sync ties gemm's
+    end to the call's end: 10 + 20 (launch) + 50 (gemm) + 0 + 10 = 90. Without that edge the path would end at gemm's
+    end (80)."""
+    ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 110}]
+    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
+             {"tid": 1, "name": "cudaEventRecord", "category": "cuda_runtime", "correlation": 2, "start_ns": 22, "dur_ns": 3},
+             {"tid": 1, "name": "cudaEventSynchronize", "category": "cuda_runtime", "correlation": 3, "start_ns": 30,
+              "dur_ns": 70}]
+    device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 30, "dur_ns": 50},
+              {"stream_id": -1, "kind": "sync", "name": "Event Sync", "correlation": 3, "start_ns": 30, "dur_ns": 65,
+               "wait_stream_id": 7, "wait_correlation": 2}]
+    assert _path({"host_op": ops, "host_api": calls, "device_exec": device}) == [
+        ("cpu_op", 10, "aten::foo", "start", "cudaLaunchKernel", "start"),
+        ("launch", 20, "cudaLaunchKernel", "start", "gemm", "start"),
+        ("gpu_op", 50, "gemm", "start", "gemm", "end"),
+        ("sync", 0, "gemm", "end", "cudaEventSynchronize", "end"),
+        ("cpu_op", 10, "cudaEventSynchronize", "end", "aten::foo", "end"),
+    ]
+
+
+def test_cuda_stream_wait_event_holds_the_next_launch():
+    """gemm on stream 7 [30, 120] records an event that stream 8 waits for (cudaStreamWaitEvent 26-28); the next
+    kernel the thread launches on stream 8, add (call 30-40, kernel 120-170), starts through a sync edge from gemm's end
+    rather than through its launch (HTA: no launch edge while the waited-for activity ran past the call); a
+    cudaDeviceSynchronize [45, 180] (Context Sync) returns after add."""
+    ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 200}]
+    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
+             {"tid": 1, "name": "cudaEventRecord", "category": "cuda_runtime", "correlation": 2, "start_ns": 22, "dur_ns": 3},
+             {"tid": 1, "name": "cudaStreamWaitEvent", "category": "cuda_runtime", "correlation": 4, "start_ns": 26,
+              "dur_ns": 2},
+             {"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 5, "start_ns": 30, "dur_ns": 10},
+             {"tid": 1, "name": "cudaDeviceSynchronize", "category": "cuda_runtime", "correlation": 6, "start_ns": 45,
+              "dur_ns": 135}]
+    device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 30, "dur_ns": 90},
+              {"stream_id": 8, "kind": "sync", "name": "Stream Wait Event", "correlation": 4, "start_ns": 28, "dur_ns": 1,
+               "wait_stream_id": 7, "wait_correlation": 2},
+              {"stream_id": 8, "kind": "kernel", "name": "add", "correlation": 5, "start_ns": 120, "dur_ns": 50},
+              {"stream_id": -1, "kind": "sync", "name": "Context Sync", "correlation": 6, "start_ns": 45, "dur_ns": 130}]
+    assert _path({"host_op": ops, "host_api": calls, "device_exec": device}) == [
+        ("cpu_op", 10, "aten::foo", "start", "cudaLaunchKernel", "start"),
+        ("launch", 20, "cudaLaunchKernel", "start", "gemm", "start"),
+        ("gpu_op", 90, "gemm", "start", "gemm", "end"),
+        ("sync", 0, "gemm", "end", "add", "start"),
+        ("gpu_op", 50, "add", "start", "add", "end"),
+        ("sync", 0, "add", "end", "cudaDeviceSynchronize", "end"),
+        ("cpu_op", 20, "cudaDeviceSynchronize", "end", "aten::foo", "end"),
+    ]
+
+
 TRACES = {
     "simple_add": "HolisticTraceAnalysis/tests/data/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
     "alexnet": "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "cuda_event_sync": "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+    "cuda_event_sync_multi_stream":
+        "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
 }
 
 
 @pytest.mark.parametrize("name", sorted(TRACES))
 def test_critical_path_matches_hta(name, tmp_path):
-    """Over the whole trace (HTA's annotation ""), the path's length, edge count, time per edge type and per
-    bound_by class equal HTA 0.5.0's (its µs x 1000), and so do its edges' types, weights and node times."""
+    """Over the window profpipe takes (the first step where the trace has steps: HTA's annotation ProfilerStep,
+    instance 0; else the whole trace: HTA's annotation ""), the path's length, edge count, time per edge type and per
+    bound_by class equal HTA 0.5.0's (its µs x 1000), and so do its edges' types, weights and node times. The
+    cuda_event_sync traces hold cudaEventSynchronize and cudaStreamWaitEvent, tied to their cudaEventRecord."""
     trace = realdata(TRACES[name])
     expected = json.loads((REPO / "fixtures/hta/critical_path.json").read_text())["traces"]["realdata/" + TRACES[name]]
-    hta = expected["whole"]
+    hta = expected.get("ProfilerStep#0") or expected["whole"]
     source = tmp_path / "trace"
     source.mkdir()
     (source / trace.name).symlink_to(trace)
     run(source, tmp_path / "out")
     con = duckdb.connect(str(tmp_path / "out" / "profile.duckdb"), read_only=True)
+    window = "step IS NULL" if "ProfilerStep#0" not in expected else \
+        f"step = {con.execute('SELECT min(step) FROM critical_path_summary').fetchall()[0][0]}"
     [(length, count)] = con.execute(
-        "SELECT path_length_ns, edges FROM critical_path_summary WHERE step IS NULL").fetchall()
+        "SELECT path_length_ns, edges FROM critical_path_summary WHERE " + window).fetchall()
     assert (length, count) == (hta["length"] * 1000, hta["edges_on_path"])
-    by_type = dict(con.execute("SELECT edge_type, sum(weight_ns) FROM critical_path_edge WHERE step IS NULL "
+    [(graph_edges,)] = con.execute("SELECT count(*) FROM int_critical_path_graph g JOIN (SELECT DISTINCT win FROM "
+                                   "int_critical_path_event WHERE " + window + ") USING (win)").fetchall()
+    assert graph_edges == hta["graph_edges"]  # the whole graph, CUDA-event sync edges included
+    by_type = dict(con.execute(f"SELECT edge_type, sum(weight_ns) FROM critical_path_edge WHERE {window} "
                                "GROUP BY ALL").fetchall())
     names = {"cpu_op": "operator", "gpu_op": "operator", "launch": "kernel_launch_delay",
              "kernel_kernel": "kernel_kernel_delay", "sync": "sync_dependency", "dependency": "dependency"}
@@ -75,13 +141,13 @@ def test_critical_path_matches_hta(name, tmp_path):
         ours[names[edge_type]] += ns
     assert dict(ours) == {k: v * 1000 for k, v in hta["by_type"].items()}
     bound = dict(con.execute("SELECT coalesce(bound_by, ''), sum(weight_ns) FROM critical_path_edge "
-                             "WHERE step IS NULL GROUP BY ALL").fetchall())
+                             "WHERE " + window + " GROUP BY ALL").fetchall())
     assert bound == {k: v * 1000 for k, v in hta["by_bound"].items()}
     # edge by edge, on the clock HTA shifts to the trace's first event (µs)
     origin = hta["path_start_ts"] * 1000 - con.execute(
-        "SELECT path_start_ns FROM critical_path_summary WHERE step IS NULL").fetchall()[0][0]
+        "SELECT path_start_ns FROM critical_path_summary WHERE " + window).fetchall()[0][0]
     got = sorted((names[t], w // 1000, (f + origin) // 1000, (e + origin) // 1000) for t, w, f, e in con.execute(
-        "SELECT edge_type, weight_ns, from_ns, to_ns FROM critical_path_edge WHERE step IS NULL").fetchall())
+        "SELECT edge_type, weight_ns, from_ns, to_ns FROM critical_path_edge WHERE " + window).fetchall())
     want = sorted((r["type"].replace("operator_kernel", "operator"), r["weight"], r["begin_ts"], r["end_ts"])
                   for r in hta["edges"])
     assert got == want

@@ -267,7 +267,8 @@ def _with_value(event_index: int, field: str, token: str) -> bytes:
     """The Kineto fixture with one field of one event replaced by a raw JSON token (args fields inside args)."""
     trace = json.loads(KINETO.read_text(), parse_float=Decimal)
     event = trace["traceEvents"][event_index]
-    holder = event.setdefault("args", {}) if field in ("External id", "correlation", "Bytes", "stream") else event
+    holder = event.setdefault("args", {}) if field in ("External id", "correlation", "Bytes", "stream", "wait_on_stream",
+                                                       "wait_on_cuda_event_record_corr_id") else event
     holder[field] = "__BAD__"
     return json.dumps(trace, default=str, indent=1).replace('"__BAD__"', token).encode()
 
@@ -310,12 +311,14 @@ def test_bad_times_and_durations(data):
 @FUZZ
 @given(st.data())
 def test_bad_ids_and_sizes(data):
-    """An External id, correlation id, stream or allocation size that is not an integer: the event is kept with no
-    id (a repaired row); an allocation without a readable size is left out (a malformed_record row)."""
+    """An External id, correlation id, stream, CUDA event sync id (wait_on_stream, its cudaEventRecord's correlation)
+    or allocation size that is not an integer: the event is kept with no id (a repaired row); an allocation without a
+    readable size is left out (a malformed_record row)."""
     trace = json.loads(KINETO.read_text(), parse_float=Decimal)
     events = trace["traceEvents"]
-    field = data.draw(st.sampled_from(["External id", "correlation", "stream", "Bytes"]), label="field")
-    wanted = "memory_event" if field == "Bytes" else "device_exec" if field == "stream" else None
+    field = data.draw(st.sampled_from(["External id", "correlation", "stream", "Bytes", "wait_on_stream",
+                                       "wait_on_cuda_event_record_corr_id"]), label="field")
+    wanted = "memory_event" if field == "Bytes" else "device_exec" if field.startswith(("stream", "wait")) else None
     candidates = [i for i, e in enumerate(events) if _table_of(e) and (wanted is None or _table_of(e) == wanted)
                   and (field != "Bytes" or e.get("ph") == "i")]
     index = data.draw(st.sampled_from(candidates), label="event")

@@ -118,6 +118,8 @@ SELECT *, (raw_ids[1] IS NOT NULL OR raw_ids[2] IS NOT NULL) AND external_id IS 
           OR raw_ids[12] IS NOT NULL AND python_id IS NULL OR raw_ids[13] IS NOT NULL AND python_parent_id IS NULL
           OR raw_ids[14] IS NOT NULL AND python_module_id IS NULL
           OR raw_ids[16] IS NOT NULL AND registers_per_thread IS NULL OR raw_ids[17] IS NOT NULL AND shared_memory_bytes IS NULL
+          OR raw_ids[18] IS NOT NULL AND try_cast(raw_ids[18] AS BIGINT) IS NULL
+          OR raw_ids[19] IS NOT NULL AND try_cast(raw_ids[19] AS BIGINT) IS NULL
           OR (memory IS NOT NULL AND list_bool_or([memory[i] IS NOT NULL AND try_cast(memory[i] AS BIGINT) IS NULL
                                                    FOR i IN [2, 3, 5, 6]])) AS bad_id
 FROM (
@@ -128,6 +130,8 @@ SELECT name, coalesce(c.alias, raw_cat) AS cat, ph, pid, tid, start_ns, dur_ns, 
        replace(trim(a[8], '[]'), ' ', '') AS grid, replace(trim(a[9], '[]'), ' ', '') AS block,
        try_cast(coalesce(a[10], a[11]) AS BIGINT) AS bytes,
        try_cast(a[16] AS INTEGER) AS registers_per_thread, try_cast(a[17] AS BIGINT) AS shared_memory_bytes,
+       -- a CUDA event sync's cudaEventRecord (its correlation id) and the stream it recorded on (-1: not known)
+       nullif(try_cast(a[18] AS BIGINT), -1) AS wait_stream_id, nullif(try_cast(a[19] AS BIGINT), -1) AS wait_correlation,
        -- Python frames (with_stack): the tracer's id, its parent's and an nn.Module's (python_frames.py)
        -- (whole numbers only: a cast would round 1.5 into an id)
        CASE WHEN regexp_full_match(a[12], '-?[0-9]+') THEN try_cast(a[12] AS BIGINT) END AS python_id,
@@ -175,7 +179,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
                                         '$.device', '$."Sequence number"', '$."correlation id"',
                                         '$.grid', '$.block', '$.bytes', '$.size', '$."Python id"',
                                         '$."Python parent id"', '$."Python module id"', '$."Call stack"',
-                                        '$."registers per thread"', '$."shared memory"']) AS a,
+                                        '$."registers per thread"', '$."shared memory"', '$.wait_on_stream',
+                                        '$.wait_on_cuda_event_record_corr_id']) AS a,
              -- the collective args PyTorch writes on record_param_comms and copies onto NCCL kernels, as JSON
              -- values (their types are checked where the collective table is built: _COLLECTIVE_SQL)
              CASE WHEN ph = 'X' AND (name = 'record_param_comms' OR starts_with(name, 'nccl'))
@@ -273,6 +278,7 @@ _DEVICE_SQL = f"""
 CREATE TABLE device AS
 SELECT row_number() OVER () AS row_id, e.name, e.pid, e.tid, e.start_ns, e.dur_ns, e.correlation, e.external_id,
        e.stream, e.device, e.bytes, e.grid, e.block, e.registers_per_thread, e.shared_memory_bytes, e.coll,
+       e.wait_stream_id, e.wait_correlation,
        CASE WHEN e.cat = 'mtia_ccp_events' AND e.name = 'dma_request' THEN 'memcpy' ELSE k.kind END AS kind
 FROM events e JOIN (VALUES {", ".join(f"('{c}', '{k}')" for c, k in DEVICE_KINDS.items())}) AS k(cat, kind) USING (cat);
 CREATE TABLE calls AS
@@ -317,7 +323,7 @@ _DEVICE_EXEC_SQL = """
 SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
        kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
        coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block, registers_per_thread,
-       shared_memory_bytes
+       shared_memory_bytes, wait_stream_id, wait_correlation
 FROM launched
 ORDER BY start_ns
 """
@@ -644,7 +650,7 @@ _FAULTS = {
 #: The columns that make two events the same record (an exact duplicate is counted once).
 _EVENT_KEY = ("name, cat, ph, pid, tid, start_ns, dur_ns, memory, external_id, correlation, stream, device, "
               "has_sequence, grid, block, bytes, python_id, python_parent_id, registers_per_thread, "
-              "shared_memory_bytes, counters")
+              "shared_memory_bytes, counters, wait_stream_id, wait_correlation")
 #: Below this many ns (about 3 years), times are not on the Unix epoch: relative to baseTimeNanoseconds.
 _RELATIVE_NS = 10 ** 17
 #: The tables each category's events go to.
@@ -672,7 +678,7 @@ def _drop_faults(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn, offsets
                  offset=offsets.get(fault), example=example, tables=",".join(tables) or None)
         if bad_ids and fault is None:
             warn(f"{path}: {bad_ids} events have an id or size (External id, correlation, stream, device, bytes, "
-                 "Addr, totals) that is not an integer; it is read as none", check="malformed_record",
+                 "Addr, totals, a CUDA event sync's wait_on_stream or record correlation) that is not an integer; it is read as none", check="malformed_record",
                  action="repaired", rows=bad_ids, path=path, example=id_example)
     if any(fault is not None for fault, *_ in found):
         con.execute("DELETE FROM events WHERE fault IS NOT NULL")

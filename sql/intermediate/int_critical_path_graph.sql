@@ -17,10 +17,42 @@ WITH event AS (
     SELECT *, lag(ev) OVER stream AS prev_ev, lag(end_ns) OVER stream AS prev_end_ns
     FROM event WHERE source IN ('kernel', 'memcpy', 'memset')
     WINDOW stream AS (PARTITION BY rank, capture, win, stream_id ORDER BY start_ns, ev)
-), launched AS (  -- each kernel with its launching call's node and HTA's queue lengths at the call and at the kernel
+), launch AS (  -- every launching call of an activity in the trace (not only the window's)
+    SELECT rank, capture, stream_id, tid, call_start_ns, correlation FROM {{ ref('int_launched_activity') }}
+    WHERE kind IN ('kernel', 'memcpy', 'memset') AND call_start_ns IS NOT NULL
+), recorded AS (  -- each cudaEventRecord a sync waits on: the activity launched last on its stream before it
+    SELECT r.rank, r.capture, r.wait_correlation, l.correlation AS activity_correlation
+    FROM (SELECT DISTINCT s.rank, s.capture, s.wait_correlation, s.wait_stream_id, c.start_ns AS record_ns
+          FROM {{ ref('int_critical_path_event') }} s
+          JOIN {{ ref('stg_host_api') }} c ON c.rank = s.rank AND c.capture = s.capture AND c.correlation = s.wait_correlation
+          WHERE s.source = 'sync' AND s.wait_correlation IS NOT NULL AND s.wait_stream_id IS NOT NULL) r
+    ASOF JOIN launch l ON l.rank = r.rank AND l.capture = r.capture AND l.stream_id = r.wait_stream_id
+         AND l.call_start_ns <= r.record_ns
+), event_sync AS (  -- an Event Sync / Stream Wait Event with its call and the window's node of the activity it waits for
+    SELECT s.rank, s.capture, s.win, s.name, s.stream_id, s.end_ns, c.ev AS call_ev, c.tid AS call_tid,
+           c.start_ns AS call_start_ns, k.ev AS waited_ev, k.end_ns AS waited_end_ns
+    FROM {{ ref('int_critical_path_event') }} s
+    JOIN recorded r ON r.rank = s.rank AND r.capture = s.capture AND r.wait_correlation = s.wait_correlation
+    JOIN event c ON c.rank = s.rank AND c.capture = s.capture AND c.win = s.win AND c.source = 'api'
+         AND c.correlation = s.correlation
+    JOIN event k ON k.rank = s.rank AND k.capture = s.capture AND k.win = s.win
+         AND k.source IN ('kernel', 'memcpy', 'memset') AND k.correlation = r.activity_correlation
+    WHERE s.source = 'sync' AND s.name IN ('Event Sync', 'Stream Wait Event')
+), stream_wait AS (  -- a Stream Wait Event holds the next activity its thread launches on the waiting stream
+    SELECT w.rank, w.capture, w.win, l.correlation, arg_max(w.waited_ev, w.end_ns) AS waited_ev,
+           arg_max(w.waited_end_ns, w.end_ns) AS waited_end_ns
+    FROM event_sync w
+    ASOF JOIN launch l ON l.rank = w.rank AND l.capture = w.capture AND l.tid = w.call_tid
+         AND l.stream_id = w.stream_id AND l.call_start_ns >= w.call_start_ns
+    WHERE w.name = 'Stream Wait Event'
+    GROUP BY ALL
+), launched AS (  -- each kernel with its launching call's node, HTA's queue lengths at the call and at the kernel,
+                  -- and the activity a Stream Wait Event makes it wait for
     SELECT k.*, c.ev AS call_ev, c.start_ns AS call_start_ns, qc.queue_length AS queue_at_call,
-           qk.queue_length AS queue_at_kernel
+           qk.queue_length AS queue_at_kernel, sw.waited_ev, sw.waited_end_ns
     FROM kernel k
+    LEFT JOIN stream_wait sw ON sw.rank = k.rank AND sw.capture = k.capture AND sw.win = k.win
+         AND sw.correlation = k.correlation
     LEFT JOIN event c ON c.rank = k.rank AND c.capture = k.capture AND c.win = k.win
          AND c.source = 'api' AND c.correlation = k.correlation
     LEFT JOIN {{ ref('int_gpu_queue_length') }} qc ON qc.rank = k.rank AND qc.capture = k.capture
@@ -31,7 +63,7 @@ WITH event AS (
     SELECT s.rank, s.capture, s.win, s.name, s.stream_id, s.end_ns, 2 * c.ev + 1 AS call_end_node
     FROM {{ ref('int_critical_path_event') }} s JOIN event c ON c.rank = s.rank AND c.capture = s.capture
          AND c.win = s.win AND c.source = 'api' AND c.correlation = s.correlation
-    WHERE s.source = 'sync'
+    WHERE s.source = 'sync' AND s.name IN ('Stream Sync', 'Context Sync')
 ), edge_raw AS (
     -- CPU: consecutive points of a thread's walk; a top-level op's start hangs on the previous top-level end
     SELECT rank, capture, win, prev_node AS src, node AS dst,
@@ -40,14 +72,20 @@ WITH event AS (
     FROM cpu_walk WHERE prev_node IS NOT NULL
     UNION ALL  -- a device activity's own span
     SELECT rank, capture, win, 2 * ev, 2 * ev + 1, 'gpu_op', end_ns - start_ns FROM kernel
-    UNION ALL  -- launch delay where the stream was idle at the call, else the gap after the stream's previous activity
+    UNION ALL  -- launch delay where the stream was idle at the call (and a waited-for activity had ended), else the
+               -- gap after the stream's previous activity (where that ended after a waited-for one)
     SELECT rank, capture, win,
            CASE WHEN launch THEN 2 * call_ev ELSE 2 * prev_ev + 1 END, 2 * ev,
            CASE WHEN launch THEN 'launch' ELSE 'kernel_kernel' END,
            CASE WHEN launch THEN start_ns - call_start_ns ELSE start_ns - prev_end_ns END
     FROM (SELECT *, coalesce(call_ev IS NOT NULL AND queue_at_call = 1 AND queue_at_kernel = 0
-                             AND (prev_ev IS NULL OR prev_end_ns < call_start_ns), false) AS launch FROM launched)
-    WHERE launch OR prev_ev IS NOT NULL
+                             AND (prev_ev IS NULL OR prev_end_ns < call_start_ns)
+                             AND (waited_ev IS NULL OR waited_end_ns < call_start_ns), false) AS launch FROM launched)
+    WHERE launch OR (prev_ev IS NOT NULL AND (waited_ev IS NULL OR waited_end_ns < prev_end_ns))
+    UNION ALL  -- a Stream Wait Event: the activity waited for holds the next one launched on the waiting stream
+    SELECT rank, capture, win, 2 * waited_ev + 1, 2 * ev, 'sync', 0 FROM launched WHERE waited_ev IS NOT NULL
+    UNION ALL  -- an Event Sync (cudaEventSynchronize, cudaEventQuery) returns after the activity its event waits for
+    SELECT rank, capture, win, 2 * waited_ev + 1, 2 * call_ev + 1, 'sync', 0 FROM event_sync WHERE name = 'Event Sync'
     UNION ALL  -- a blocking sync returns after the last activity started before the sync ended, on its stream (Stream
                -- Sync) or on every stream (Context Sync)
     SELECT s.rank, s.capture, s.win, 2 * arg_max(k.ev, k.start_ns) + 1, s.call_end_node, 'sync', 0

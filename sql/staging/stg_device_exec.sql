@@ -16,5 +16,7 @@ SELECT
     grid,
     block,
     registers_per_thread,
-    shared_memory_bytes
+    shared_memory_bytes,
+    wait_stream_id,
+    wait_correlation
 FROM {{ source('device_exec') }}
