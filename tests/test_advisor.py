@@ -66,7 +66,7 @@ def test_every_rule_is_documented_and_reads_marts_only():
     assert set(RULES) == {"input_bound_steps", "gpu_idle", "launch_bound_stream", "host_device_sync",
                           "comm_not_overlapped", "slow_rank_step", "collective_straggler", "slow_link", "iteration_gap",
                           "step_tail", "aicpu_ops", "memory_near_capacity", "small_kernels", "input_pipeline",
-                          "kernel_fusion_candidate", "below_roofline"}
+                          "kernel_fusion_candidate", "below_roofline", "critical_path_overhead"}
     for rule in RULES.values():
         assert rule.reads and rule.reads <= marts and set(rule.requires) <= rule.reads, rule.id
         assert len(rule.suggestion) > 150 and rule.threshold_source and rule.not_applicable, rule.id
@@ -270,6 +270,11 @@ QUIET = {
     "below_roofline": ({"op_roofline": [{"rank": 0, "op_name": "aten::mm", "input_dims": "[[8, 8], [8, 8]]",
                                          "dtype": "float", "device_share": 0.05, "roof_ratio": 0.6}]},
                        ("op_roofline", "roof_ratio", 0.59)),
+    # launch delays and kernel gaps at 20 % of the critical path are quiet
+    "critical_path_overhead": ({"critical_path_summary": [{"rank": 0, "capture": 0, "step": 1, "path_length_ns": 100,
+                                                           "cpu_ns": 80, "launch_ns": 10, "kernel_kernel_ns": 10,
+                                                           "sync_edges": 1}]},
+                               ("critical_path_summary", "launch_ns", 11)),
     "input_pipeline": ({"data_findings": [{"rank": 0, "capture": 0, "analyzer": "mindinsight", "rule": "device_queue",
                                            "value": 0.3, "threshold": 0.3}]},
                        ("data_findings", "value", 0.31)),

@@ -312,7 +312,8 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
     per_rank = rows(con, "report_rank_overlap")
     if not per_rank:
         return _page("utilisation", "GPU/NPU utilisation", [empty(
-            "Utilisation", "No device executions inside steps (a host-only dump, or one without a step trace).")])
+            "Utilisation", "No device executions inside steps (a host-only dump, or one without a step trace)."),
+            *_critical_path(con, max_steps)])
     sections: list[Section] = [chart("utilisation-ranks", "Share of step time per rank", bars(
         [f"rank {r['rank']}" for r in per_rank],
         [(label, [r[key] for r in per_rank]) for key, label in (
@@ -356,7 +357,45 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
             column("idle_ms", "idle ms", "ms"), column("idle_share", "idle", "pct")],
             breakdown, note="compute + communication, memory and other alone (with no compute beside them) + idle = "
                             "the window."))
+    sections.extend(_critical_path(con, max_steps))
     return _page("utilisation", "GPU/NPU utilisation", sections)
+
+
+#: The critical path's parts as the report shows them (report_critical_path_windows), and their colours.
+_CRITICAL_PATH = (("cpu_ms", "host ops", "#576574"), ("gpu_compute_ms", "GPU compute", "#2e86de"),
+                  ("gpu_communication_ms", "GPU communication", "#8e44ad"), ("launch_ms", "launch delay", "#e67e22"),
+                  ("kernel_kernel_ms", "gaps between kernels", "#c0392b"))
+
+
+def _critical_path(con: duckdb.DuckDBPyConnection, max_steps: int) -> list[Section]:
+    """HTA's critical path per window and rank (critical_path_summary), split by what its time is, and the ops and
+    kernels it runs through (critical_path_edge); nothing where the trace has no critical path."""
+    windows = rows(con, "report_critical_path_windows", max_steps=max_steps)
+    if not windows:
+        return []
+    by_rank: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in windows:
+        by_rank[row["rank"]].append(row)
+    variants = []
+    for rank, mine in list(by_rank.items())[:MAX_RANK_CHARTS]:
+        labels = ["whole capture" if r["step"] is None else r["step"] for r in mine]
+        variants.append((f"rank {rank}", bars(labels, [(label, [r[key] for r in mine]) for key, label, _ in _CRITICAL_PATH],
+                                              x_title="step", y_title="ms",
+                                              colours={label: colour for _, label, colour in _CRITICAL_PATH})))
+    sections: list[Section] = [chart_variants(
+        "critical-path", "Critical path per step: what bounds its length", "Rank", variants,
+        note="HolisticTraceAnalysis' critical path (critical_path_summary): the longest chain of dependencies through "
+             "the step's host ops, runtime calls, kernel launches, kernels and synchronisations; its length split by "
+             "the edges it runs through. Shortening anything off this path does not shorten the step.")]
+    events = rows(con, "report_critical_path_events", top=TOP_ROWS)
+    if events:
+        sections.append(table("critical-path-events", "Ops and kernels on the critical path", [
+            column("rank", "rank", "int"), column("side", "side"), column("event_name", "op or kernel", search=True),
+            column("windows", "steps", "int"), column("edges", "edges", "int"), column("path_ms", "on path ms", "ms"),
+            column("share", "share of path", "pct")], events,
+            note="critical_path_edge: each op's and activity's time on the path (the edges HTA attributes to it), "
+                 "summed over the rank's steps, as a share of their summed path length."))
+    return sections
 
 
 # ---- Data pipeline -------------------------------------------------------------------------------------------
