@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import duckdb
 
@@ -1044,8 +1045,10 @@ def test_data_findings_flags_a_leaf_op_with_an_empty_output_queue():
 
 
 def test_every_mart_but_the_ones_left_has_a_unit_test():
+    """Each mart is run on rows written by hand (model_rows) here or in a test file of its own analysis."""
     left: set[str] = set()
-    source = open(__file__, encoding="utf-8").read()
+    texts = (path.read_text(encoding="utf-8") for path in Path(__file__).parent.glob("test_*.py"))
+    source = "\n".join(text for text in texts if "model_rows(" in text)
     untested = [m for m in MARTS if m not in left and f'"{m}")' not in source]
     assert untested == []
 
