@@ -125,6 +125,25 @@ def test_roofline_chart_only_where_ops_are_costed(outputs: dict[str, Path]) -> N
     other = sections(outputs["ascend_ms_cluster"] / "report.html", "operators")
     assert "roofline" not in other and "roofline-ops" not in other
 
+def test_critical_path_chart_adds_up_to_each_steps_path(outputs: dict[str, Path]) -> None:
+    """The H100 fixture's utilisation page stacks each step's critical path (critical_path_summary) by what its
+    edges are: the parts add up to the path's length; the table's ops and kernels are critical_path_edge's; the
+    Ascend cluster (no runtime calls) has neither."""
+    out = outputs["pytorch_cuda"]
+    found = sections(out / "report.html", "utilisation")
+    figure = found["critical-path"]["variants"][0]["figure"]
+    totals = [sum(v or 0 for v in values) for values in zip(*(trace["y"] for trace in figure["data"]))]
+    expected = query(out, "SELECT path_length_ns / 1e6 FROM critical_path_summary WHERE rank = 0 "
+                          "ORDER BY capture, step NULLS FIRST")
+    assert totals == [pytest.approx(t) for (t,) in expected] and totals
+    on_path = query(out, "SELECT sum(weight_ns) / 1e6 FROM critical_path_edge WHERE edge_type IN ('cpu_op', 'gpu_op') "
+                         "AND event_name IS NOT NULL")[0][0]
+    rows = found["critical-path-events"]["rows"]  # rank, side, op or kernel, steps, edges, on path ms, share
+    assert sum(r[5] for r in rows) == pytest.approx(on_path) and all(0 < r[6] <= 1 for r in rows)
+    other = sections(outputs["ascend_ms_cluster"] / "report.html", "utilisation")
+    assert "critical-path" not in other and "critical-path-events" not in other
+
+
 def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:
     """The era F cluster's MSTX markers: the operators page lists them as user_range_stats has them, and the op
     table has none of them."""
