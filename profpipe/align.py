@@ -301,6 +301,19 @@ def _memory(con, rank) -> tuple[int | None, int | None]:
     return row[0], row[1]
 
 
+def device_types(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The device types a run's ranks ran on (run_info.device_type: cpu, gpu, ascend)."""
+    return frozenset(t for (t,) in con.sql("SELECT DISTINCT device_type FROM run_info WHERE device_type IS NOT NULL")
+                     .fetchall())
+
+
+def needs_op_alignment(a: duckdb.DuckDBPyConnection, b: duckdb.DuckDBPyConnection) -> bool:
+    """`diff --align auto`: two runs on different devices (a GPU run and an NPU run) share almost no kernel or op
+    name, so they are aligned op by op; runs on the same device type are matched by name."""
+    types_a, types_b = device_types(a), device_types(b)
+    return bool(types_a and types_b and types_a != types_b)
+
+
 def align_runs(a: duckdb.DuckDBPyConnection, b: duckdb.DuckDBPyConnection) -> dict:
     """Align run B's op sequence on run A's. Returns {'a': side summary, 'b': side summary, 'ops': the aligned
     ops (SCHEMA), 'op_types': per canonical type (TYPE_SCHEMA), 'collectives': the collective types among them}."""

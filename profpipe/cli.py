@@ -662,8 +662,8 @@ DEFAULT_DIFF_TOP = 20
 @_command('# what changed from out_a (the baseline) to out_b, per kernel, op type and step phase\nprofpipe diff out_a out_b --report diff.html\n'
           '# a CI gate: exit 4 when the step time or a top kernel / op type is significantly over 5 % slower\n'
           'profpipe diff baseline.profpipe candidate.profpipe --fail-above 5\n'
-          '# a GPU run against an NPU run of the same model, op by op along the op sequence of a step\n'
-          'profpipe diff gpu_out npu_out --align ops')
+          '# a GPU run against an NPU run of the same model: aligned op by op along the op sequence of a step\n'
+          'profpipe diff gpu_out npu_out')
 def diff(
     a: Annotated[str, typer.Argument(help="Run A (the baseline): an output folder of `profpipe analyse`, or a run id with --warehouse.")],
     b: Annotated[str, typer.Argument(help="Run B (compared with A): an output folder, or a run id with --warehouse.")],
@@ -673,7 +673,7 @@ def diff(
     warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", metavar="W", help="A and B are run ids in the warehouse W.")] = None,
     html: Annotated[Optional[Path], typer.Option("--report", metavar="FILE", help="Also write the ranked changes as a self-contained HTML report to FILE.")] = None,
     fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, help=FAIL_ABOVE_HELP)] = None,
-    align: Annotated[str, typer.Option("--align", metavar="names|ops", help="names (default): match kernels, op types and step phases by name; ops: align the two runs op by op along the op sequence of a representative step, over canonical op types (a GPU run against an NPU run).")] = "names",
+    align: Annotated[str, typer.Option("--align", metavar="auto|names|ops", help="names: match kernels, op types and step phases by name; ops: align the two runs op by op along the op sequence of a representative step, over canonical op types (a GPU run against an NPU run); auto: ops when the runs ran on different device types (run_info.device_type), else names.")] = "auto",
 ) -> None:
     """Compare run B with run A per kernel, op type and step phase: counts, total and per-step time, their
     change, ranked by the change of the per-step time, with Welch's t test over the steps.
@@ -686,7 +686,8 @@ def diff(
     time in A or B is at least 1 % of A's step time; a key new in B counts as a regression of any size).
     Improvements never fail. The regressions are printed after the table (--json: the list `regressions`).
 
-    --align ops: the runs are aligned op by op instead (docs/batch.md, Comparing a GPU run with an NPU run): the
+    --align ops (the default, auto, chooses it when the runs ran on different device types, a GPU run and an NPU
+    run): the runs are aligned op by op instead (docs/batch.md, Comparing a GPU run with an NPU run): the
     op sequence of one representative step per run, op types mapped onto canonical types (aten::conv2d and
     Conv2D are conv2d), aligned with difflib.SequenceMatcher; per aligned op the time per step on each side,
     the difference and the kernels it launched; ops on one side only are listed as only_a / only_b; then the
@@ -700,8 +701,8 @@ def diff(
         raise _usage("--top must be 0 (all rows) or more")
     if output is not None and output.suffix not in (".parquet", ".csv"):
         raise _usage(f"-o {output}: the file name must end in .parquet or .csv")
-    if align not in ("names", "ops"):
-        raise _usage(f"--align {align}: choose names or ops")
+    if align not in ("auto", "names", "ops"):
+        raise _usage(f"--align {align}: choose auto, names or ops")
     if align == "ops" and fail_above is not None:
         raise _usage("--fail-above compares runs by name; it does not apply with --align ops")
     import duckdb
@@ -715,6 +716,18 @@ def diff(
             con_a, con_b = open_run(warehouse, a), open_run(warehouse, b)
         else:
             con_a, con_b = _open(Path(a)), _open(Path(b))
+        if align == "auto":
+            from .align import device_types, needs_op_alignment
+
+            align = "ops" if needs_op_alignment(con_a, con_b) else "names"
+            if align == "ops":
+                if fail_above is not None:
+                    raise UsageError(f"A ran on {', '.join(sorted(device_types(con_a)))} and B on "
+                                     f"{', '.join(sorted(device_types(con_b)))}: they are aligned op by op, and "
+                                     "--fail-above compares runs by name (--align names compares them by name)")
+                typer.echo(f"profpipe: A ran on {', '.join(sorted(device_types(con_a)))} and B on "
+                           f"{', '.join(sorted(device_types(con_b)))}: aligned op by op (--align ops; --align names "
+                           "matches names)", err=True)
         if align == "ops":
             from .align import align_runs
 

@@ -136,3 +136,18 @@ def test_cli(outputs, tmp_path):
     assert document["side_b"]["peak_allocated_bytes"] is None
     assert runner.invoke(app, ["diff", str(gpu), str(npu), "--align", "ops", "--fail-above", "5"]).exit_code == 2
     assert runner.invoke(app, ["diff", str(gpu), str(npu), "--align", "kernels"]).exit_code == 2
+
+
+def test_runs_on_different_devices_are_aligned_by_default(outputs):
+    """Without --align, a GPU run and an NPU run are aligned op by op (and say so on stderr); --fail-above, which
+    compares by name, is refused for them; two runs on one device type are still compared by name."""
+    gpu, npu = outputs
+    runner = CliRunner()
+    result = runner.invoke(app, ["diff", str(gpu), str(npu), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "A ran on gpu and B on ascend: aligned op by op" in result.stderr
+    assert [r["status"] for r in json.loads(result.stdout)["ops"]] == [e[0] for e in EXPECTED]
+    refused = runner.invoke(app, ["diff", str(gpu), str(npu), "--fail-above", "5"])
+    assert refused.exit_code == 2 and "--fail-above compares runs by name" in refused.output
+    same = runner.invoke(app, ["diff", str(gpu), str(gpu), "--json"])
+    assert same.exit_code == 0 and "rows" in json.loads(same.stdout) and "aligned" not in same.stderr
