@@ -667,6 +667,45 @@ def test_memory_op_stats_blocks_sizes_and_lifetimes_across_vendors():
 
 # ---------------------------------------------------------------------------------------------- overlap
 
+def test_gpu_datasheet_and_peak_tflops_give_each_part_its_data_sheet_figures():
+    """Each deviceProperties name to its part and dense data-sheet figures (sparsity halved), as the sheets give
+    them: V100S PCIe is not a V100 PCIe (1,134 GB/s, 130 TFLOPS), H100 PCIe's FP16 is 1,513 / 2, the NVL boards are
+    not SXM; a GH200 is not guessed."""
+    con = duckdb.connect()
+    create_macros(con)
+    sheet = {  # name: part, FP64, TF32 (else FP32), FP16, BF16, GB/s
+        "Tesla V100S-PCIE-32GB": ("V100S PCIe", 8.2, 16.4, 130.0, None, 1134),
+        "Tesla V100-PCIE-16GB": ("V100 PCIe", 7.0, 14.0, 112.0, None, 900),
+        "Tesla V100-SXM2-32GB": ("V100 SXM2", 7.8, 15.7, 125.0, None, 900),
+        "NVIDIA H100 PCIe": ("H100 PCIe", 51.0, 378.0, 756.5, 756.5, 2000),
+        "NVIDIA H100 NVL": ("H100 NVL", 60.0, 417.5, 835.5, 835.5, 3900),
+        "NVIDIA H100 80GB HBM3": ("H100 SXM5", 67.0, 494.7, 989.4, 989.4, 3350),
+        "NVIDIA H200 NVL": ("H200 NVL", 60.0, 417.5, 835.5, 835.5, 4800),
+        "NVIDIA H200": ("H200 SXM", 67.0, 494.7, 989.4, 989.4, 4800),
+        "NVIDIA A100-SXM4-80GB": ("A100 80GB SXM4", 19.5, 156.0, 312.0, 312.0, 2039),
+        "NVIDIA A100 80GB PCIe": ("A100 80GB PCIe", 19.5, 156.0, 312.0, 312.0, 1935),
+        "NVIDIA A100-SXM4-40GB": ("A100 40GB", 19.5, 156.0, 312.0, 312.0, 1555),
+        "NVIDIA L40S": ("L40S", None, 183.0, 362.0, 362.0, 864),
+        "NVIDIA L4": ("L4", None, 60.0, 121.0, 121.0, 300),
+        "NVIDIA A10": ("A10", None, 62.5, 125.0, 125.0, 600),
+        "Tesla T4": ("T4", None, 8.1, 65.0, None, 320),
+    }
+    for name, (part, fp64, tf32, fp16, bf16, gbps) in sheet.items():
+        got = con.execute("SELECT gpu_datasheet(?)", [name]).fetchone()[0]
+        scaled = [None if v is None else round(v / 1e12, 6) for v in (got["fp64_flop_per_second"],
+                  got["tf32_flop_per_second"], got["fp16_flop_per_second"], got["bf16_flop_per_second"])]
+        assert (got["device"], *scaled, got["memory_bytes_per_second"] / 1e9) == (part, fp64, tf32, fp16, bf16, gbps), name
+    assert con.execute("SELECT gpu_datasheet('NVIDIA GH200 480GB')").fetchone() == (None,)
+    peaks = {("Tesla V100S-PCIE-32GB", "float"): 16.4, ("Tesla V100-PCIE-16GB", "c10::Half"): 112.0,
+             ("Tesla V100-SXM2-32GB", "double"): 7.8, ("NVIDIA H100 PCIe", "c10::BFloat16"): 756.5,
+             ("NVIDIA H100 NVL", "float"): 60.0, ("NVIDIA H200 NVL", "c10::Half"): 835.5,
+             ("NVIDIA H100 80GB HBM3", "double"): 34.0, ("NVIDIA A100-SXM4-80GB", "float"): 19.5,
+             ("Tesla V100-SXM2-32GB", "c10::BFloat16"): None}
+    for (name, dtype), peak in peaks.items():
+        got = con.execute("SELECT gpu_peak_tflops(?, ?)::DOUBLE", [name, dtype]).fetchone()[0]
+        assert got == peak, (name, dtype)
+
+
 def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stretch():
     con = duckdb.connect()
     create_macros(con)
