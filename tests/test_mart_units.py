@@ -1615,12 +1615,17 @@ def test_op_bound_names_the_busiest_pipe_and_counts_msprof_analyzes_no_bound():
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
         {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_share": None,
          "vec_share": 0.5, "mte2_share": 0.8, "busiest_pipe": "mte2", "busiest_share": 0.8, "bound": "none",
-         "no_bound_executions": 1, "msprof_no_bound": True},
+         "no_bound_executions": 1, "msprof_no_bound": True,
+         # the roof chart: under the memory roof (mte2 0.8 > vec 0.5) even below the 0.8 threshold, 0.2 from it
+         "roof_bound": "memory", "compute_share": 0.5, "memory_share": 0.8, "roof_distance": 0.2},
         {"op_name": "n/B-op2", "executions": 1, "scalar_share": 0.85, "vec_share": 0.6, "busiest_pipe": "scalar",
-         "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False},
+         "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False,
+         # no data mover measured: memory_share null; scalar 0.85 is the compute side
+         "roof_bound": "compute", "compute_share": 0.85, "memory_share": None, "roof_distance": 0.15},
         # C: mac 0.9 (the busier core's: aic 0.9 > aiv 0.1), mte2 0.95 (aiv) -> busiest mte2: memory
         {"op_name": "n/C-op3", "executions": 1, "mac_share": 0.9, "mte2_share": 0.95, "busiest_pipe": "mte2",
-         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0},
+         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0,
+         "roof_bound": "memory", "compute_share": 0.9, "memory_share": 0.95, "roof_distance": 0.05},
     ])
 
 
@@ -1629,7 +1634,9 @@ def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_
     metrics = [_pmu_metric(1, 0, "vec_ratio", 0.9), _pmu_metric(1, 0, "mte3_ratio", 0.9),
                _pmu_metric(2, 1000, "main_mem_read_bw", 1e9, "aic", "bytes_per_second")]
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector"}])
+        # vec 0.9 ties mte3 0.9: the compute pipe wins, as a GPU op at the ridge is compute-bound
+        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector", "roof_bound": "compute",
+         "compute_share": 0.9, "memory_share": 0.9, "roof_distance": 0.1}])
 
 
 def test_l2_cache_stats_average_hit_shares_and_victim_ratios_per_op():
