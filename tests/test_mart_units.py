@@ -1378,6 +1378,38 @@ def test_op_roofline_cost_of_attention_norm_conv_and_an_out_tensor():
         "op_class": "elementwise", "flop": 1000, "bytes": 1000 * 4 + 8 + 1000 * 4, "dtype": "float"}
     assert cost("aten::add", "[[4], [4], []]", ["float", "c10::Float4_weird", "Scalar"], ["", "", "1"])["bytes"] is None
 
+def test_op_roofline_cost_gives_a_damaged_input_no_cost_never_a_changed_one():
+    """The defects tests/test_fuzz_roofline_fields.py found, each pinned: a negative dim gave a negative FLOP count, a
+    dim product past 64 bits stopped the whole model (a cast error), a stride of 1.5 was rounded to 2, a negative
+    stride or padding gave a changed output size, 'Float' was read as float, a flag other than True / False was read
+    as the other value, dims one short read the missing input as a 0-d tensor; old Kineto's scalar markers (Int,
+    Double, Bool) are not tensors."""
+    con = build({})
+
+    def cost(name: str, dims: str, types: list, concrete: list) -> tuple:
+        got = con.execute("SELECT op_roofline_cost(?, ?, ?, ?)", [name, dims, json.dumps(types), json.dumps(concrete)]
+                          ).fetchone()[0]
+        return got["flop"], got["bytes"]
+
+    ff = ["float", "float"]
+    assert cost("aten::mm", "[[4, 8], [8, 16]]", ff, ["", ""]) == (2 * 4 * 8 * 16, (32 + 128 + 64) * 4)
+    assert cost("aten::mm", "[[-4, 8], [8, 16]]", ff, ["", ""]) == (None, None)
+    for huge in ("[[4611686018427387904, 8], [4, 8], []]", "[[4294967296, 4294967296], [4, 8], []]"):
+        assert cost("aten::add", huge, ["float", "float", "Scalar"], ["", "", "1"]) == (None, None)
+    conv_dims = "[[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []]"
+    conv_types = ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"]
+    assert cost("aten::conv2d", conv_dims, conv_types, ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"])[0] == \
+        2 * 2 * 4 * 6 * 6 * 3 * 3 * 3
+    for stride, padding in (("[1.5, 1]", "[0, 0]"), ("[-1, 1]", "[0, 0]"), ("[1, 1]", "[-3, 0]"), ("[0, 0]", "[0, 0]")):
+        assert cost("aten::conv2d", conv_dims, conv_types, ["", "", "", stride, padding, "[1, 1]", "1"]) == (None, None)
+    assert cost("aten::relu", "[[64, 32]]", ["Float"], [""]) == (None, None)
+    norm = ("aten::batch_norm", "[[4, 8, 2, 2], [8], [8], [8], [8], [], [], [], []]", ["float"] * 5 + ["Scalar"] * 4)
+    assert cost(*norm, ["", "", "", "", "", "False", "0.1", "1e-05", "True"])[0] == 2 * 128
+    assert cost(*norm, ["", "", "", "", "", "Fals", "0.1", "1e-05", "True"]) == (None, (128 * 2 + 4 * 8) * 4)
+    assert cost("aten::linear", "[[8, 32], [16, 32]]", ["float"] * 3, ["", "", ""]) == (None, None)
+    assert cost("aten::add_", "[[4, 8], [4, 8], []]", ["float", "float", "Int"], ["", "", ""]) == (32, 3 * 32 * 4)
+
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():
