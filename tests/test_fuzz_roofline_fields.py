@@ -5,8 +5,9 @@ A small trace holds one op of each perf model (GEMMs, conv2d, attention, norms, 
 the fields of some of them the way a broken writer or a flipped byte would and a reader can see: a dim that is not a
 whole number, a negative dim, a list nested one level too deep or too shallow or one entry short, an input type no
 one knows, a number past 64 bits, a stride or padding that is not a whole number or is negative, a flag that is not
-True / False. It then checks the NUMBERS: each op's FLOPs and bytes either equal the clean trace's or are NULL
-(never a guessed or changed figure), the ops left alone keep their exact clean values, and no op is lost.
+True / False. It then checks the NUMBERS: each op's FLOPs and bytes (op_roofline_cost) and the reader's own FLOPs
+(host_op.flops, op_flops' count for mm, addmm, bmm, conv2d, add) either equal the clean trace's or are NULL (never a
+guessed or changed figure), the ops left alone keep their exact clean values, and no op is lost.
 
 A damage that stays plausible (a dim 64 read as 65, a stride 2 read as 1) is a changed value nothing can reveal and
 is not drawn, as in the other damage suites.
@@ -61,7 +62,7 @@ def _trace(ops: list[tuple[str, object, object, object]]) -> bytes:
                        "baseTimeNanoseconds": 1_727_740_800_000_000_000, "traceEvents": events}).encode()
 
 
-def _costs(ops: list[tuple[str, object, object, object]]) -> list[tuple[str, int | None, int | None]]:
+def _costs(ops: list[tuple[str, object, object, object]]) -> list[tuple[str, int | None, int | None, int | None]]:
     """Read the trace as the runner does and cost each op from host_op's kept fields (op_roofline's macro)."""
     with tempfile.TemporaryDirectory(prefix="fuzz-roofline-") as folder:
         (Path(folder) / "rank-0.pt.trace.json").write_bytes(_trace(ops))
@@ -70,23 +71,27 @@ def _costs(ops: list[tuple[str, object, object, object]]) -> list[tuple[str, int
     con = duckdb.connect()
     create_macros(con)
     con.register("host_op", outcome.tables["host_op"])
-    return con.execute("""SELECT op_name, c.flop, c.bytes FROM (
-                              SELECT op_name, start_ns, op_roofline_cost(op_name, input_dims, input_types,
-                                                                         concrete_inputs) AS c
+    return con.execute("""SELECT op_name, c.flop, c.bytes, flops FROM (
+                              SELECT op_name, start_ns, flops, op_roofline_cost(op_name, input_dims, input_types,
+                                                                                concrete_inputs) AS c
                               FROM host_op WHERE op_name LIKE 'aten::%') ORDER BY start_ns""").fetchall()
 
 
 @cache
-def _clean() -> list[tuple[str, int | None, int | None]]:
+def _clean() -> list[tuple[str, int | None, int | None, int | None]]:
     """The costs of the undamaged trace, read once."""
     return _costs(OPS)
 
 
 def test_the_clean_trace_costs_every_op() -> None:
     clean = _clean()
-    assert [name for name, _, _ in clean] == [op[0] for op in OPS]
-    assert all(flop and flop > 0 and size and size > 0 for _, flop, size in clean), clean
-    assert clean[0] == ("aten::mm", 2 * 64 * 32 * 16, (64 * 32 + 32 * 16 + 64 * 16) * 4)  # by hand
+    assert [row[0] for row in clean] == [op[0] for op in OPS]
+    assert all(flop and flop > 0 and size and size > 0 for _, flop, size, _ in clean), clean
+    mm_flop = 2 * 64 * 32 * 16
+    assert clean[0] == ("aten::mm", mm_flop, (64 * 32 + 32 * 16 + 64 * 16) * 4, mm_flop)  # by hand
+    # the reader's own FLOPs (host_op.flops, for op_flops) for the ops PyTorch counts, the roofline's elsewhere
+    assert [row[0] for row in clean if row[3] is not None] == ["aten::mm", "aten::addmm", "aten::bmm", "aten::conv2d",
+                                                               "aten::add"]
 
 
 def _tensor_slots(dims: list) -> list[int]:
@@ -181,10 +186,10 @@ def test_a_damaged_shape_field_gives_the_clean_cost_or_none(case: tuple[list, se
     ops, damaged = case
     clean = _clean()
     got = _costs(ops)
-    assert [name for name, _, _ in got] == [name for name, _, _ in clean]  # no op lost
-    for i, ((name, flop, size), (_, clean_flop, clean_size)) in enumerate(zip(got, clean)):
+    assert [row[0] for row in got] == [row[0] for row in clean]  # no op lost
+    for i, ((name, *values), (_, *clean_values)) in enumerate(zip(got, clean)):
         if i in damaged:
-            assert flop in (None, clean_flop), (name, ops[i], flop, clean_flop)
-            assert size in (None, clean_size), (name, ops[i], size, clean_size)
+            for value, clean_value, what in zip(values, clean_values, ("flop", "bytes", "reader flops")):
+                assert value in (None, clean_value), (name, what, ops[i], value, clean_value)
         else:
-            assert (flop, size) == (clean_flop, clean_size), (name, "not damaged")
+            assert values == clean_values, (name, "not damaged")
