@@ -331,15 +331,14 @@ def _roof_shares(con: duckdb.DuckDBPyConnection) -> list[Section]:
     data.append({"type": "scatter", "mode": "lines", "name": "compute = memory", "x": [0, top], "y": [0, top],
                  "line": {"dash": "dash", "color": "#576574"}, "hoverinfo": "skip"})
     figure = {"data": data, "layout": {
-        "xaxis": {"title": {"text": "share of the memory roof (GPU: bytes/s over bandwidth; Ascend: busiest MTE pipe)"},
-                  "tickformat": ".0%", "range": [0, top * 1.05]},
-        "yaxis": {"title": {"text": "share of the compute roof (GPU: FLOP/s over peak; Ascend: busiest cube, vector "
-                                    "or scalar pipe)"}, "tickformat": ".0%", "range": [0, top * 1.05]}}}
+        "xaxis": {"title": {"text": "share of the memory roof"}, "tickformat": ".0%", "range": [0, top * 1.05]},
+        "yaxis": {"title": {"text": "share of the compute roof"}, "tickformat": ".0%", "range": [0, top * 1.05]}}}
     note = ("Above the diagonal an op is compute-bound, below it memory-bound; its distance from the roof is 1 minus "
             "the larger share. GPU ops: op_roofline's achieved FLOP/s and bytes/s over the data-sheet peaks (the "
             "larger share is its roof_ratio, the side of the diagonal its bound; the memory share can pass 100 % "
             "where tensors come from the L2 cache). Ascend ops: op_bound's mean busy shares of the AI Core pipes "
-            "(msprof's PipeUtilization *_ratio), the op placed at its busiest pipe.")
+            "(msprof's PipeUtilization *_ratio): compute is the busiest of the cube (mac), vector and scalar pipes, "
+            "memory the busiest MTE pipe.")
     return [chart("roof-shares", "Ops against their compute and memory roofs (top by device time, all ranks)", figure,
                   note=note),
             table("roof-shares-ops", "Ops against their roofs", [
