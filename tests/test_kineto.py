@@ -708,7 +708,8 @@ _SHAPE = st.one_of(st.integers(-3, 2**40), st.floats(allow_nan=True), st.text(ma
 @given(first=st.lists(_SHAPE, max_size=3), second=st.lists(_SHAPE, max_size=3))
 def test_flops_of_damaged_input_dims_are_none_or_pytorchs(tmp_path_factory, first: list, second: list):
     """An aten::mm whose Input Dims are damaged (wrong types, negative, huge, missing): its FLOPs are 2MKN where the
-    dims are integers that give them and fit, none otherwise; the op itself and every other table are read as
+    dims are non-negative integers that give them and fit, none otherwise (a negative dim gives none, not a negative
+    count); the op itself and every other table are read as
     without the damage."""
     tmp_path = tmp_path_factory.mktemp("flops")
     trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
@@ -717,9 +718,10 @@ def test_flops_of_damaged_input_dims_are_none_or_pytorchs(tmp_path_factory, firs
     op["args"]["Input Dims"] = [first, second]
     host_op = read_damaged(_bad(tmp_path, json.dumps(trace).encode())).tables["host_op"].to_pylist()
     [flops] = [row["flops"] for row in host_op if row["op_name"] == "aten::mm" and row["rank"] == 0]
-    ints = all(isinstance(v, list) and all(isinstance(x, int) for x in v) or isinstance(v, int) and not isinstance(v, bool)
+    ints = all(isinstance(v, list) and all(isinstance(x, int) and x >= 0 for x in v)
+               or isinstance(v, int) and not isinstance(v, bool) and v >= 0
                for v in first + second) and all(isinstance(v, int) for v in first[:2] + second[1:2])
-    if ints and len(first) >= 2 and len(second) >= 2 and abs(2 * first[0] * first[1] * second[1]) < 2**63:
+    if ints and len(first) >= 2 and len(second) >= 2 and 2 * first[0] * first[1] * second[1] < 2**63:
         assert flops == 2 * first[0] * first[1] * second[1]
     else:
         assert flops is None

@@ -668,6 +668,45 @@ def test_memory_op_stats_blocks_sizes_and_lifetimes_across_vendors():
 
 # ---------------------------------------------------------------------------------------------- overlap
 
+def test_gpu_datasheet_and_peak_tflops_give_each_part_its_data_sheet_figures():
+    """Each deviceProperties name to its part and dense data-sheet figures (sparsity halved), as the sheets give
+    them: V100S PCIe is not a V100 PCIe (1,134 GB/s, 130 TFLOPS), H100 PCIe's FP16 is 1,513 / 2, the NVL boards are
+    not SXM; a GH200 is not guessed."""
+    con = duckdb.connect()
+    create_macros(con)
+    sheet = {  # name: part, FP64, TF32 (else FP32), FP16, BF16, GB/s
+        "Tesla V100S-PCIE-32GB": ("V100S PCIe", 8.2, 16.4, 130.0, None, 1134),
+        "Tesla V100-PCIE-16GB": ("V100 PCIe", 7.0, 14.0, 112.0, None, 900),
+        "Tesla V100-SXM2-32GB": ("V100 SXM2", 7.8, 15.7, 125.0, None, 900),
+        "NVIDIA H100 PCIe": ("H100 PCIe", 51.0, 378.0, 756.5, 756.5, 2000),
+        "NVIDIA H100 NVL": ("H100 NVL", 60.0, 417.5, 835.5, 835.5, 3900),
+        "NVIDIA H100 80GB HBM3": ("H100 SXM5", 67.0, 494.7, 989.4, 989.4, 3350),
+        "NVIDIA H200 NVL": ("H200 NVL", 60.0, 417.5, 835.5, 835.5, 4800),
+        "NVIDIA H200": ("H200 SXM", 67.0, 494.7, 989.4, 989.4, 4800),
+        "NVIDIA A100-SXM4-80GB": ("A100 80GB SXM4", 19.5, 156.0, 312.0, 312.0, 2039),
+        "NVIDIA A100 80GB PCIe": ("A100 80GB PCIe", 19.5, 156.0, 312.0, 312.0, 1935),
+        "NVIDIA A100-SXM4-40GB": ("A100 40GB", 19.5, 156.0, 312.0, 312.0, 1555),
+        "NVIDIA L40S": ("L40S", None, 183.0, 362.0, 362.0, 864),
+        "NVIDIA L4": ("L4", None, 60.0, 121.0, 121.0, 300),
+        "NVIDIA A10": ("A10", None, 62.5, 125.0, 125.0, 600),
+        "Tesla T4": ("T4", None, 8.1, 65.0, None, 320),
+    }
+    for name, (part, fp64, tf32, fp16, bf16, gbps) in sheet.items():
+        got = con.execute("SELECT gpu_datasheet(?)", [name]).fetchone()[0]
+        scaled = [None if v is None else round(v / 1e12, 6) for v in (got["fp64_flop_per_second"],
+                  got["tf32_flop_per_second"], got["fp16_flop_per_second"], got["bf16_flop_per_second"])]
+        assert (got["device"], *scaled, got["memory_bytes_per_second"] / 1e9) == (part, fp64, tf32, fp16, bf16, gbps), name
+    assert con.execute("SELECT gpu_datasheet('NVIDIA GH200 480GB')").fetchone() == (None,)
+    peaks = {("Tesla V100S-PCIE-32GB", "float"): 16.4, ("Tesla V100-PCIE-16GB", "c10::Half"): 112.0,
+             ("Tesla V100-SXM2-32GB", "double"): 7.8, ("NVIDIA H100 PCIe", "c10::BFloat16"): 756.5,
+             ("NVIDIA H100 NVL", "float"): 60.0, ("NVIDIA H200 NVL", "c10::Half"): 835.5,
+             ("NVIDIA H100 80GB HBM3", "double"): 34.0, ("NVIDIA A100-SXM4-80GB", "float"): 19.5,
+             ("Tesla V100-SXM2-32GB", "c10::BFloat16"): None}
+    for (name, dtype), peak in peaks.items():
+        got = con.execute("SELECT gpu_peak_tflops(?, ?)::DOUBLE", [name, dtype]).fetchone()[0]
+        assert got == peak, (name, dtype)
+
+
 def test_interval_sweep_macro_cuts_at_every_edge_and_names_what_covers_each_stretch():
     con = duckdb.connect()
     create_macros(con)
@@ -1342,6 +1381,38 @@ def test_op_roofline_cost_of_attention_norm_conv_and_an_out_tensor():
         "op_class": "elementwise", "flop": 1000, "bytes": 1000 * 4 + 8 + 1000 * 4, "dtype": "float"}
     assert cost("aten::add", "[[4], [4], []]", ["float", "c10::Float4_weird", "Scalar"], ["", "", "1"])["bytes"] is None
 
+def test_op_roofline_cost_gives_a_damaged_input_no_cost_never_a_changed_one():
+    """The defects tests/test_fuzz_roofline_fields.py found, each pinned: a negative dim gave a negative FLOP count, a
+    dim product past 64 bits stopped the whole model (a cast error), a stride of 1.5 was rounded to 2, a negative
+    stride or padding gave a changed output size, 'Float' was read as float, a flag other than True / False was read
+    as the other value, dims one short read the missing input as a 0-d tensor; old Kineto's scalar markers (Int,
+    Double, Bool) are not tensors."""
+    con = build({})
+
+    def cost(name: str, dims: str, types: list, concrete: list) -> tuple:
+        got = con.execute("SELECT op_roofline_cost(?, ?, ?, ?)", [name, dims, json.dumps(types), json.dumps(concrete)]
+                          ).fetchone()[0]
+        return got["flop"], got["bytes"]
+
+    ff = ["float", "float"]
+    assert cost("aten::mm", "[[4, 8], [8, 16]]", ff, ["", ""]) == (2 * 4 * 8 * 16, (32 + 128 + 64) * 4)
+    assert cost("aten::mm", "[[-4, 8], [8, 16]]", ff, ["", ""]) == (None, None)
+    for huge in ("[[4611686018427387904, 8], [4, 8], []]", "[[4294967296, 4294967296], [4, 8], []]"):
+        assert cost("aten::add", huge, ["float", "float", "Scalar"], ["", "", "1"]) == (None, None)
+    conv_dims = "[[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []]"
+    conv_types = ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"]
+    assert cost("aten::conv2d", conv_dims, conv_types, ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"])[0] == \
+        2 * 2 * 4 * 6 * 6 * 3 * 3 * 3
+    for stride, padding in (("[1.5, 1]", "[0, 0]"), ("[-1, 1]", "[0, 0]"), ("[1, 1]", "[-3, 0]"), ("[0, 0]", "[0, 0]")):
+        assert cost("aten::conv2d", conv_dims, conv_types, ["", "", "", stride, padding, "[1, 1]", "1"]) == (None, None)
+    assert cost("aten::relu", "[[64, 32]]", ["Float"], [""]) == (None, None)
+    norm = ("aten::batch_norm", "[[4, 8, 2, 2], [8], [8], [8], [8], [], [], [], []]", ["float"] * 5 + ["Scalar"] * 4)
+    assert cost(*norm, ["", "", "", "", "", "False", "0.1", "1e-05", "True"])[0] == 2 * 128
+    assert cost(*norm, ["", "", "", "", "", "Fals", "0.1", "1e-05", "True"]) == (None, (128 * 2 + 4 * 8) * 4)
+    assert cost("aten::linear", "[[8, 32], [16, 32]]", ["float"] * 3, ["", "", ""]) == (None, None)
+    assert cost("aten::add_", "[[4, 8], [4, 8], []]", ["float", "float", "Int"], ["", "", ""]) == (32, 3 * 32 * 4)
+
+
 # ---------------------------------------------------------------------------------------------- timeline
 
 def test_timeline_span_puts_every_event_on_its_lane_and_thread():
@@ -1579,12 +1650,17 @@ def test_op_bound_names_the_busiest_pipe_and_counts_msprof_analyzes_no_bound():
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
         {"op_name": "n/A-op1", "op_type": "A", "executions": 2, "avg_dur_ns": 30_000.0, "mac_share": None,
          "vec_share": 0.5, "mte2_share": 0.8, "busiest_pipe": "mte2", "busiest_share": 0.8, "bound": "none",
-         "no_bound_executions": 1, "msprof_no_bound": True},
+         "no_bound_executions": 1, "msprof_no_bound": True,
+         # the roof chart: under the memory roof (mte2 0.8 > vec 0.5) even below the 0.8 threshold, 0.2 from it
+         "roof_bound": "memory", "compute_share": 0.5, "memory_share": 0.8, "roof_distance": 0.2},
         {"op_name": "n/B-op2", "executions": 1, "scalar_share": 0.85, "vec_share": 0.6, "busiest_pipe": "scalar",
-         "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False},
+         "bound": "scalar", "no_bound_executions": 0, "msprof_no_bound": False,
+         # no data mover measured: memory_share null; scalar 0.85 is the compute side
+         "roof_bound": "compute", "compute_share": 0.85, "memory_share": None, "roof_distance": 0.15},
         # C: mac 0.9 (the busier core's: aic 0.9 > aiv 0.1), mte2 0.95 (aiv) -> busiest mte2: memory
         {"op_name": "n/C-op3", "executions": 1, "mac_share": 0.9, "mte2_share": 0.95, "busiest_pipe": "mte2",
-         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0},
+         "busiest_share": 0.95, "bound": "memory", "no_bound_executions": 0,
+         "roof_bound": "memory", "compute_share": 0.9, "memory_share": 0.95, "roof_distance": 0.05},
     ])
 
 
@@ -1593,7 +1669,9 @@ def test_op_bound_breaks_a_tie_by_pipe_order_and_leaves_ops_without_pipe_ratios_
     metrics = [_pmu_metric(1, 0, "vec_ratio", 0.9), _pmu_metric(1, 0, "mte3_ratio", 0.9),
                _pmu_metric(2, 1000, "main_mem_read_bw", 1e9, "aic", "bytes_per_second")]
     same(model_rows({"device_exec": execs, "device_exec_metric": metrics}, "op_bound"), [
-        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector"}])
+        # vec 0.9 ties mte3 0.9: the compute pipe wins, as a GPU op at the ridge is compute-bound
+        {"op_name": "n/T-op1", "busiest_pipe": "vec", "busiest_share": 0.9, "bound": "vector", "roof_bound": "compute",
+         "compute_share": 0.9, "memory_share": 0.9, "roof_distance": 0.1}])
 
 
 def test_l2_cache_stats_average_hit_shares_and_victim_ratios_per_op():

@@ -143,6 +143,41 @@ def test_op_bound_follows_the_generators_ground_truth(out: Path) -> None:
         assert executions == 2 and (bound, busiest, no_bound) == gen.PIPE_BOUND[name.rsplit("/", 1)[1]], name
 
 
+PIPES = {"mac": "compute", "vec": "compute", "scalar": "compute", "mte1": "memory", "mte2": "memory", "mte3": "memory"}
+
+
+def test_op_bound_roof_columns_are_the_raw_files_busiest_pipes(out: Path) -> None:
+    """The roof chart's Ascend side against kernel_details.csv read with the csv module: per op name, each pipe's
+    mean over its executions on each core ({aic_,aiv_}<pipe>_ratio, N/A left out), the busier core's; the op sits
+    at its busiest pipe (compute: mac, vec, scalar; memory: mte1-3; a tie goes to compute), 1 - that share from the
+    roof."""
+    cells: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in _raw(ERA_F / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"):
+        for column, text in row.items():
+            core, _, name = column.partition("_")
+            if core in ("aic", "aiv") and name.endswith("_ratio") and name[:-6] in PIPES and text != "N/A":
+                cells[(row["Name"], name[:-6])][core].append(float(text))
+    expected: dict[str, dict[str, float]] = defaultdict(dict)
+    for (op, pipe), per_core in cells.items():
+        expected[op][pipe] = max(sum(v) / len(v) for v in per_core.values())
+    got = {r[0]: r[1:] for r in query(out, "SELECT op_name, roof_bound, compute_share, memory_share, roof_distance "
+                                           "FROM op_bound WHERE rank = 0")}
+    assert set(got) == set(expected) and got
+    kinds = set()
+    for op, pipes in expected.items():
+        compute = max((v for p, v in pipes.items() if PIPES[p] == "compute"), default=None)
+        memory = max((v for p, v in pipes.items() if PIPES[p] == "memory"), default=None)
+        top = max(v for v in (compute, memory) if v is not None)
+        bound = "compute" if compute is not None and compute == top else "memory"
+        roof_bound, compute_share, memory_share, distance = got[op]
+        assert roof_bound == bound, op
+        assert (compute_share is None) == (compute is None) and (compute is None or _close(compute_share, compute)), op
+        assert (memory_share is None) == (memory is None) and (memory is None or _close(memory_share, memory)), op
+        assert _close(distance, 1 - top), op
+        kinds.add(bound)
+    assert kinds == {"compute", "memory"}  # the fixture puts ops under both roofs
+
+
 def _raw(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(path.read_text())))
 

@@ -144,6 +144,29 @@ def test_critical_path_chart_adds_up_to_each_steps_path(outputs: dict[str, Path]
     assert "critical-path" not in other and "critical-path-events" not in other
 
 
+def test_roof_share_chart_puts_gpu_and_ascend_ops_on_one_plane(outputs: dict[str, Path], tmp_path: Path) -> None:
+    """The roof chart: the H100 fixture's ops at achieved over peak FLOP/s and bytes/s (the larger is roof_ratio),
+    the Ascend PMU fixture's at op_bound's busiest compute and memory pipes; the Ascend cluster (no shapes, no
+    PipeUtilization) has no such section."""
+    def points(out: Path) -> list[tuple[float, float]]:
+        figure = sections(out / "report.html", "operators")["roof-shares"]["figure"]
+        return sorted((x, y) for trace in figure["data"] if trace["mode"] == "markers"
+                      for x, y in zip(trace["x"], trace["y"]))
+
+    gpu = outputs["pytorch_cuda"]
+    expected = query(gpu, "SELECT achieved_bytes_per_second / peak_bytes_per_second, achieved_flop_per_second / "
+                          "peak_flop_per_second, roof_ratio FROM op_roofline WHERE peak_flop_per_second IS NOT NULL")
+    assert expected and all(max(m, c) == pytest.approx(ratio) for m, c, ratio in expected)
+    assert points(gpu) == [(pytest.approx(m), pytest.approx(c)) for m, c in sorted(r[:2] for r in expected)]
+    pmu = run(FIXTURES / "ascend_pmu", tmp_path / "pmu", visual_report=True).output
+    expected = query(pmu, "SELECT coalesce(memory_share, 0), coalesce(compute_share, 0) FROM op_bound")
+    assert points(pmu) == [(pytest.approx(m), pytest.approx(c)) for m, c in sorted(expected)] and expected
+    rows_ = sections(pmu / "report.html", "operators")["roof-shares-ops"]["rows"]
+    assert {r[0] for r in rows_} == {"ascend"} and len(rows_) == len(expected)
+    other = sections(outputs["ascend_ms_cluster"] / "report.html", "operators")
+    assert "roof-shares" not in other and "roof-shares-ops" not in other
+
+
 def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:
     """The era F cluster's MSTX markers: the operators page lists them as user_range_stats has them, and the op
     table has none of them."""

@@ -205,8 +205,8 @@ LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.ite
 #: arg where it has one, else PyTorch's formulas from the input shapes: mm 2MKN (mat1 [M, K], mat2 [K, N]; addmm
 #: inputs 2 and 3, the bias add not counted), bmm 2BMKN (baddbmm inputs 2 and 3), conv2d 2 N Hout Wout kh kw Cin
 #: Cout / groups (Hout = (H + 2 padding - dilation (kh - 1) - 1) / stride + 1, from Concrete Inputs), mul and add
-#: the elements of input 1 (broadcasting not counted). NULL where the shapes are missing or not integers, or the
-#: product does not fit.
+#: the elements of input 1 (broadcasting not counted). NULL where the shapes are missing, not integers or negative,
+#: conv2d's stride, dilation or groups under 1 or its output under 1 x 1, or the product does not fit.
 _FLOPS_SQL = """
 CASE WHEN shapes IS NULL OR name NOT IN __FLOP_OPS__ THEN NULL
      WHEN try_cast(shapes[4] AS DOUBLE) IS NOT NULL THEN try_cast(shapes[4] AS BIGINT)
@@ -215,10 +215,13 @@ CASE WHEN shapes IS NULL OR name NOT IN __FLOP_OPS__ THEN NULL
          WHEN 'aten::addmm' THEN 2 * d[2][1] * d[2][2] * d[3][2]
          WHEN 'aten::bmm' THEN 2 * d[1][1] * d[1][2] * d[1][3] * d[2][3]
          WHEN 'aten::baddbmm' THEN 2 * d[2][1] * d[2][2] * d[2][3] * d[3][3]
-         WHEN 'aten::conv2d' THEN 2 * d[1][1] * d[2][3] * d[2][4] * d[1][2] * d[2][1]
+         WHEN 'aten::conv2d' THEN CASE WHEN list_min(c[4]) >= 1 AND list_min(c[6]) >= 1 AND c[7][1] >= 1
+             AND (d[1][3] + 2 * c[5][1] - c[6][1] * (d[2][3] - 1) - 1) // c[4][1] + 1 >= 1
+             AND (d[1][4] + 2 * c[5][2] - c[6][2] * (d[2][4] - 1) - 1) // c[4][2] + 1 >= 1
+             THEN 2 * d[1][1] * d[2][3] * d[2][4] * d[1][2] * d[2][1]
              * ((d[1][3] + 2 * c[5][1] - c[6][1] * (d[2][3] - 1) - 1) // c[4][1] + 1)
-             * ((d[1][4] + 2 * c[5][2] - c[6][2] * (d[2][4] - 1) - 1) // c[4][2] + 1) // c[7][1]
-         ELSE CASE WHEN d IS NOT NULL THEN coalesce(list_aggregate(d[1], 'product')::BIGINT, 1) END END)
+             * ((d[1][4] + 2 * c[5][2] - c[6][2] * (d[2][4] - 1) - 1) // c[4][2] + 1) // c[7][1] END
+         ELSE CASE WHEN len(d[1]) = 0 THEN 1 ELSE list_reduce(d[1], lambda x, y: x * y) END END)
      END
 """.replace("__FLOP_OPS__", str(_FLOP_OPS))
 
@@ -235,11 +238,13 @@ SELECT (row_number() OVER (ORDER BY tid, start_ns, dur_ns DESC, external_id NULL
        -- the inputs of the ops the roofline models (_ROOFLINE_OPS), as the trace writes them (JSON text)
        shapes[1]::VARCHAR AS input_dims, shapes[3]::VARCHAR AS input_types, shapes[2]::VARCHAR AS concrete_inputs
 FROM (SELECT *,
-             -- the shapes as integers (none unless every dim is written as a whole number: a float or a string
-             -- is not rounded into one); Concrete Inputs' stride, padding, dilation and groups as lists ("[1, 1]", "1")
-             CASE WHEN regexp_full_match(shapes[1]::VARCHAR, '[\\[\\]0-9, -]*') THEN try_cast(shapes[1] AS BIGINT[][]) END AS d,
+             -- the shapes as integers (none unless every dim is written as a whole non-negative number: a float
+             -- or a string is not rounded into one); Concrete Inputs' stride, padding, dilation and groups as lists
+             -- ("[1, 1]", "1"), none unless whole non-negative numbers (1.5 is not read as 2)
+             CASE WHEN regexp_full_match(shapes[1]::VARCHAR, '[\\[\\]0-9, ]*') THEN try_cast(shapes[1] AS BIGINT[][]) END AS d,
              CASE WHEN shapes IS NOT NULL THEN list_transform(try_cast(shapes[2] AS VARCHAR[]),
-                 lambda x: try_cast(CASE WHEN starts_with(x, '[') THEN x ELSE '[' || x || ']' END AS BIGINT[])) END AS c
+                 lambda x: CASE WHEN regexp_full_match(x, '\\[?[0-9]+(, *[0-9]+)*\\]?') THEN
+                     try_cast(CASE WHEN starts_with(x, '[') THEN x ELSE '[' || x || ']' END AS BIGINT[]) END) END AS c
       FROM events WHERE cat IN {HOST_OP_CATS})
 """
 

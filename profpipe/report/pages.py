@@ -251,6 +251,7 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             note="kernel_counter_stats; each kernel's op stack and values: kernel_counter_op (HTA's "
                  "get_cupti_counter_data_with_operators)."))
     sections.extend(_roofline(con))
+    sections.extend(_roof_shares(con))
     if not sections:
         sections.append(empty("Operators", "This dump has no framework ops and no device executions."))
     return _page("operators", "Operators and kernels", sections)
@@ -300,6 +301,55 @@ def _roofline(con: duckdb.DuckDBPyConnection) -> list[Section]:
                 column("achieved_tflops", "TFLOP/s", "num"), column("achieved_gbps", "GB/s", "num"),
                 column("ridge_flop_per_byte", "ridge FLOP/byte", "num"), column("bound", "bound"),
                 column("roof_ratio", "of roof", "pct")], ops, total=_count(con, "op_roofline"))]
+
+
+#: Marker colours of the roof chart's Ascend ops, per busiest pipe (op_bound.busiest_pipe).
+_PIPE_COLOURS = {"mac": "#0a3d62", "vec": "#3c6382", "scalar": "#82ccdd", "mte1": "#b71540", "mte2": "#e55039",
+                 "mte3": "#f8c291"}
+
+
+def _roof_shares(con: duckdb.DuckDBPyConnection) -> list[Section]:
+    """GPU and Ascend ops on one plane (report_roof_shares): the share of the memory roof against the share of the
+    compute roof, the diagonal between compute- and memory-bound; nothing where no op has both a GPU roof and no
+    op has PipeUtilization ratios."""
+    ops = rows(con, "report_roof_shares", top=TOP_ROWS)
+    if not ops:
+        return []
+    data: list[dict[str, Any]] = []
+    series = [("gpu", kind, f"GPU {kind}", colour) for kind, colour in _ROOFLINE_COLOURS.items()]
+    series += [("ascend", pipe, f"Ascend, busiest {pipe}", colour) for pipe, colour in _PIPE_COLOURS.items()]
+    for device, kind, name, colour in series:
+        mine = [r for r in ops if r["device"] == device and r["kind"] == kind]
+        if mine:
+            data.append({"type": "scatter", "mode": "markers", "name": name,
+                         "marker": {"color": colour, "symbol": "circle" if device == "gpu" else "diamond"},
+                         "x": [r["memory_share"] or 0 for r in mine], "y": [r["compute_share"] or 0 for r in mine],
+                         "text": [f"rank {r['rank']} {r['op_name']} {r['detail'] or ''}: {r['bound']}-bound, "
+                                  f"{r['roof_distance']:.0%} from the roof" for r in mine],
+                         "hovertemplate": "%{text}<br>memory %{x:.1%}, compute %{y:.1%}<extra></extra>"})
+    top = max(1.0, *(max(r["memory_share"] or 0, r["compute_share"] or 0) for r in ops))
+    data.append({"type": "scatter", "mode": "lines", "name": "compute = memory", "x": [0, top], "y": [0, top],
+                 "line": {"dash": "dash", "color": "#576574"}, "hoverinfo": "skip"})
+    figure = {"data": data, "layout": {
+        "xaxis": {"title": {"text": "share of the memory roof"}, "tickformat": ".0%", "range": [0, top * 1.05]},
+        "yaxis": {"title": {"text": "share of the compute roof"}, "tickformat": ".0%", "range": [0, top * 1.05]}}}
+    note = ("Above the diagonal an op is compute-bound, below it memory-bound; its distance from the roof is 1 minus "
+            "the larger share. GPU ops: op_roofline's achieved FLOP/s and bytes/s over the data-sheet peaks (the "
+            "larger share is its roof_ratio, the side of the diagonal its bound; the memory share can pass 100 % "
+            "where tensors come from the L2 cache). Ascend ops: op_bound's mean busy shares of the AI Core pipes "
+            "(msprof's PipeUtilization *_ratio): compute is the busiest of the cube (mac), vector and scalar pipes, "
+            "memory the busiest MTE pipe.")
+    return [chart("roof-shares", "Ops against their compute and memory roofs (top by device time, all ranks)", figure,
+                  note=note),
+            table("roof-shares-ops", "Ops against their roofs", [
+                column("device", "device"), column("rank", "rank", "int"), column("op_name", "op", search=True),
+                column("kind", "class / busiest pipe"), column("detail", "shape / type", search=True),
+                column("device_ms", "device ms", "ms"), column("compute_share", "compute roof", "pct"),
+                column("memory_share", "memory roof", "pct"), column("bound", "bound"),
+                column("roof_distance", "from roof", "pct")], ops,
+                total=_count(con, "op_bound") + con.execute(
+                    "SELECT count(*) FROM op_roofline WHERE flop > 0 AND bytes > 0 AND peak_flop_per_second > 0 "
+                    "AND peak_bytes_per_second > 0").fetchone()[0])]
 
 
 # ---- Utilisation ---------------------------------------------------------------------------------------------

@@ -54,6 +54,10 @@ SELECT
     o.mte3_share,
     b.busiest_pipe,
     b.busiest_share,
+    CASE WHEN b.busiest_pipe IN ('mac', 'vec', 'scalar') THEN 'compute' ELSE 'memory' END AS roof_bound,
+    greatest(o.mac_share, o.vec_share, o.scalar_share) AS compute_share,
+    greatest(o.mte1_share, o.mte2_share, o.mte3_share) AS memory_share,
+    1 - b.busiest_share AS roof_distance,
     CASE WHEN b.busiest_share <= 0.8 THEN 'none'
          WHEN b.busiest_pipe = 'mac' THEN 'cube'
          WHEN b.busiest_pipe = 'vec' THEN 'vector'
