@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from .safety import interruptible
 
 #: Threads and memory (MiB) each new connection may use (None: DuckDB's defaults, one thread per core and 80 % of
 #: the machine's memory): the process's (`configure`: worker processes share the cores this way instead of each
@@ -55,7 +56,8 @@ def memory_limit_mb(wanted: int) -> int:
 
 def connect(database: str | Path = ":memory:", read_only: bool = False, **config: Any) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to `database` (default: in memory) with `config` and no progress bar, within this
-    thread's thread and memory settings (`configure`, `configured`) where `config` does not set them."""
+    thread's thread and memory settings (`configure`, `configured`) where `config` does not set them; a signal
+    during a run interrupts its query (`safety.interruptible`; a cursor of it needs its own registration)."""
     threads, memory_mb = _setting("threads"), _setting("memory_mb")
     if threads is not None:
         config.setdefault("threads", threads)
@@ -63,7 +65,7 @@ def connect(database: str | Path = ":memory:", read_only: bool = False, **config
         config.setdefault("memory_limit", f"{memory_mb}MB")
     con = duckdb.connect(str(database), read_only=read_only, config=config)
     con.execute("SET enable_progress_bar = false")  # a session setting: not accepted in `config`
-    return con
+    return interruptible(con)
 
 
 @contextmanager

@@ -39,7 +39,7 @@ from .options import Options
 from .parallel import local_workers, process_pool, stop_workers, submit
 from .version import VERSION
 from .output import check_output, fingerprint, staged_output
-from .safety import full_disk_error, out_of_space_named, raise_if_interrupted, stop_on_signals
+from .safety import full_disk_error, interruptible, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import keep_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
@@ -296,7 +296,7 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             reporter.advance(len(models_to_run))
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
-            cursor = con.cursor()
+            cursor = interruptible(con.cursor())  # a connection of its own: a signal interrupts it too
             with meter.stage("export"), _beside(lambda: _document(cursor, set(model_run.tables), notices)):
                 summary = _export(con, path, tmp, models_to_run, model_run.empty,
                                   timeline_content(options.timeline, sources), skipped, health, options, reporter,

@@ -10,18 +10,30 @@ folder and the statement that would remove it, it leaves that file behind. Such 
 a signal that arrives there is raised when the step is done. The first such step of every run is tempfile's own:
 the first `tempfile.gettempdir()` of a process creates and removes a file with a random 8-character name in
 $TMPDIR to check that it is writable (`settle_tempdir`).
+
+Python runs a signal handler in the main thread, between two bytecodes: while the main thread waits in a DuckDB
+query (the models stage's big statements, a reader's, an export's), `Interrupted` is raised only when the query
+returns, minutes later for some. So during a run the signal also wakes a watcher thread (`signal.set_wakeup_fd`),
+which interrupts the running query of every DuckDB connection profpipe opened (`interruptible`; `database.connect`
+registers each one): DuckDB then raises its InterruptException in the main thread, which the run turns into the same
+`Interrupted` (`stop_on_signals`), so the exit status, the message and the clean-up are those of a signal between
+two queries.
 """
 from __future__ import annotations
 
 import errno
+import os
 import re
 import signal
+import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, OutOfSpace
 
@@ -35,6 +47,13 @@ _SIGNALS = {int(signal.SIGINT): ("SIGINT", EXIT_INTERRUPTED), int(signal.SIGTERM
 _received: list[str] = []
 #: How many `signals_held` sections the main thread is in, and the signal that arrived in them (raised at their end).
 _held: dict = {"depth": 0, "pending": None}
+#: Every open DuckDB connection (and cursor) profpipe made (`interruptible`): those a signal interrupts during a run.
+_connections: weakref.WeakSet = weakref.WeakSet()
+_connections_lock = threading.Lock()
+#: The watcher thread's pipe (read end, write end), made once per process (`_watcher_fd`).
+_watcher: dict[str, Any] = {"fds": None}
+_watcher_lock = threading.Lock()
+Connection = TypeVar("Connection")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -43,7 +62,18 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     if _held["depth"]:
         _held["pending"] = (name, code)
         return
+    if _query_interrupted(sys.exc_info()[1]):
+        return  # the watcher interrupted the query: its error goes on up and becomes Interrupted (stop_on_signals)
     raise Interrupted(name, code)
+
+
+def _query_interrupted(exc: BaseException | None) -> bool:
+    """Whether `exc` is DuckDB's error for a query that the watcher thread interrupted. The handler runs as that
+    error unwinds (at the first `with` or `finally` on its way): raising there, before the `with`'s own exit has run,
+    would skip that exit (a transaction's rollback, a folder's removal), so the error goes on alone, as DuckDB's
+    "Query interrupted" did when the handler ran inside the query."""
+    return exc is not None and type(exc).__name__ == "InterruptException" and \
+        type(exc).__module__.startswith(("duckdb", "_duckdb"))
 
 
 class signals_held:  # noqa: N801 - used like a function: `with signals_held():`
@@ -87,6 +117,76 @@ def settle_tempdir() -> None:
             pass
 
 
+def interruptible(con: Connection) -> Connection:
+    """`con` (a DuckDB connection or cursor), registered until it is closed or dropped: a SIGINT or SIGTERM that
+    arrives during a run interrupts the query it is running (the watcher thread of `stop_on_signals`)."""
+    with _connections_lock:
+        _connections.add(con)
+    return con
+
+
+def interrupt_queries() -> None:
+    """Interrupt the running query of every registered connection (DuckDB's `interrupt()`, safe from any thread;
+    a connection that runs nothing or is closed is left as it is)."""
+    with _connections_lock:
+        connections = list(_connections)
+    for con in connections:
+        try:
+            con.interrupt()
+        except Exception:  # noqa: BLE001, S110 - closed meanwhile: nothing to interrupt
+            pass
+
+
+def _watch(read_fd: int) -> None:
+    """The watcher thread: Python's C-level signal handler writes each signal's number to the wakeup fd at once,
+    even while the main thread waits in DuckDB. A signal that our handler turns into `Interrupted` is recorded and
+    interrupts the running queries; the main thread's handler still runs as the query returns."""
+    while True:
+        try:
+            data = os.read(read_fd, 512)
+        except OSError:
+            return
+        if not data:
+            return
+        for signum in data:
+            if signum in _SIGNALS and signal.getsignal(signum) is _interrupt:
+                _received.append(_SIGNALS[signum][0])
+                interrupt_queries()
+
+
+def _watcher_fd() -> int | None:
+    """The write end of the watcher thread's pipe, starting the thread on first use; None where it cannot run."""
+    with _watcher_lock:
+        if _watcher["fds"] is None:
+            try:
+                read_fd, write_fd = os.pipe()
+                os.set_blocking(write_fd, False)
+                threading.Thread(target=_watch, args=(read_fd,), name="profpipe-signal-watcher", daemon=True).start()
+            except (OSError, RuntimeError, AttributeError):
+                return None
+            _watcher["fds"] = (read_fd, write_fd)
+        return _watcher["fds"][1]
+
+
+@contextmanager
+def _queries_interrupted_on_signals() -> Iterator[None]:
+    """While the body runs, a signal our handler has interrupts the registered connections' queries at once (the
+    watcher thread wakes on the wakeup fd). An earlier wakeup fd (an event loop's) is put back afterwards; until
+    then it misses the signals that arrive (its own handlers are not ours: they still run)."""
+    write_fd = _watcher_fd()
+    previous = None
+    if write_fd is not None:
+        try:
+            previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            write_fd = None
+    try:
+        yield
+    finally:
+        if write_fd is not None:
+            signal.set_wakeup_fd(previous if previous is not None else -1)
+
+
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise `Interrupted` from now on (the command's entry point calls this first)."""
     for signum in _SIGNALS:
@@ -97,9 +197,11 @@ def install_signal_handlers() -> None:
 def stop_on_signals() -> Iterator[None]:
     """While the body runs, SIGINT and SIGTERM raise `Interrupted`, so every `with` and `finally` on the way
     out removes what the run wrote; an error raised while a signal is being handled (a library catching
-    the interruption) is turned back into `Interrupted`. tempfile's check of $TMPDIR is done first, with
-    signals held (`settle_tempdir`). Signals somebody else handles are left alone; the
-    earlier handlers are restored afterwards. Only the main thread can do this; elsewhere it does nothing."""
+    the interruption) is turned back into `Interrupted`. A signal that arrives while a DuckDB query runs interrupts
+    the queries of every connection profpipe opened (`interruptible`), and DuckDB's InterruptException becomes
+    `Interrupted` the same way. tempfile's check of $TMPDIR is done first, with signals held (`settle_tempdir`).
+    Signals somebody else handles are left alone; the earlier handlers are restored afterwards. Only the main
+    thread can do this; elsewhere it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -110,8 +212,9 @@ def stop_on_signals() -> Iterator[None]:
         signal.signal(signum, _interrupt)
     _received.clear()
     try:
-        settle_tempdir()
-        yield
+        with _queries_interrupted_on_signals():
+            settle_tempdir()
+            yield
     except Exception:
         raise_if_interrupted()
         raise

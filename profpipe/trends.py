@@ -38,6 +38,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .database import connect as duckdb_connect
 from .models import query, query_rows
 
 #: Runs of recent history an outlier is judged against.
@@ -129,7 +130,7 @@ def connect(warehouse: Path) -> duckdb.DuckDBPyConnection:
     manifest = Warehouse(warehouse)
     catalog = warehouse / CATALOG
     if catalog.is_file():
-        con = duckdb.connect(str(catalog), read_only=True)
+        con = duckdb_connect(catalog, read_only=True)
         try:
             tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
             serial = con.execute("SELECT serial FROM warehouse_info").fetchone()[0] if "warehouse_info" in tables else None

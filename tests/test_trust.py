@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -217,6 +218,61 @@ def test_a_signal_ends_the_run_cleanly(tmp_path, signum, code, name):
     assert _described(scratch) == []
 
 
+#: The child of the test below: `python -m profpipe analyse ...` (the entry point's main, the argv after `--`) whose
+#: models stage first runs one query that takes minutes (a nested-loop join DuckDB's Python client does not check
+#: for signals inside: a Python handler runs only when it returns), after touching the file named by $MARKER.
+_SLOW_MODELS = """
+import os, sys
+import profpipe.run as run
+from pathlib import Path
+
+def run_models(con, *args, **kwargs):
+    Path(os.environ["MARKER"]).touch()
+    con.execute("SELECT count(*) FROM range(200000) a, range(100000) b WHERE a.range + b.range = 7").fetchall()
+    return models(con, *args, **kwargs)
+
+models, run.run_models = run.run_models, run_models
+sys.argv = ["profpipe", *sys.argv[sys.argv.index("--") + 1:]]
+from profpipe.__main__ import main
+main()
+"""
+
+
+def test_a_sigterm_during_a_long_query_ends_the_run_at_once(tmp_path):
+    """Python runs a signal handler only between bytecodes: a SIGTERM that arrived while a models query ran was acted
+    on when the query returned (minutes later). The signal now interrupts the running DuckDB queries."""
+    out = tmp_path / "out"
+    run(CPU, out)
+    good = snapshot(out)
+    scratch, marker = tmp_path / "tmp", tmp_path / "models-started"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "MARKER": str(marker)}
+    child = subprocess.Popen([sys.executable, "-c", _SLOW_MODELS, "--", "analyse", str(CPU), "-o", str(out)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(lambda: marker.exists() or child.poll() is not None), "the models stage never started"
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.5)  # well inside the query
+        sent = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run still ran 30 s after SIGTERM")
+        waited = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert waited < 2, waited  # 0.28-0.43 s measured on a 2-core machine; before, still running 60 s after it
+    assert child.returncode == 143, stderr
+    assert stderr == "profpipe: interrupted by SIGTERM; nothing was written, the earlier output is kept\n"
+    assert snapshot(out) == good
+    marker.unlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tmp"]
+    assert _described(scratch) == []
+
+
 def _described(folder: Path) -> list[str]:
     """The entries of `folder`, each with its type, size and age: a leftover says what it is (tempfile's 8-character
     test file of $TMPDIR is an empty file; a reader's scratch folder is named profpipe-<kind>-<pid>-...)."""
@@ -279,6 +335,27 @@ def test_a_signal_just_after_the_output_folder_is_staged_leaves_nothing(own_sigt
         with stop_on_signals(), staged_output(tmp_path / "out"):
             pytest.fail("the body ran after the signal")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_a_signal_interrupts_the_query_and_every_with_on_the_way_out_runs(own_sigterm):
+    """The watcher thread interrupts the query at once; the handler, running as DuckDB's error unwinds, must not
+    raise before the `with`s on its way out have run (the transaction's rollback)."""
+    from profpipe.database import connect, transaction
+
+    con = connect()
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(Interrupted) as raised, stop_on_signals(), transaction(con):
+            con.execute("CREATE TABLE written AS SELECT 1 AS x")
+            con.execute("SELECT count(*) FROM range(200000) a, range(100000) b WHERE a.range + b.range = 7").fetchall()
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 2
+    assert raised.value.exit_code == 143
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'written'").fetchall() == [(0,)]
+    con.close()
 
 
 def test_scratch_folders_of_killed_runs_are_swept_on_the_next_start(tmp_path, monkeypatch):

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pyarrow as pa
 
+from ..database import connect as duckdb_connect
 from ..errors import InputError
 from ..health import Warn
 from .lines import MAX_NS, drop_rows, iter_csv_frames
@@ -145,7 +145,7 @@ def marker_steps(markers: pa.Table, op_tasks: pa.Table | None, step_range: str, 
     first op task (as for era F: the iteration gap is the time before the device starts; no BP point:
     --fp-op / --bp-op set them). Marks (no duration) are no steps. A step number given twice keeps its
     first range."""
-    with duckdb.connect() as con:
+    with duckdb_connect() as con:
         con.register("markers", markers)
         con.register("op_tasks", op_tasks if op_tasks is not None else
                      pa.table({"op_name": pa.array([], pa.string()), "start_ns": pa.array([], pa.int64())}))

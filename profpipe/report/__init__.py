@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ..database import connect as duckdb_connect
 from ..errors import UsageError
 from ..output import is_profpipe_output
 from ..version import VERSION
@@ -80,7 +81,7 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
     timeline = summary.get("timeline")
     context = RunContext(input=summary.get("input", str(output)), profpipe_version=summary.get("profpipe_version", VERSION),
                          timeline=timeline, timeline_content=(timeline or {}).get("content", "full") if timeline else "none")
-    with duckdb.connect(str(database), read_only=True) as con:
+    with duckdb_connect(database, read_only=True) as con:
         return write_run_report(con, path or output / "report.html", context)
 
 
