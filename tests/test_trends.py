@@ -114,6 +114,12 @@ def test_the_report_marks_the_planted_run_and_op_type_in_chromium(batched):
         visit = open_report(chromium, batched["report"])
         page = visit.page
         page.click('nav a[data-page="batch"]')
+        # the trend charts are drawn when scrolled near (the page opens with its first screen drawn)
+        assert page.eval_on_selector('[data-chart="trend-health"]', "gd => [gd.dataset.lazy, gd.dataset.rendered]") == \
+            ["waiting", None]
+        for name in page.eval_on_selector_all('.page[data-page="batch"] .chart', "els => els.map(e => e.dataset.chart)"):
+            page.locator(f'[data-chart="{name}"]').scroll_into_view_if_needed()
+            page.wait_for_selector(f'[data-chart="{name}"][data-rendered="true"]')
         charts = page.eval_on_selector_all('.page[data-page="batch"] .chart',
                                            "els => els.map(e => [e.dataset.chart, e.dataset.rendered, Number(e.dataset.points)])")
         assert {c[0] for c in charts} >= {"trend-step", "trend-op_type", "trend-kernel", "trend-health"}

@@ -84,6 +84,9 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
     else:
         sections.append(empty("Regressions", "Fewer than two runs with a step trace: nothing to compare yet."))
     sections.append(_median_section(t))
+    for section in sections:  # drawn when scrolled near (report.js): the page opens with its first screen drawn
+        if section["kind"] == "chart":
+            section["lazy"] = True
     return {"id": "batch", "title": "Batch", "sections": sections}
 
 
