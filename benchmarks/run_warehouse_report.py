@@ -154,7 +154,8 @@ def main() -> None:
         print(f"runs                      {len(found.runs)} ({sum(r['status'] == 'failed' for r in found.runs)} failed), "
               f"{files} Parquet files; synthetic warehouse built in {build_s:.1f} s")
         print(f"trend aggregates + test   {trends_s:.2f} s ({len(found.series)} series)")
-        print(f"write_warehouse_report    {write_s:.2f} s (aggregates, the test, and diff of the latest two runs)")
+        print(f"write_warehouse_report    {write_s:.2f} s (aggregates, the test, and diff of the latest run against the run "
+              "before and its median runs)")
         print(f"report.html               {report.stat().st_size / 1048576:.2f} MiB")
         print(f"open, first screen drawn  {open_s:.2f} s (best of {args.repeat}; {first} of {charts} charts drawn)")
         print(f"then every other chart    {rest_s:.2f} s (best of {args.repeat}: scrolled to in turn, each until drawn)")

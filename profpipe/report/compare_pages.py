@@ -6,6 +6,7 @@ come from profpipe/diff.py (Welch's t test per kernel, op type and step phase).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ CHART_CHANGES = 20
 #: Trend charts mark every run's point up to this many runs; beyond, lines only (thousands of SVG markers make the
 #: page slow to open), the outliers keep their marks.
 MARKED_RUNS = 150
+#: Beyond MARKED_RUNS runs the runs' axis labels this many, evenly spaced (`_run_axis`).
+LABELLED_RUNS = 20
 #: The runs table lists the newest this many runs (a table of 1,000 rows is most of the page's open time).
 RUN_ROWS = 200
 
@@ -131,8 +134,16 @@ def _trend_figure(x: list[str], series: list[Series], *, y_title: str) -> dict[s
                      "marker": {"symbol": "x", "size": 13, "color": "#d62728", "line": {"width": 2}},
                      "hovertemplate": "%{x}<br>%{text}<extra>outlier</extra>"})
     return {"data": data, "link": _link("{run}"),
-            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
-                       "yaxis": {"title": {"text": y_title}}, "hovermode": "closest"}}
+            "layout": {"xaxis": _run_axis(x), "yaxis": {"title": {"text": y_title}}, "hovermode": "closest"}}
+
+
+def _run_axis(x: list[str]) -> dict[str, Any]:
+    """The runs' axis: a category per run; beyond MARKED_RUNS runs a label on every len(x) / LABELLED_RUNS-th run,
+    given (plotly's automatic ticks of a category axis of 1,000 runs were half of the chart's drawing)."""
+    axis: dict[str, Any] = {"title": {"text": "run (oldest analysis first)"}, "type": "category"}
+    if len(x) > MARKED_RUNS:
+        axis.update(tickmode="array", tickvals=x[::math.ceil(len(x) / LABELLED_RUNS)])
+    return axis
 
 
 def _health_figure(t: Trends) -> dict[str, Any]:
@@ -150,8 +161,8 @@ def _health_figure(t: Trends) -> dict[str, Any]:
                      "marker": {"symbol": "x", "size": 13, "color": "#d62728"},
                      "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
     return {"data": data, "link": _link("{run}"),
-            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
-                       "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"}, "hovermode": "closest"}}
+            "layout": {"xaxis": _run_axis(x), "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"},
+                       "hovermode": "closest"}}
 
 
 def _outlier_table(t: Trends) -> Section:
