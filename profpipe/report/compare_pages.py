@@ -91,8 +91,8 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
     else:
         sections.append(empty("Regressions", "Fewer than two runs with a step trace: nothing to compare yet."))
     sections.append(_median_section(t, per_run))
-    for section in sections:  # drawn when scrolled near (report.js): the page opens with its first screen drawn
-        if section["kind"] == "chart":
+    for section in sections:  # laid out and drawn when scrolled near (report.js): the page opens with its first screen
+        if section["kind"] == "chart" or section.get("id") == "runs":
             section["lazy"] = True
     return {"id": "batch", "title": "Batch", "sections": sections}
 

@@ -228,7 +228,7 @@ function drawPage(page, node) {
   const lazy = [];
   for (const section of page.sections) {
     const body = RENDERERS[section.kind](section);
-    node.append(el("section", {class: "section"}, section.title ? el("h3", {}, section.title) : null,
+    node.append(el("section", {class: section.lazy ? "section lazy" : "section"}, section.title ? el("h3", {}, section.title) : null,
       section.note ? el("p", {class: "note"}, section.note) : null, body));
     if (body.draw && section.lazy) lazy.push(body);
     else if (body.draw) body.draw();
@@ -236,23 +236,31 @@ function drawPage(page, node) {
   if (lazy.length) drawWhenNear(lazy);
 }
 
-/* Sections marked `lazy` (the warehouse report's trend charts: a point per run, each chart a tenth of a second
- * or more to draw) are drawn when they come within LAZY_MARGIN of the view, so the page opens with its first
- * screen drawn and the charts below are drawn as they are scrolled to. Until then the chart is an empty box of
- * the drawn chart's height (data-lazy="waiting"), so nothing moves when it is drawn. */
-const LAZY_MARGIN = "200px 0px";
+/* Sections marked `lazy` (the warehouse report's trend charts and runs table) are not laid out while out of
+ * view (class lazy: CSS content-visibility), and their charts (a point per run, each a tenth of a second or more
+ * to draw) are drawn when they come within LAZY_MARGIN px of the view, so the page opens with its first
+ * screen drawn and the charts below are drawn as they are scrolled to. Those already near the view are drawn at
+ * once (waiting for the observer's first report would cost a paint of the page without them). Until drawn a
+ * chart is an empty box of the drawn chart's height (data-lazy="waiting"), so nothing moves when it is drawn. */
+const LAZY_MARGIN = 200;
 function drawWhenNear(boxes) {
+  const draw = box => {
+    box.querySelector(".chart").dataset.lazy = "drawn";
+    box.draw();
+  };
   const observer = new IntersectionObserver(entries => {
     for (const entry of entries) {
       if (!entry.isIntersecting) continue;
       observer.unobserve(entry.target);
-      entry.target.querySelector(".chart").dataset.lazy = "drawn";
-      entry.target.draw();
+      draw(entry.target);
     }
-  }, {rootMargin: LAZY_MARGIN});
+  }, {rootMargin: `${LAZY_MARGIN}px 0px`});
+  for (const box of boxes) box.querySelector(".chart").dataset.lazy = "waiting";
   for (const box of boxes) {
-    box.querySelector(".chart").dataset.lazy = "waiting";
-    observer.observe(box);
+    const rect = box.getBoundingClientRect();
+    const near = rect.height > 0 && rect.top < window.innerHeight + LAZY_MARGIN && rect.bottom > -LAZY_MARGIN;
+    if (near) draw(box);
+    else observer.observe(box);
   }
 }
 
