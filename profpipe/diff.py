@@ -62,12 +62,22 @@ SCHEMA = pa.schema([
 ])
 
 
+#: One run's per-key sums (`summarise`): a polars frame (kind, key, count, total, squares) and its sample units.
+Summary = tuple[pl.DataFrame, int]
+
+
 def diff_runs(a: duckdb.DuckDBPyConnection, b: duckdb.DuckDBPyConnection, *, alpha: float = ALPHA,
               min_relative_change: float = MIN_RELATIVE_CHANGE) -> pa.Table:
     """Compare run B with run A (connections over each run's public tables); one row per (kind, key) of
     either run, ordered by impact (abs(per_step_change_ns) descending); columns in the module docstring."""
-    side_a, steps_a = _summarise(a)
-    side_b, steps_b = _summarise(b)
+    return diff_summaries(summarise(a), summarise(b), alpha=alpha, min_relative_change=min_relative_change)
+
+
+def diff_summaries(a: Summary, b: Summary, *, alpha: float = ALPHA,
+                   min_relative_change: float = MIN_RELATIVE_CHANGE) -> pa.Table:
+    """`diff_runs` of two runs' summaries (`summarise`): the warehouse trends (profpipe/trends.py) summarise a
+    run once and compare it with several."""
+    (side_a, steps_a), (side_b, steps_b) = a, b
     joined = side_a.join(side_b, on=_KEY, how="full", coalesce=True, suffix="_b").rename(
         {"count": "count_a", "total": "total_a_ns", "squares": "squares_a"})
     joined = joined.with_columns(
@@ -84,10 +94,16 @@ def diff_runs(a: duckdb.DuckDBPyConnection, b: duckdb.DuckDBPyConnection, *, alp
     return order.to_arrow().cast(SCHEMA)
 
 
-def _summarise(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, int]:
-    """Per (kind, key) of one run: executions, total time and the sum of squared deviations of its per-step
-    samples from their mean (steps without the key count as 0); and the run's number of sample units."""
-    samples = pl.from_arrow(con.sql(query("diff_samples")).to_arrow_table())
+def summarise(con: duckdb.DuckDBPyConnection) -> Summary:
+    """One run's summary: its per-step samples (sql/queries/diff_samples.sql) summed by `summarise_samples`."""
+    return summarise_samples(pl.from_arrow(con.sql(query("diff_samples")).to_arrow_table()))
+
+
+def summarise_samples(samples: pl.DataFrame) -> Summary:
+    """Per (kind, key) of one run's per-step samples (diff_samples.sql's columns kind, key, rank, capture, step,
+    time_ns, count): executions, total time and the sum of squared deviations of its per-step samples from their
+    mean (steps without the key count as 0); and the run's number of sample units (the steps of step_phase
+    'total', and the cycles without steps)."""
     units = samples.filter(((pl.col("kind") == "step_phase") & (pl.col("key") == "total")) | pl.col("step").is_null()) \
         .select(_UNIT).unique().height
     per_key = samples.group_by(_KEY).agg(pl.col("count").sum().cast(pl.Int64), pl.col("time_ns").sum().alias("total"),

@@ -7,8 +7,10 @@ and generation: step time average and median, phases, data verdict; sql/queries/
 trend_keys (per run and generation, the summed time of every op type, kernel and step phase;
 sql/queries/warehouse_trend_keys.sql), reading the marts of the runs analysed since the last catalog only and
 copying the other runs' rows from it. The report reads those two tables and batch_runs
-(sql/queries/warehouse_run_trend.sql, sql/queries/warehouse_key_trend.sql), never a run's rows, so it costs the
-same for any number of ranks. profpipe/report/compare_pages.py draws what this module returns.
+(sql/queries/warehouse_run_trend.sql, sql/queries/warehouse_key_trend.sql) for the trends and the outliers, so
+they cost the same for any number of runs' rows; only the regressions of the latest run read runs' rows (its own,
+the run before it and its median runs: at most WINDOW + 2 runs, see below). profpipe/report/compare_pages.py
+draws what this module returns.
 
 Runs are in analysis order (batch_runs.analysed_at, then run id: runs of one batch share their second, so name
 runs so that they sort). A series is one number per run: the step time, an op type's or a kernel's time per step
@@ -22,24 +24,43 @@ median, 1.4826 * MAD estimates the standard deviation of normal data. A run need
 values to be tested. The scale is floored at MAD_FLOOR (1 %) of the median, so a flat history (identical
 runs: MAD = 0) marks only changes of more than 3.5 % rather than every rounding difference.
 
-**Regressions against the recent median**: the latest run's value of each op type, kernel and step phase
-against the median of the previous WINDOW runs; a regression when it is slower by at least 1 % and its robust
-z-score exceeds THRESHOLD (the same test). Against the previous run the warehouse report and `batch --json`
-use `profpipe diff` (profpipe/diff.py: Welch's t test of the per-step samples, p < 0.05 and >= 1 %).
+**Regressions against the recent median** (MEDIAN_TEST): the latest run's op types, kernels and step phases
+(the series above) each against its **median run**: of the previous WINDOW runs with a value, the run whose
+value is the lower median (of equal values the most recent; at least MIN_HISTORY of them). The two runs are
+compared by `profpipe diff`'s test, the one used against the previous run (profpipe/diff.py `diff_summaries`):
+Welch's t test of the key's per-step samples in the two runs, a regression when p < 0.05 and the time per step
+grew by at least MIN_RELATIVE_CHANGE (1 %). The per-step samples are not in the cached aggregates (trend_keys
+holds each run's totals): each run compared is summarised from its own tables (diff's `summarise`: per key the
+count, total and sum of squares of its per-step samples, sql/queries/diff_samples.sql), once per process and
+run generation (`summaries`), so the report and `batch --json` read at most WINDOW + 2 runs' rows (these, and
+the run before the latest) whatever the size of the warehouse. (Before, the latest value was tested against the
+median of the previous runs' values by the robust z-score, which knows the spread between runs but not within a
+run: a change inside a run's step-to-step noise was flagged when the history was flat, a real change was missed
+when the history was noisy.)
+The regressions' numbers are diff's: the per-step time of the median run and of the latest run (diff counts an
+op type's executions in the steps, so they may differ a little from the trend values, which are the run's
+totals over its rank-steps). diff's op types have no side: an op type with Device and Host series is tested
+once. Against the previous run the warehouse report and `batch --json` use `profpipe diff` likewise (the newest
+two runs with a step trace).
 """
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
 from .database import connect as duckdb_connect
 from .models import query, query_rows
+
+if TYPE_CHECKING:
+    from .diff import Summary
 
 #: Runs of recent history an outlier is judged against.
 WINDOW = 10
@@ -58,6 +79,10 @@ CHART_KEYS = 8
 #: The test, as the report and `batch --json` state it.
 TEST = (f"robust z-score: |x - median| / (1.4826 * MAD) > {THRESHOLD} over the previous {WINDOW} runs with a value "
         f"(at least {MIN_HISTORY}; 1.4826 * MAD floored at {MAD_FLOOR:.0%} of the median)")
+#: The test of the latest run against its recent median, as the report and `batch --json` state it.
+MEDIAN_TEST = (f"profpipe diff's test against the median run (of the previous {WINDOW} runs with a value, the one whose "
+               f"value is the lower median): Welch's t test of the per-step samples, p < 0.05 and slower by at least "
+               f"{MIN_RELATIVE_CHANGE:.0%} per step")
 #: Run statuses whose numbers are the run's own.
 _VALID = ("ok", "partial")
 #: JSON has no infinity: a z-score beyond this is written as this.
@@ -245,25 +270,51 @@ def latest(t: Trends) -> int | None:
     return None
 
 
-def median_regressions(t: Trends) -> list[dict[str, Any]]:
-    """The latest run's op types, kernels and step phases slower than the median of the previous WINDOW runs by at
-    least MIN_RELATIVE_CHANGE with a robust z-score above THRESHOLD; largest slow-down first (ms per step)."""
+def median_run(t: Trends, series: Series, index: int) -> int | None:
+    """The index of the median run of `series` for the run at `index`: of the previous WINDOW runs with a value,
+    the one whose value is the lower median (statistics.median_low; of equal values the most recent run); None
+    with fewer than MIN_HISTORY of them."""
+    history = [(v, j) for j, v in enumerate(series.values[:index]) if v is not None][-WINDOW:]
+    if len(history) < MIN_HISTORY:
+        return None
+    ordered = sorted(history, key=lambda h: (h[0], -h[1]))
+    return ordered[(len(ordered) - 1) // 2][1]
+
+
+def median_regressions(t: Trends, summary: Callable[[str], Summary]) -> list[dict[str, Any]]:
+    """The latest run's op types, kernels and step phases that are significant slow-downs against their median run
+    (`median_run`) by `profpipe diff`'s test: Welch's t test of the two runs' per-step samples, p < ALPHA and
+    slower by at least MIN_RELATIVE_CHANGE per step (profpipe/diff.py `diff_summaries`). `summary(run)` is the
+    run's diff summary (`summaries`). Largest slow-down first (ms per step)."""
+    from .diff import diff_summaries
+
     i = latest(t)
     if i is None:
         return []
-    found = []
+    wanted: dict[str, dict[tuple[str, str], Series]] = {}  # median run -> (kind, key) -> series
+    done: set[tuple[str, str]] = set()
     for s in t.series:
-        if s.kind not in ("op_type", "kernel", "step_phase"):
+        if s.kind not in ("op_type", "kernel", "step_phase") or s.values[i] is None or (s.kind, s.key) in done:
             continue
-        value, median, z = s.values[i], s.medians[i], s.z[i]
-        if value is None or median is None or z is None or z <= THRESHOLD:
-            continue
-        relative = (value - median) / median if median else None
-        if relative is not None and relative < MIN_RELATIVE_CHANGE:
-            continue
-        found.append({"run": t.runs[i]["run"], "kind": s.kind, "key": s.key, "side": s.side, "median_ms": median,
-                      "latest_ms": value, "change_ms": value - median, "relative_change": relative, "z": z})
-    found.sort(key=lambda r: -r["change_ms"])
+        j = median_run(t, s, i)
+        if j is not None:  # diff's op types have no side: an op type's first series (Device before Host) is tested
+            done.add((s.kind, s.key))
+            wanted.setdefault(t.runs[j]["run"], {})[(s.kind, s.key)] = s
+    found: list[dict[str, Any]] = []
+    if not wanted:
+        return found
+    run = t.runs[i]["run"]
+    latest_summary = summary(run)
+    for median, keys in wanted.items():
+        for row in diff_summaries(summary(median), latest_summary, min_relative_change=MIN_RELATIVE_CHANGE).to_pylist():
+            s = keys.get((row["kind"], row["key"]))
+            if s is None or not row["significant"] or not (row["per_step_change_ns"] or 0) > 0:
+                continue
+            found.append({"run": run, "kind": s.kind, "key": s.key, "side": s.side, "median_run": median,
+                          "median_ms": row["per_step_a_ns"] / 1e6, "latest_ms": row["per_step_b_ns"] / 1e6,
+                          "change_ms": row["per_step_change_ns"] / 1e6, "relative_change": row["relative_change"],
+                          "t_statistic": row["t_statistic"], "p_value": row["p_value"]})
+    found.sort(key=lambda r: (-r["change_ms"], r["kind"], r["key"]))
     return found
 
 
@@ -273,17 +324,33 @@ def previous_pair(t: Trends) -> tuple[str, str] | None:
     return (timed[-2], timed[-1]) if len(timed) >= 2 else None
 
 
-def previous_changes(warehouse: Path, pair: tuple[str, str]):
-    """`profpipe diff` of the pair's two runs (a pyarrow table, profpipe/diff.py's columns)."""
-    from .diff import diff_runs
+def summaries(warehouse: Path, t: Trends) -> Callable[[str], Summary]:
+    """`summary(run)`: the diff summary (profpipe/diff.py `summarise`: per key the count, total and squares of its
+    per-step samples) of a run of `t`, read from the run's tables once per process and generation (the report and
+    `batch --json` compare the same runs)."""
+    root = str(warehouse.resolve())
+    generations = {r["run"]: r["generation"] for r in t.runs}
+    return lambda run: _summary(root, run, generations[run])
+
+
+@lru_cache(maxsize=2 * WINDOW + 4)
+def _summary(warehouse: str, run: str, generation: str | None) -> Summary:
+    from .diff import summarise
     from .warehouse import open_run
 
-    con_a, con_b = open_run(warehouse, pair[0]), open_run(warehouse, pair[1])
+    con = open_run(Path(warehouse), run)
     try:
-        return diff_runs(con_a, con_b)
+        return summarise(con)
     finally:
-        con_a.close()
-        con_b.close()
+        con.close()
+
+
+def previous_changes(summary: Callable[[str], Summary], pair: tuple[str, str]):
+    """`profpipe diff` of the pair's two runs (a pyarrow table, profpipe/diff.py's columns); `summary` as
+    `summaries` returns."""
+    from .diff import diff_summaries
+
+    return diff_summaries(summary(pair[0]), summary(pair[1]))
 
 
 def significant_slowdowns(changes) -> list[dict[str, Any]]:
@@ -294,14 +361,15 @@ def significant_slowdowns(changes) -> list[dict[str, Any]]:
 
 def summary(warehouse: Path) -> dict[str, Any]:
     """`profpipe batch --json`'s `trends`: the test, the outliers, and the latest run's regressions against the
-    previous run (diff) and against the recent median."""
+    previous run and against its median runs (both diff's test)."""
     with connect(warehouse) as con:
         t = trends(con)
+    per_run = summaries(warehouse, t)
     pair = previous_pair(t)
     previous = None
     if pair is not None:
-        previous = {"a": pair[0], "b": pair[1], "regressions": significant_slowdowns(previous_changes(warehouse, pair))}
+        previous = {"a": pair[0], "b": pair[1], "regressions": significant_slowdowns(previous_changes(per_run, pair))}
     i = latest(t)
-    return {"test": TEST, "window": WINDOW, "threshold": THRESHOLD, "runs": len(t.runs),
+    return {"test": TEST, "window": WINDOW, "threshold": THRESHOLD, "median_test": MEDIAN_TEST, "runs": len(t.runs),
             "latest": None if i is None else t.runs[i]["run"], "outliers": t.outliers,
-            "regressions": {"previous": previous, "median": median_regressions(t)}}
+            "regressions": {"previous": previous, "median": median_regressions(t, per_run)}}

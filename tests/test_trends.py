@@ -6,18 +6,32 @@ and against the recent median name the op type."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
+import statistics
 from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pytest
 from browser import ARTIFACTS, browser, open_report
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
 from profpipe.cli import app
-from profpipe.trends import MAD_FLOOR, MIN_HISTORY, THRESHOLD, WINDOW, Series, robust_z
+from profpipe.diff import diff_runs, summarise_samples
+from profpipe.trends import (
+    MAD_FLOOR,
+    MIN_HISTORY,
+    THRESHOLD,
+    WINDOW,
+    Series,
+    Trends,
+    median_regressions,
+    robust_z,
+)
+from profpipe.warehouse import open_run
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 OPS = Path("profiler") / "gpu_op_execute_timestamp_0.txt"
@@ -81,6 +95,71 @@ def test_robust_z_is_the_modified_z_score_over_the_history():
     assert series.medians[16] == 1.0 and len([v for v in series.values[:16] if v is not None][-WINDOW:]) == WINDOW
 
 
+def _samples(per_step: dict[str, list[float]]) -> pl.DataFrame:
+    """Per-step samples (ms) of op types as sql/queries/diff_samples.sql returns them: one rank and capture, step i
+    the i-th value of each key, and the step times (step_phase 'total', which makes the units)."""
+    steps = len(next(iter(per_step.values())))
+    rows = [("step_phase", "total", 0, 0, i, round(sum(v[i] for v in per_step.values()) * 1e6), 1) for i in range(steps)]
+    rows += [("op_type", key, 0, 0, i, round(v[i] * 1e6), 1) for key, v in per_step.items() for i in range(steps)]
+    return pl.DataFrame(rows, orient="row", schema=[("kind", pl.String), ("key", pl.String), ("rank", pl.Int64),
+                                                    ("capture", pl.Int64), ("step", pl.Int64), ("time_ns", pl.Int64),
+                                                    ("count", pl.Int64)])
+
+
+def _welch_by_hand(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Welch's t of b against a and its two-sided p, from statistics' mean and variance and Student's t density
+    integrated by Simpson's rule (no incomplete beta function, as profpipe/diff.py uses)."""
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    t = (statistics.mean(b) - statistics.mean(a)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    scale = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def density(x: float) -> float:
+        return scale * (1 + x * x / df) ** (-(df + 1) / 2)
+
+    n, h = 4000, abs(t) / 4000
+    area = h / 3 * sum((1 if i in (0, n) else 4 if i % 2 else 2) * density(i * h) for i in range(n + 1))
+    return t, 1 - 2 * area
+
+
+def test_regressions_against_the_median_use_diffs_welch_test_not_the_robust_z():
+    """The latest run (r10) against its median runs. 'noisy' is 5 % slower than a flat history (the old rule, the
+    robust z-score, flagged it: z = 5) but within its steps' noise (Welch: p about 0.7); 'steady' is 4 % slower than
+    a noisy history (z 0.3: the old rule missed it) with a small step-to-step spread (Welch: p about 0.02)."""
+    runs = [{"run": f"r{i:02d}", "status": "ok", "step_avg_ms": 1.0, "generation": "g"} for i in range(11)]
+    noisy = Series("op_type", "noisy", "noisy", "ms", [10.0] * 10 + [10.5], side="Device")
+    steady = Series("op_type", "steady", "steady", "ms", [10.0, 12.0, 8.0, 11.0, 9.0, 12.0, 10.0, 8.0, 11.0, 9.0, 10.4],
+                    side="Device")
+    for s in (noisy, steady):
+        s.score()
+    assert noisy.z[10] > THRESHOLD and (10.5 - 10.0) / 10.0 >= 0.01  # flagged by the old rule
+    assert abs(steady.z[10]) < THRESHOLD  # missed by the old rule
+    # per-step samples (20 steps): 'noisy' alternates 5 and 15 ms (10.5 +- 5 in r10); 'steady' 9.5 and 10.5 ms
+    # (9.9 and 10.9 in r10); the median runs: of equal values the most recent, r05 for noisy (ten runs of 10.0),
+    # r06 for steady (the lower median of its history, 10.0: r06 and r00, r06 the most recent)
+    alternating = lambda low, high: [low, high] * 10
+    per_step = {"r05": {"noisy": alternating(5, 15), "steady": alternating(9.6, 10.6)},
+                "r06": {"noisy": alternating(5.2, 15.2), "steady": alternating(9.5, 10.5)},
+                "r10": {"noisy": alternating(5.5, 15.5), "steady": alternating(9.9, 10.9)}}
+    read = []
+
+    def summary(run: str):
+        read.append(run)
+        return summarise_samples(_samples(per_step[run]))
+
+    found = median_regressions(Trends(runs, [noisy, steady], []), summary)
+    assert sorted(read) == ["r05", "r06", "r10"]  # only the latest run and the median runs are read
+    assert [(r["key"], r["median_run"]) for r in found] == [("steady", "r06")]
+    row = found[0]
+    t, p = _welch_by_hand([v * 1e6 for v in per_step["r06"]["steady"]], [v * 1e6 for v in per_step["r10"]["steady"]])
+    assert row["t_statistic"] == pytest.approx(t, rel=1e-9) and row["p_value"] == pytest.approx(p, rel=1e-6)
+    assert 0.01 < row["p_value"] < 0.05
+    assert (row["median_ms"], row["latest_ms"]) == (pytest.approx(10.0), pytest.approx(10.4))
+    assert row["relative_change"] == pytest.approx(0.04) and row["change_ms"] == pytest.approx(0.4)
+    _, p_noisy = _welch_by_hand(per_step["r05"]["noisy"], per_step["r10"]["noisy"])
+    assert p_noisy > 0.5  # not significant: not a regression, whatever its z
+
+
 def test_batch_json_marks_the_planted_run_and_op_type(batched):
     trends = batched["json"]["trends"]
     assert trends["window"] == WINDOW and "1.4826 * MAD" in trends["test"] and trends["runs"] == 12
@@ -104,6 +183,18 @@ def test_the_latest_slowed_run_regresses_against_the_previous_run_and_the_median
     median = trends["regressions"]["median"]
     assert [(r["kind"], r["key"]) for r in median] == [("op_type", SLOWED)]
     assert median[0]["relative_change"] == pytest.approx(2.0, rel=1e-6)
+    # against its median run (of run-03 .. run-12 without run-08, all equal: the most recent at the lower median)
+    # by profpipe diff's own comparison of the two runs
+    assert median[0]["median_run"] == "run-07" and median[0]["run"] == "run-13"
+    con_a, con_b = open_run(batched["warehouse"], "run-07"), open_run(batched["warehouse"], "run-13")
+    try:
+        diffed = next(r for r in diff_runs(con_a, con_b).to_pylist() if (r["kind"], r["key"]) == ("op_type", SLOWED))
+    finally:
+        con_a.close()
+        con_b.close()
+    assert diffed["significant"] and median[0]["p_value"] == diffed["p_value"] < 0.05
+    assert median[0]["latest_ms"] == pytest.approx(diffed["per_step_b_ns"] / 1e6)
+    assert median[0]["median_ms"] == pytest.approx(diffed["per_step_a_ns"] / 1e6)
     sections = {s.get("id") or s["title"]: s for s in payload(batched["report_13"])["pages"][0]["sections"]}
     assert [r[1] for r in sections["median-regressions"]["rows"]] == [SLOWED]
     assert [r[1] for r in sections["diff-table"]["rows"]] == [SLOWED]
@@ -114,6 +205,12 @@ def test_the_report_marks_the_planted_run_and_op_type_in_chromium(batched):
         visit = open_report(chromium, batched["report"])
         page = visit.page
         page.click('nav a[data-page="batch"]')
+        # the trend charts are drawn when scrolled near (the page opens with its first screen drawn)
+        assert page.eval_on_selector('[data-chart="trend-health"]', "gd => [gd.dataset.lazy, gd.dataset.rendered]") == \
+            ["waiting", None]
+        for name in page.eval_on_selector_all('.page[data-page="batch"] .chart', "els => els.map(e => e.dataset.chart)"):
+            page.locator(f'[data-chart="{name}"]').scroll_into_view_if_needed()
+            page.wait_for_selector(f'[data-chart="{name}"][data-rendered="true"]')
         charts = page.eval_on_selector_all('.page[data-page="batch"] .chart',
                                            "els => els.map(e => [e.dataset.chart, e.dataset.rendered, Number(e.dataset.points)])")
         assert {c[0] for c in charts} >= {"trend-step", "trend-op_type", "trend-kernel", "trend-health"}

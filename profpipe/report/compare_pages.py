@@ -6,6 +6,8 @@ come from profpipe/diff.py (Welch's t test per kernel, op type and step phase).
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pyarrow as pa
 
 from ..trends import (
     CHART_KEYS,
+    MEDIAN_TEST,
     TEST,
     WINDOW,
     Series,
@@ -22,6 +25,7 @@ from ..trends import (
     median_regressions,
     previous_changes,
     previous_pair,
+    summaries,
     trends,
 )
 from .pages import TOP_ROWS, Page
@@ -32,6 +36,8 @@ CHART_CHANGES = 20
 #: Trend charts mark every run's point up to this many runs; beyond, lines only (thousands of SVG markers make the
 #: page slow to open), the outliers keep their marks.
 MARKED_RUNS = 150
+#: Beyond MARKED_RUNS runs the runs' axis labels this many, evenly spaced (`_run_axis`).
+LABELLED_RUNS = 20
 #: The runs table lists the newest this many runs (a table of 1,000 rows is most of the page's open time).
 RUN_ROWS = 200
 
@@ -79,11 +85,15 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
         note=(f"The newest {RUN_ROWS} runs (every run: `SELECT * FROM batch_runs` in catalog.duckdb). " if len(t.runs) > RUN_ROWS
               else "") + f"A run's report: `profpipe report {warehouse} --run ID` writes report-ID.html beside this file."))
     pair = previous_pair(t)
+    per_run = summaries(warehouse, t)
     if pair is not None:
-        sections += diff_sections(previous_changes(warehouse, pair), pair[0], pair[1], regressions_only=True)
+        sections += diff_sections(previous_changes(per_run, pair), pair[0], pair[1], regressions_only=True)
     else:
         sections.append(empty("Regressions", "Fewer than two runs with a step trace: nothing to compare yet."))
-    sections.append(_median_section(t))
+    sections.append(_median_section(t, per_run))
+    for section in sections:  # laid out and drawn when scrolled near (report.js): the page opens with its first screen
+        if section["kind"] == "chart" or section.get("id") == "runs":
+            section["lazy"] = True
     return {"id": "batch", "title": "Batch", "sections": sections}
 
 
@@ -124,8 +134,16 @@ def _trend_figure(x: list[str], series: list[Series], *, y_title: str) -> dict[s
                      "marker": {"symbol": "x", "size": 13, "color": "#d62728", "line": {"width": 2}},
                      "hovertemplate": "%{x}<br>%{text}<extra>outlier</extra>"})
     return {"data": data, "link": _link("{run}"),
-            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
-                       "yaxis": {"title": {"text": y_title}}, "hovermode": "closest"}}
+            "layout": {"xaxis": _run_axis(x), "yaxis": {"title": {"text": y_title}}, "hovermode": "closest"}}
+
+
+def _run_axis(x: list[str]) -> dict[str, Any]:
+    """The runs' axis: a category per run; beyond MARKED_RUNS runs a label on every len(x) / LABELLED_RUNS-th run,
+    given (plotly's automatic ticks of a category axis of 1,000 runs were half of the chart's drawing)."""
+    axis: dict[str, Any] = {"title": {"text": "run (oldest analysis first)"}, "type": "category"}
+    if len(x) > MARKED_RUNS:
+        axis.update(tickmode="array", tickvals=x[::math.ceil(len(x) / LABELLED_RUNS)])
+    return axis
 
 
 def _health_figure(t: Trends) -> dict[str, Any]:
@@ -143,8 +161,8 @@ def _health_figure(t: Trends) -> dict[str, Any]:
                      "marker": {"symbol": "x", "size": 13, "color": "#d62728"},
                      "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
     return {"data": data, "link": _link("{run}"),
-            "layout": {"xaxis": {"title": {"text": "run (oldest analysis first)"}, "type": "category"},
-                       "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"}, "hovermode": "closest"}}
+            "layout": {"xaxis": _run_axis(x), "yaxis": {"title": {"text": "count"}, "rangemode": "tozero"},
+                       "hovermode": "closest"}}
 
 
 def _outlier_table(t: Trends) -> Section:
@@ -157,18 +175,19 @@ def _outlier_table(t: Trends) -> Section:
         note=f"Each run against the previous {WINDOW} runs with a value: {TEST}.")
 
 
-def _median_section(t: Trends) -> Section:
-    found = median_regressions(t)
+def _median_section(t: Trends, per_run: Callable[[str], Any]) -> Section:
+    found = median_regressions(t, per_run)
     i = latest(t)
     title = f"Regressions of {t.runs[i]['run']} against the median of the previous {WINDOW} runs" if i is not None \
         else "Regressions against the recent median"
     if not found:
-        return empty(title, f"No op type, kernel or step phase slower than its recent median ({TEST}).")
+        return empty(title, f"No op type, kernel or step phase significantly slower than its median run ({MEDIAN_TEST}).")
     return table("median-regressions", title, [
-        column("kind", "kind"), column("key", "key", search=True), column("median_ms", "median ms per step", "ms"),
-        column("latest_ms", "latest ms per step", "ms"), column("change_ms", "change ms", "ms"),
-        column("relative_change", "change", "pct"), column("z", "robust z", "num")], found[:TOP_ROWS], total=len(found),
-        note=f"Slower by at least 1 % and {TEST}.")
+        column("kind", "kind"), column("key", "key", search=True), column("median_run", "median run", search=True),
+        column("median_ms", "median run ms per step", "ms"), column("latest_ms", "latest ms per step", "ms"),
+        column("change_ms", "change ms", "ms"), column("relative_change", "change", "pct"), column("p_value", "p", "num")],
+        found[:TOP_ROWS], total=len(found),
+        note=f"Each key against its median run: {MEDIAN_TEST}.")
 
 
 def diff_page(changes: pa.Table, a: str, b: str) -> Page:
