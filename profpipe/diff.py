@@ -220,15 +220,17 @@ def regressions(table: pa.Table, fail_above_pct: float, *, top_share: float = GA
 
 def latest_regressions(warehouse, fail_above_pct: float) -> tuple[str, str, list[dict]] | None:
     """`profpipe batch --fail-above`: the warehouse has no notion of a series of runs, so its newest run with a
-    step trace (by analysis time, batch_runs.analysed_at, then run id) is compared with the one before it, the
+    step trace of its own (not failed: a failed run's tables hold its last good version; by analysis time,
+    batch_runs.analysed_at, then run id) is compared with the one before it, the
     pair the warehouse report's Regressions section shows. (previous run, newest run, `regressions`); None
     when fewer than two runs have steps."""
     from .models import query_rows
-    from .warehouse import connect, open_run
+    from .warehouse import OWN_NUMBERS, connect, open_run
 
     con = connect(warehouse)
     try:
-        timed = [r["run"] for r in query_rows(con, "report_run_trend") if r["total_ms"] is not None]
+        timed = [r["run"] for r in query_rows(con, "report_run_trend")
+                 if r["total_ms"] is not None and r["status"] in OWN_NUMBERS]
     finally:
         con.close()
     if len(timed) < 2:

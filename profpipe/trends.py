@@ -58,6 +58,7 @@ import pyarrow as pa
 
 from .database import connect as duckdb_connect
 from .models import query, query_rows
+from .warehouse import OWN_NUMBERS
 
 if TYPE_CHECKING:
     from .diff import Summary
@@ -83,8 +84,6 @@ TEST = (f"robust z-score: |x - median| / (1.4826 * MAD) > {THRESHOLD} over the p
 MEDIAN_TEST = (f"profpipe diff's test against the median run (of the previous {WINDOW} runs with a value, the one whose "
                f"value is the lower median): Welch's t test of the per-step samples, p < 0.05 and slower by at least "
                f"{MIN_RELATIVE_CHANGE:.0%} per step")
-#: Run statuses whose numbers are the run's own.
-_VALID = ("ok", "partial")
 #: JSON has no infinity: a z-score beyond this is written as this.
 _Z_CAP = 1e9
 
@@ -228,7 +227,7 @@ def trends(con: duckdb.DuckDBPyConnection) -> Trends:
     runs = query_rows(con, "warehouse_run_trend")
     keyed = query_rows(con, "warehouse_key_trend", top=TOP_KEYS)
     index = {r["run"]: i for i, r in enumerate(runs)}
-    valid = [r["status"] in _VALID for r in runs]
+    valid = [r["status"] in OWN_NUMBERS for r in runs]
 
     def run_series(kind: str, key: str, label: str, unit: str, column: str) -> Series:
         return Series(kind, key, label, unit, [r[column] if ok else None for r, ok in zip(runs, valid)])
@@ -265,7 +264,7 @@ def trends(con: duckdb.DuckDBPyConnection) -> Trends:
 def latest(t: Trends) -> int | None:
     """The index of the latest run whose numbers are its own (status ok or partial), or None."""
     for i in range(len(t.runs) - 1, -1, -1):
-        if t.runs[i]["status"] in _VALID:
+        if t.runs[i]["status"] in OWN_NUMBERS:
             return i
     return None
 
@@ -319,8 +318,9 @@ def median_regressions(t: Trends, summary: Callable[[str], Summary]) -> list[dic
 
 
 def previous_pair(t: Trends) -> tuple[str, str] | None:
-    """(the run before, the latest run) among the runs with a step trace: the pair `profpipe diff` compares."""
-    timed = [r["run"] for r in t.runs if r["step_avg_ms"] is not None]
+    """(the run before, the latest run) among the runs with a step trace of their own (not failed): the pair
+    `profpipe diff` compares."""
+    timed = [r["run"] for r in t.runs if r["step_avg_ms"] is not None and r["status"] in OWN_NUMBERS]
     return (timed[-2], timed[-1]) if len(timed) >= 2 else None
 
 

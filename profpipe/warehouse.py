@@ -61,6 +61,8 @@ BATCH_RUNS_SCHEMA = pa.schema([
     ("profpipe_version", pa.string()), ("schema_version", pa.string()),
 ])
 #: Meaning of every batch_runs column (also COMMENT ON in catalog.duckdb and docs/batch.md).
+#: The run statuses whose tables hold the run's own numbers (a failed run's hold its last good version).
+OWN_NUMBERS = ("ok", "partial")
 BATCH_RUNS_DOCS = {
     "run": "run id: the run folder's path below its ROOT, '/' written as '.'",
     "path": "absolute path of the run folder",

@@ -29,6 +29,7 @@ from profpipe.trends import (
     Series,
     Trends,
     median_regressions,
+    previous_pair,
     robust_z,
 )
 from profpipe.warehouse import open_run
@@ -256,3 +257,12 @@ def test_without_a_current_catalog_the_report_computes_the_trends_in_memory(batc
     sections = {s.get("id") or s["title"]: s for s in payload(tmp_path / "w.html")["pages"][0]["sections"]}
     assert sorted((r[0], r[2]) for r in sections["outliers"]["rows"]) == \
         [(PLANTED, f"{SLOWED} (device)"), ("run-13", f"{SLOWED} (device)")]
+
+
+def test_the_previous_run_comparison_skips_a_failed_latest_run():
+    """A failed run's tables hold its last good version, not its own numbers: the latest run compared with the one
+    before it is the newest run with its own step trace."""
+    runs = [{"run": "a", "status": "ok", "step_avg_ms": 1.0}, {"run": "b", "status": "partial", "step_avg_ms": 1.1},
+            {"run": "c", "status": "failed", "step_avg_ms": 1.1}, {"run": "d", "status": "ok", "step_avg_ms": None}]
+    assert previous_pair(Trends(runs, [], [])) == ("a", "b")
+    assert previous_pair(Trends(runs[1:], [], [])) is None
