@@ -26,9 +26,19 @@ of a few thousand ops.
 
 Canonical op types (`canonical_type`): the type is lower-cased and reduced to letters and digits after
 stripping a namespace (aten::, c10d::, nccl:, hcom_, Hcom...), a trailing in-place underscore, a MindSpore
-'-opN' suffix and a CANN version suffix (V2, V3); then CANONICAL maps the known spellings of both frameworks
-onto one name (conv2d, conv2d_backward, matmul, relu, relu_backward, softmax, layer_norm, batch_norm, ...).
-Any other type stays its reduced form, so Add and aten::add meet as 'add'.
+'-opN' suffix, a CANN version suffix (V2, V3) and the number of a PyTorch autograd node (ReluBackward0); then
+CANONICAL maps the known spellings of both frameworks onto one name (conv2d, conv2d_backward, matmul, relu,
+relu_backward, max_pool2d(_backward), avg_pool2d(_backward), cross_entropy, softmax, layer_norm, batch_norm,
+...). Any other type stays its reduced form, so Add and aten::add meet as 'add'. Only ops computing the same
+thing meet, however each framework splits the work:
+
+* the backward of a matrix product is 'matmul' (PyTorch's AddmmBackward0 / MmBackward0 nodes run the products
+  of the input and weight gradients, an NPU's gradient MatMul ops are typed MatMul);
+* CANN's BiasAddGrad, the sum of the gradient over the batch, is 'sum' as PyTorch's bias gradient (aten::sum
+  outside the AddmmBackward0 node) and ReduceSum are;
+* 'cross_entropy' is PyTorch's cross_entropy_loss and the fused softmax cross-entropy of MindSpore/CANN
+  (SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits); its parts stay apart (OneHot,
+  ReduceMean; nll_loss, log_softmax), as do the optimizers' ops (aten::_foreach_add_ is no SGD op).
 
 The time of an op on a side (time_a_ns / time_b_ns) is its device time per step (its kernels' summed
 durations) when it launched kernels there, else its own host duration per step; both are given too.
@@ -53,8 +63,11 @@ CANONICAL = {
     # matrix multiplication
     "matmul": "matmul", "mm": "matmul", "addmm": "matmul", "bmm": "matmul", "baddbmm": "matmul",
     "linear": "matmul", "batchmatmul": "matmul", "dense": "matmul",
+    "addmmbackward": "matmul", "mmbackward": "matmul", "bmmbackward": "matmul",
+    "biasaddgrad": "sum", "reducesum": "sum",
     # activations, normalisation
     "relu": "relu", "threshold": "relu", "relugrad": "relu_backward", "thresholdbackward": "relu_backward",
+    "relubackward": "relu_backward",
     "gelu": "gelu", "fastgelu": "gelu", "gelubackward": "gelu_backward", "gelugrad": "gelu_backward",
     "softmax": "softmax", "logsoftmax": "log_softmax", "softmaxbackwarddata": "softmax_backward",
     "softmaxgrad": "softmax_backward",
@@ -64,7 +77,15 @@ CANONICAL = {
     "fusedbatchnorm": "batch_norm", "bntrainingupdate": "batch_norm", "bntrainingreduce": "batch_norm",
     # pooling, elementwise
     "maxpool2d": "max_pool2d", "maxpool": "max_pool2d", "maxpoolwithargmax": "max_pool2d",
+    "maxpool2dwithindices": "max_pool2d",
+    "maxpool2dwithindicesbackward": "max_pool2d_backward", "maxpoolgrad": "max_pool2d_backward",
+    "maxpoolgradwithargmax": "max_pool2d_backward",
     "avgpool2d": "avg_pool2d", "avgpool": "avg_pool2d", "adaptiveavgpool2d": "avg_pool2d",
+    "avgpool2dbackward": "avg_pool2d_backward", "avgpoolgrad": "avg_pool2d_backward",
+    "adaptiveavgpool2dbackward": "avg_pool2d_backward", "adaptiveavgpool2dgrad": "avg_pool2d_backward",
+    # losses
+    "crossentropyloss": "cross_entropy", "softmaxcrossentropywithlogits": "cross_entropy",
+    "sparsesoftmaxcrossentropywithlogits": "cross_entropy",
     "add": "add", "biasadd": "bias_add", "mul": "mul", "sub": "sub", "div": "div", "realdiv": "div",
     "dropout": "dropout", "dropoutdomask": "dropout", "nativedropout": "dropout",
     "embedding": "embedding", "gather": "embedding", "gatherv2": "embedding",
@@ -81,6 +102,7 @@ COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "broadcast",
 _PREFIX = re.compile(r"^(?:[A-Za-z0-9_]+::|nccl:|hcom_?|Hcom(?=[A-Z]))", re.IGNORECASE)
 _OP_SUFFIX = re.compile(r"-op\d+(?:_\d+)?$")
 _VERSION = re.compile(r"(?<=[a-z])V\d+$")
+_AUTOGRAD_NODE = re.compile(r"(?<=Backward)\d+$")  # PyTorch's autograd nodes: ConvolutionBackward0
 
 
 def canonical_type(op_type: str | None) -> str:
@@ -88,7 +110,7 @@ def canonical_type(op_type: str | None) -> str:
     text = (op_type or "").strip()
     text = _OP_SUFFIX.sub("", text.rsplit("/", 1)[-1])
     text = _PREFIX.sub("", text)
-    text = _VERSION.sub("", text).rstrip("_")
+    text = _AUTOGRAD_NODE.sub("", _VERSION.sub("", text)).rstrip("_")
     reduced = re.sub(r"[^a-z0-9]", "", text.lower())
     return CANONICAL.get(reduced, reduced or "unknown")
 

@@ -1,21 +1,27 @@
 """`profpipe diff --align ops` (profpipe/align.py): the MindSpore GPU fixture graph_2x (a LeNet-like training
 step on a GPU) aligned op by op with the msprof export fixture msprof_timeline (a smaller net on an Ascend NPU,
 device tasks only): the expected alignment is written out here by hand from the two generators
-(fixtures/generators/mindspore_gpu.py NETWORK, fixtures/generators/msprof_timeline.py TASKS and REDUCE)."""
+(fixtures/generators/mindspore_gpu.py NETWORK, fixtures/generators/msprof_timeline.py TASKS and REDUCE).
+And a matched pair, one model on both devices: the real PyTorch trace fixtures/pytorch_cuda (SmallNet on an
+H100) aligned with fixtures/msprof_smallnet (the same training step as MindSpore would run it on Ascend,
+fixtures/generators/msprof_smallnet.py OPS)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pyarrow.csv as pa_csv
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FIXTURES, run
+from conftest import FIXTURES, assert_generator_reproduces, run
 from profpipe.align import SCHEMA, Side, _Op, align_runs, align_sides, canonical_type
 from profpipe.cli import app
 
 GPU = FIXTURES / "mindspore_gpu" / "graph_2x"
 NPU = FIXTURES / "msprof_timeline"
+PAIR_GPU = FIXTURES / "pytorch_cuda"
+PAIR_NPU = FIXTURES / "msprof_smallnet"
 
 #: (status, canonical type, GPU op type, NPU op type) in alignment order: the GPU step is GetNext, Conv2D, ReLU,
 #: MatMul, BiasAdd, MatMul (grad), ReluGrad, Conv2DBackpropFilter, AllReduce, ApplyMomentum; the NPU step is
@@ -61,6 +67,19 @@ def test_canonical_types():
         (("c10d::allreduce_", "nccl:all_reduce", "AllReduce", "HcomAllReduce", "hcom_allReduce_"), "allreduce"),
         (("aten::add", "aten::add_", "Add"), "add"),
         (("Default/network/fc1-Dense/MatMul-op3",), "matmul"),
+        (("AddmmBackward0", "MmBackward0", "Gradients/Default/MatMul-op18"), "matmul"),
+        (("aten::convolution_backward", "ConvolutionBackward0", "Conv2DBackpropInput", "Conv2DBackpropFilterV2"),
+         "conv2d_backward"),
+        (("ReluBackward0", "aten::threshold_backward", "ReluGrad", "ReluGradV2"), "relu_backward"),
+        (("aten::max_pool2d", "aten::max_pool2d_with_indices", "MaxPool", "MaxPoolWithArgmaxV2"), "max_pool2d"),
+        (("MaxPool2DWithIndicesBackward0", "aten::max_pool2d_with_indices_backward", "MaxPoolGrad",
+          "MaxPoolGradWithArgmaxV2"), "max_pool2d_backward"),
+        (("aten::adaptive_avg_pool2d", "aten::avg_pool2d", "AdaptiveAvgPool2D", "AvgPool"), "avg_pool2d"),
+        (("AdaptiveAvgPool2DBackward0", "aten::_adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DGrad",
+          "AvgPoolGrad"), "avg_pool2d_backward"),
+        (("aten::cross_entropy_loss", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"),
+         "cross_entropy"),
+        (("aten::sum", "BiasAddGrad", "ReduceSum"), "sum"),
     ]:
         assert {canonical_type(s) for s in spellings} == {canonical}, spellings
 
@@ -151,3 +170,164 @@ def test_runs_on_different_devices_are_aligned_by_default(outputs):
     assert refused.exit_code == 2 and "--fail-above compares runs by name" in refused.output
     same = runner.invoke(app, ["diff", str(gpu), str(gpu), "--json"])
     assert same.exit_code == 0 and "rows" in json.loads(same.stdout) and "aligned" not in same.stderr
+
+
+#: The matched pair, written out by hand from the two op sequences and difflib.SequenceMatcher's rule (the
+#: longest matching block first, on a tie the earliest in A, then the same on each side of it).
+#: A, the PyTorch step's 55 top-level ops (representative step 2 of 3): to, to, matmul, sum (the side stream's
+#: auxiliary product), conv2d, relu, max_pool2d, conv2d, relu, adaptive_avg_pool2d, flatten, linear, relu, linear,
+#: cross_entropy_loss, mul, add (loss + 0 * auxiliary), zero_ x8 (zero_grad), ones_like, AddBackward0,
+#: NllLossBackward0, LogSoftmaxBackward0, AddmmBackward0, sum, view, AccumulateGrad, TBackward0, AccumulateGrad,
+#: ReluBackward0, AddmmBackward0, sum, view, AccumulateGrad, TBackward0, AccumulateGrad, ViewBackward0,
+#: AdaptiveAvgPool2DBackward0, ReluBackward0, ConvolutionBackward0, AccumulateGrad x2,
+#: MaxPool2DWithIndicesBackward0, ReluBackward0, ConvolutionBackward0, AccumulateGrad x2, _foreach_add_, item.
+#: B, the 40 GE ops of msprof_smallnet.py OPS.
+#: The longest block is the forward conv2d ... flatten, linear/MatMul (8 ops); right of it the blocks are single
+#: ops or pairs (relu, matmul; avg_pool2d_backward, relu_backward; max_pool2d_backward, relu_backward), taken
+#: earliest in A first. Consequences: aten::mul (0 * auxiliary, PyTorch only) pairs with the loss gradient's Mul,
+#: a type coincidence. PyTorch sums fc2's bias gradient (aten::sum, A 30) after AddmmBackward0 (A 29) while the
+#: NPU runs BiasAddGrad before the MatMuls, so fc2's BiasAddGrad (B 16) lies before the matched AddmmBackward0 /
+#: MatMul (A 29, B 17) and A 30 pairs with fc1's BiasAddGrad (B 20): pairs follow type and order, not layers; that
+#: pair, found first (earliest in A), leaves fc2's ReluBackward0 (A 35) and ReluGrad (B 19) apart (pairing those
+#: instead would be no longer). Where one PyTorch node does what two NPU ops do (AddmmBackward0: two MatMuls;
+#: ConvolutionBackward0: Conv2DBackpropInput and Conv2DBackpropFilter), it pairs with the first.
+_ZERO = [("only_a", "zero", "aten::zero_", None)] * 8
+_ACCUMULATE = ("only_a", "autogradaccumulategrad", "torch::autograd::AccumulateGrad", None)
+EXPECTED_PAIR = [
+    ("only_a", "to", "aten::to", None),
+    ("only_a", "to", "aten::to", None),
+    ("only_a", "matmul", "aten::matmul", None),
+    ("only_a", "sum", "aten::sum", None),
+    ("both", "conv2d", "aten::conv2d", "Conv2D"),
+    ("both", "relu", "aten::relu", "Relu"),
+    ("both", "max_pool2d", "aten::max_pool2d", "MaxPool"),
+    ("both", "conv2d", "aten::conv2d", "Conv2D"),
+    ("both", "relu", "aten::relu", "Relu"),
+    ("both", "avg_pool2d", "aten::adaptive_avg_pool2d", "AdaptiveAvgPool2D"),
+    ("both", "flatten", "aten::flatten", "Flatten"),
+    ("both", "matmul", "aten::linear", "MatMulV2"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("both", "relu", "aten::relu", "Relu"),
+    ("both", "matmul", "aten::linear", "MatMulV2"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("only_b", "onehot", None, "OneHot"),
+    ("both", "cross_entropy", "aten::cross_entropy_loss", "SoftmaxCrossEntropyWithLogits"),
+    ("only_b", "reducemean", None, "ReduceMean"),
+    ("both", "mul", "aten::mul", "Mul"),
+    ("only_a", "add", "aten::add", None),
+    *_ZERO,
+    ("only_a", "oneslike", "aten::ones_like", None),
+    ("only_a", "addbackward", "AddBackward0", None),
+    ("only_a", "nlllossbackward", "NllLossBackward0", None),
+    ("only_a", "logsoftmaxbackward", "LogSoftmaxBackward0", None),
+    ("only_b", "sum", None, "BiasAddGrad"),
+    ("both", "matmul", "AddmmBackward0", "MatMulV2"),
+    ("only_b", "matmul", None, "MatMulV2"),
+    ("only_b", "relu_backward", None, "ReluGrad"),
+    ("both", "sum", "aten::sum", "BiasAddGrad"),
+    ("only_a", "view", "aten::view", None),
+    _ACCUMULATE,
+    ("only_a", "tbackward", "TBackward0", None),
+    _ACCUMULATE,
+    ("only_a", "relu_backward", "ReluBackward0", None),
+    ("both", "matmul", "AddmmBackward0", "MatMulV2"),
+    ("only_a", "sum", "aten::sum", None),
+    ("only_a", "view", "aten::view", None),
+    _ACCUMULATE,
+    ("only_a", "tbackward", "TBackward0", None),
+    _ACCUMULATE,
+    ("only_a", "viewbackward", "ViewBackward0", None),
+    ("only_b", "matmul", None, "MatMulV2"),
+    ("both", "avg_pool2d_backward", "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DGrad"),
+    ("both", "relu_backward", "ReluBackward0", "ReluGrad"),
+    ("only_b", "sum", None, "BiasAddGrad"),
+    ("both", "conv2d_backward", "ConvolutionBackward0", "Conv2DBackpropInput"),
+    _ACCUMULATE,
+    _ACCUMULATE,
+    ("only_b", "conv2d_backward", None, "Conv2DBackpropFilter"),
+    ("both", "max_pool2d_backward", "MaxPool2DWithIndicesBackward0", "MaxPoolGrad"),
+    ("both", "relu_backward", "ReluBackward0", "ReluGrad"),
+    ("only_b", "sum", None, "BiasAddGrad"),
+    ("both", "conv2d_backward", "ConvolutionBackward0", "Conv2DBackpropFilter"),
+    _ACCUMULATE,
+    _ACCUMULATE,
+    ("only_a", "foreachadd", "aten::_foreach_add_", None),
+    ("only_a", "item", "aten::item", None),
+    *[("only_b", "sgd", None, "SGD")] * 8,
+]
+
+
+def _smallnet_generator():
+    spec = importlib.util.spec_from_file_location("msprof_smallnet", FIXTURES / "generators" / "msprof_smallnet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def pair_outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("align_pair")
+    run(PAIR_GPU, root / "gpu", data_simplification=True)
+    run(PAIR_NPU, root / "npu", data_simplification=True)
+    return root / "gpu", root / "npu"
+
+
+@pytest.fixture(scope="module")
+def pair_alignment(pair_outputs):
+    import duckdb
+
+    a, b = (duckdb.connect(str(out / "profile.duckdb"), read_only=True) for out in pair_outputs)
+    return align_runs(a, b)
+
+
+def test_smallnet_generator_is_deterministic(tmp_path):
+    assert_generator_reproduces("msprof_smallnet.py", PAIR_NPU, tmp_path)
+
+
+def test_alignment_of_a_matched_gpu_and_npu_pair(pair_alignment):
+    """PyTorch SmallNet on a GPU against the same step on an NPU: every forward op of the net meets its
+    counterpart, and so do the gradient ops (EXPECTED_PAIR)."""
+    rows = pair_alignment["ops"].to_pylist()
+    assert len(EXPECTED_PAIR) == 74 and sum(e[0] == "both" for e in EXPECTED_PAIR) == 21
+    assert [(r["status"], r["canonical_type"], r["op_type_a"], r["op_type_b"]) for r in rows] == EXPECTED_PAIR
+    assert [r["index_a"] for r in rows if r["index_a"] is not None] == list(range(55))
+    assert [r["index_b"] for r in rows if r["index_b"] is not None] == list(range(40))
+    assert pair_alignment["a"]["source"] == "host_op" and pair_alignment["b"]["source"] == "device_op"
+    assert (pair_alignment["a"]["steps"], pair_alignment["b"]["steps"]) == (3, 2)
+    assert pair_alignment["collectives"].num_rows == 0
+
+
+def test_matched_pair_times(pair_alignment):
+    """The NPU side's time per step of an op is the generator's duration (both iterations alike); a matched op's
+    difference is B - A."""
+    durations = {name: dur * 1000 for name, _, dur in _smallnet_generator().OPS}
+    rows = pair_alignment["ops"].to_pylist()
+    for row in rows:
+        if row["op_name_b"] is not None:
+            assert row["time_b_ns"] == pytest.approx(durations[row["op_name_b"]]), row["op_name_b"]
+            assert row["kernels_b"] == 1 and row["top_kernel_b"] == row["op_name_b"]
+    conv = rows[4]
+    assert (conv["op_name_a"], conv["op_name_b"]) == ("aten::conv2d", "Default/Conv2D-op1")
+    assert conv["time_b_ns"] == 18_500 and conv["kernels_a"] == 2
+    assert conv["difference_ns"] == pytest.approx(conv["time_b_ns"] - conv["time_a_ns"])
+    filter_grad = rows[61]
+    assert filter_grad["op_name_b"] == "Gradients/Default/Conv2DBackpropFilter-op32" and filter_grad["time_b_ns"] == 24_250
+    assert filter_grad["difference_ns"] == pytest.approx(24_250 - filter_grad["time_a_ns"])
+    assert all(r["difference_ns"] is None for r in rows if r["status"] != "both")
+    bias = rows[37]  # fc2's bias gradient on the GPU with fc1's on the NPU (EXPECTED_PAIR)
+    assert (bias["status"], bias["index_a"], bias["op_name_b"]) == ("both", 30, "Gradients/Default/BiasAddGrad-op21")
+    types = {r["canonical_type"]: r for r in pair_alignment["op_types"].to_pylist()}
+    assert (types["conv2d_backward"]["ops_a"], types["conv2d_backward"]["ops_b"],
+            types["conv2d_backward"]["matched"]) == (2, 3, 2)
+    assert types["conv2d_backward"]["time_b_ns"] == pytest.approx(26_750 + 31_500 + 24_250)
+    assert (types["sgd"]["ops_b"], types["sgd"]["time_b_ns"]) == (8, 8 * 2_250)
+
+
+def test_matched_pair_is_aligned_by_default(pair_outputs):
+    """`profpipe diff GPU NPU` without --align: op by op, as above."""
+    gpu, npu = pair_outputs
+    result = CliRunner().invoke(app, ["diff", str(gpu), str(npu), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "A ran on gpu and B on ascend: aligned op by op" in result.stderr
+    document = json.loads(result.stdout)
+    assert [(r["status"], r["canonical_type"]) for r in document["ops"]] == [e[:2] for e in EXPECTED_PAIR]
