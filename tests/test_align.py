@@ -331,3 +331,141 @@ def test_matched_pair_is_aligned_by_default(pair_outputs):
     assert "A ran on gpu and B on ascend: aligned op by op" in result.stderr
     document = json.loads(result.stdout)
     assert [(r["status"], r["canonical_type"]) for r in document["ops"]] == [e[:2] for e in EXPECTED_PAIR]
+
+
+CPU_SMALLNET = FIXTURES / "mindspore_cpu" / "smallnet_graph"
+
+#: The same SmallNet recorded by MindSpore 2.10 itself on a CPU (fixtures/mindspore_cpu/smallnet_graph: graph mode,
+#: SGD, the last of three steps profiled, fixtures/generators/mindspore_cpu_train.py SmallNet), aligned with the
+#: PyTorch GPU step (A, the 55 ops listed above EXPECTED_PAIR), written out by hand with the same rule.
+#: B, the 40 host ops of the MindSpore step: Conv2D, BiasAdd, ReLU, MaxPool, Conv2D, BiasAdd, ReLU,
+#: AdaptiveAvgPool2D, MatMul, BiasAdd, ReLU, MatMul, BiasAdd (fc1, fc2: Dense is MatMul + BiasAdd, and so is a
+#: convolution with a bias), SparseSoftmaxCrossEntropyWithLogits (the loss) and again
+#: SparseSoftmaxCrossEntropyWithLogits (its gradient: MindSpore runs the same primitive with is_grad, one type),
+#: fc2's MatMul, BiasAddGrad, MatMul, ReluGrad, fc1's MatMul, BiasAddGrad, MatMul, AdaptiveAvgPool2DGrad, ReluGrad,
+#: conv2's Conv2DBackpropFilter, BiasAddGrad, Conv2DBackpropInput, MaxPoolGrad, ReluGrad, conv1's BiasAddGrad,
+#: Conv2DBackpropFilter (no input gradient for the first layer), AssignAdd (the global step), SGD x8.
+#: No common run is longer than 3: the longest blocks, earliest in A first, are relu, max_pool2d, conv2d (A 5-7,
+#: B 2-4), then right of it relu_backward, matmul, sum (A 35-37, fc1's ReluBackward0, AddmmBackward0 and bias
+#: sum; B 18-20) and avg_pool2d_backward, relu_backward, conv2d_backward (A 43-45, B 22-24); between them pairs
+#: and single ops. Every BiasAdd stays one-sided (PyTorch adds the bias inside addmm / the convolution), so the
+#: forward pairs one op at a time around them; the loss pairs with the forward SparseSoftmaxCrossEntropyWithLogits,
+#: its gradient twin is only_b (PyTorch's NllLossBackward0 / LogSoftmaxBackward0 have other types). Unlike the
+#: msprof pair, the bias gradients pair layer by layer here (MindSpore runs a Dense layer's BiasAddGrad between
+#: its two gradient MatMuls, where PyTorch's bias sum follows AddmmBackward0), except the convolutions', which
+#: PyTorch computes inside ConvolutionBackward0. ConvolutionBackward0 pairs with Conv2DBackpropFilter, the first
+#: conv2d_backward of each layer here. Program and derivation agree.
+_ACC = _ACCUMULATE
+EXPECTED_CPU_PAIR = [
+    ("only_a", "to", "aten::to", None),
+    ("only_a", "to", "aten::to", None),
+    ("only_a", "matmul", "aten::matmul", None),
+    ("only_a", "sum", "aten::sum", None),
+    ("both", "conv2d", "aten::conv2d", "Conv2D"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("both", "relu", "aten::relu", "ReLU"),
+    ("both", "max_pool2d", "aten::max_pool2d", "MaxPool"),
+    ("both", "conv2d", "aten::conv2d", "Conv2D"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("both", "relu", "aten::relu", "ReLU"),
+    ("both", "avg_pool2d", "aten::adaptive_avg_pool2d", "AdaptiveAvgPool2D"),
+    ("only_a", "flatten", "aten::flatten", None),
+    ("both", "matmul", "aten::linear", "MatMul"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("both", "relu", "aten::relu", "ReLU"),
+    ("both", "matmul", "aten::linear", "MatMul"),
+    ("only_b", "bias_add", None, "BiasAdd"),
+    ("both", "cross_entropy", "aten::cross_entropy_loss", "SparseSoftmaxCrossEntropyWithLogits"),
+    ("only_a", "mul", "aten::mul", None),
+    ("only_a", "add", "aten::add", None),
+    *_ZERO,
+    ("only_a", "oneslike", "aten::ones_like", None),
+    ("only_a", "addbackward", "AddBackward0", None),
+    ("only_a", "nlllossbackward", "NllLossBackward0", None),
+    ("only_a", "logsoftmaxbackward", "LogSoftmaxBackward0", None),
+    ("only_b", "cross_entropy", None, "SparseSoftmaxCrossEntropyWithLogits"),
+    ("both", "matmul", "AddmmBackward0", "MatMul"),
+    ("both", "sum", "aten::sum", "BiasAddGrad"),
+    ("only_a", "view", "aten::view", None),
+    _ACC,
+    ("only_a", "tbackward", "TBackward0", None),
+    _ACC,
+    ("only_b", "matmul", None, "MatMul"),
+    ("both", "relu_backward", "ReluBackward0", "ReluGrad"),
+    ("both", "matmul", "AddmmBackward0", "MatMul"),
+    ("both", "sum", "aten::sum", "BiasAddGrad"),
+    ("only_a", "view", "aten::view", None),
+    _ACC,
+    ("only_a", "tbackward", "TBackward0", None),
+    _ACC,
+    ("only_a", "viewbackward", "ViewBackward0", None),
+    ("only_b", "matmul", None, "MatMul"),
+    ("both", "avg_pool2d_backward", "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DGrad"),
+    ("both", "relu_backward", "ReluBackward0", "ReluGrad"),
+    ("both", "conv2d_backward", "ConvolutionBackward0", "Conv2DBackpropFilter"),
+    _ACC,
+    _ACC,
+    ("only_b", "sum", None, "BiasAddGrad"),
+    ("only_b", "conv2d_backward", None, "Conv2DBackpropInput"),
+    ("both", "max_pool2d_backward", "MaxPool2DWithIndicesBackward0", "MaxPoolGrad"),
+    ("both", "relu_backward", "ReluBackward0", "ReluGrad"),
+    ("only_b", "sum", None, "BiasAddGrad"),
+    ("both", "conv2d_backward", "ConvolutionBackward0", "Conv2DBackpropFilter"),
+    _ACC,
+    _ACC,
+    ("only_a", "foreachadd", "aten::_foreach_add_", None),
+    ("only_a", "item", "aten::item", None),
+    ("only_b", "assignadd", None, "AssignAdd"),
+    *[("only_b", "sgd", None, "SGD")] * 8,
+]
+
+
+@pytest.fixture(scope="module")
+def cpu_pair_outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("align_cpu_pair")
+    run(PAIR_GPU, root / "gpu", data_simplification=True)
+    run(CPU_SMALLNET, root / "cpu", data_simplification=True)
+    return root / "gpu", root / "cpu"
+
+
+def test_alignment_of_a_gpu_run_and_a_mindspore_cpu_run(cpu_pair_outputs):
+    """PyTorch SmallNet on a GPU against MindSpore's own CPU recording of it: aligned op by op by default (gpu and
+    cpu differ), as EXPECTED_CPU_PAIR; the MindSpore side's time of an op is its host time, MindSpore's own figure
+    (trace_view.json's dur in µs, cpu_op_detail_info_0.csv's op_total_time in ms, one execution in the step)."""
+    import csv
+    from decimal import Decimal
+
+    gpu, cpu = cpu_pair_outputs
+    result = CliRunner().invoke(app, ["diff", str(gpu), str(cpu), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "A ran on gpu and B on cpu: aligned op by op" in result.stderr
+    document = json.loads(result.stdout)
+    rows = document["ops"]
+    assert len(EXPECTED_CPU_PAIR) == 74 and sum(e[0] == "both" for e in EXPECTED_CPU_PAIR) == 21
+    assert [(r["status"], r["canonical_type"], r["op_type_a"], r["op_type_b"]) for r in rows] == EXPECTED_CPU_PAIR
+    assert [r["index_a"] for r in rows if r["index_a"] is not None] == list(range(55))
+    assert [r["index_b"] for r in rows if r["index_b"] is not None] == list(range(40))
+    assert document["side_a"]["source"] == "host_op" and document["side_b"]["source"] == "host_op"
+    assert (document["side_a"]["steps"], document["side_b"]["steps"]) == (3, 1)  # the CPU dump marks no steps
+
+    folder = next(CPU_SMALLNET.glob("*_ascend_ms"))
+    events = json.loads((folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    cpu_ops = [e for e in events if e["ph"] == "X" and e["pid"] == 2]  # process "CPU OP"
+    dur_ns = {e["name"]: Decimal(e["dur"]) * 1000 for e in cpu_ops}
+    assert len(cpu_ops) == len(dur_ns) == 40  # each op once
+    for row in rows:
+        if row["op_name_b"] is not None:
+            assert row["kernels_b"] == 0 and row["device_b_ns"] == 0
+            assert row["time_b_ns"] == row["host_b_ns"] == dur_ns[row["op_name_b"]], row["op_name_b"]
+    with open(folder / "FRAMEWORK" / "cpu_op_detail_info_0.csv", newline="") as handle:
+        detail = {r["full_op_name"]: r for r in csv.DictReader(handle)}
+    conv1, filter_grad = rows[4], rows[60]
+    assert conv1["op_name_b"] == "Default/network-WithLossCell/_backbone-SmallNet/conv1-Conv2d/Conv2D-op0"
+    assert filter_grad["op_name_b"] == ("Gradients/Default/network-WithLossCell/_backbone-SmallNet/conv1-Conv2d/"
+                                        "Grad_Conv2D/Conv2DBackpropFilter-op0")
+    for row in (conv1, filter_grad):
+        expected = detail[row["op_name_b"]]
+        assert expected["op_occurrences"] == "1"
+        # MindSpore prints 6 significant digits
+        assert row["time_b_ns"] == pytest.approx(float(expected["op_total_time(ms)"]) * 1e6, rel=2e-5)
+        assert row["difference_ns"] == pytest.approx(row["time_b_ns"] - row["time_a_ns"])
