@@ -4,7 +4,8 @@ device tasks only): the expected alignment is written out here by hand from the 
 (fixtures/generators/mindspore_gpu.py NETWORK, fixtures/generators/msprof_timeline.py TASKS and REDUCE).
 And a matched pair, one model on both devices: the real PyTorch trace fixtures/pytorch_cuda (SmallNet on an
 H100) aligned with fixtures/msprof_smallnet (the same training step as MindSpore would run it on Ascend,
-fixtures/generators/msprof_smallnet.py OPS)."""
+fixtures/generators/msprof_smallnet.py OPS), and with fixtures/mindspore_cpu/smallnet_graph (the same net recorded by
+MindSpore itself on a CPU)."""
 from __future__ import annotations
 
 import importlib.util
