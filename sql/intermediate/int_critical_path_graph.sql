@@ -1,7 +1,8 @@
 -- The critical-path graph of each window (HTA's critical_path_analysis), one row per edge between two nodes of
 -- int_critical_path_event (2 ev: an event's start, 2 ev + 1: its end); the rules are in critical_path_edge.yml.
-WITH event AS (
-    SELECT * FROM {{ ref('int_critical_path_event') }} WHERE source <> 'sync'
+WITH event AS (  -- what the graph needs of the events with nodes (not their names)
+    SELECT rank, capture, win, ev, source, tid, stream_id, start_ns, end_ns, correlation, blocking
+    FROM {{ ref('int_critical_path_event') }} WHERE source <> 'sync'
 ), point AS (
     SELECT *, 2 * ev AS node, start_ns AS ts, false AS is_end FROM event
     UNION ALL
