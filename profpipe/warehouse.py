@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,24 @@ def public_tables() -> list[str]:
     """The tables a run publishes: the normalized tables (trace_health included), the marts and the advisor's
     findings (advisor_finding)."""
     return list(catalog()) + [m.name for m in load_models() if m.layer == "marts"] + [ADVISOR_TABLE]
+
+
+@lru_cache(maxsize=1)
+def contract_columns() -> dict[str, tuple[tuple[str, str], ...]]:
+    """Each public table's columns and DuckDB types in this profpipe's contract (schemas/tables.json, the marts'
+    YAML): a warehouse's views show them all, NULL in the runs analysed before a column or table existed, so that
+    the staging views, the marts' readers and `profpipe report --run` work on every run of a warehouse an older
+    profpipe started."""
+    found: dict[str, tuple[tuple[str, str], ...]] = {}
+    with duckdb_connect() as con:
+        for name, spec in catalog().items():
+            con.register("empty_rows", pa.table({f.name: pa.array([], f.type) for f in spec.schema}))
+            found[name] = tuple((column, kind) for column, kind, *_ in con.execute("DESCRIBE empty_rows").fetchall())
+            con.unregister("empty_rows")
+    for model in load_models():
+        if model.layer == "marts":
+            found[model.name] = tuple((c.name, c.type) for c in model.columns)
+    return found
 
 
 @dataclass
@@ -301,7 +320,7 @@ def connect(root: Path, run: str | None = None, tables: tuple[str, ...] | None =
         raise UsageError(f"no run {run!r} in the warehouse {root} (runs: {', '.join(sorted(warehouse.runs)) or 'none'})")
     con = duckdb_connect()
     columns = warehouse.columns if tables is None else {t: c for t, c in warehouse.columns.items() if t in tables}
-    _create_views(con, root, warehouse.runs, columns, run)
+    _create_views(con, root, warehouse.runs, columns, run, tables)
     if tables is not None:
         return con
     create_macros(con)
@@ -326,21 +345,34 @@ def batch_runs_table(runs: dict[str, RunRecord]) -> pa.Table:
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, root: Path, runs: dict[str, RunRecord],
-                  columns: dict[str, list[list[str]]], run: str | None) -> None:
+                  columns: dict[str, list[list[str]]], run: str | None, tables: tuple[str, ...] | None = None) -> None:
+    """A view per table of `columns` (the manifest's: the columns the runs' files have) and per table of the
+    contract (contract_columns; only `tables` where given), with the contract's columns the files lack as NULL."""
     chosen = {run: runs[run]} if run is not None else runs
-    for table, described in sorted(columns.items()):
+    contract = {t: c for t, c in contract_columns().items() if tables is None or t in tables}
+    for table in sorted(set(columns) | set(contract)):
+        described = columns.get(table) or [list(c) for c in contract[table]]
         paths = [root / "tables" / table / f"run={r.run}" / r.generation / f
                  for r in chosen.values() if r.generation for f in r.files.get(table, [])]
         names = [name for name, _ in described]
-        selected = ", ".join(_ident(n) for n in names)
+        lacking = [(name, kind) for name, kind in contract.get(table, ()) if name not in names]
+        described = [*described, *map(list, lacking)]
+        selected = ", ".join([*(_ident(n) for n in names),
+                              *(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in lacking)])
         head = "" if run is not None else "run, "
         if paths:
             partitioned = "rank" in names and any("rank=" in str(p) for p in paths)
             types = {"run": "VARCHAR"} | ({"rank": dict(map(tuple, described))["rank"]} if partitioned else {})
             hive = ", ".join(f"'{k}': '{v}'" for k, v in types.items())
             listed = ", ".join(f"'{_quote(p)}'" for p in paths)
-            con.execute(f"CREATE VIEW {_ident(table)} AS SELECT {head}{selected} FROM read_parquet([{listed}], "
-                        f"hive_partitioning = true, hive_types = {{{hive}}}, union_by_name = true)")
+            files = f"read_parquet([{listed}], hive_partitioning = true, hive_types = {{{hive}}}, union_by_name = true)"
+            try:
+                con.execute(f"CREATE VIEW {_ident(table)} AS SELECT {head}{selected} FROM {files}")
+            except duckdb.BinderException:  # the run's files predate a column the manifest names (a later run's)
+                present = {name for name, *_ in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
+                selected = ", ".join(_ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}"
+                                     for name, kind in described)
+                con.execute(f"CREATE VIEW {_ident(table)} AS SELECT {head}{selected} FROM {files}")
         else:
             typed = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in described)
             empty_run = "" if run is not None else "CAST(NULL AS VARCHAR) AS run, "

@@ -478,3 +478,41 @@ def test_a_root_without_runs_says_so_on_the_console_and_in_json(tmp_path: Path) 
         assert f"profpipe: {root}: no runs found (it holds no folders" in found.stderr
     globbed = CliRunner().invoke(app, ["batch", str(empty), "-w", str(tmp_path / "wh"), "--runs", "job-*", "--no-report"])
     assert globbed.exit_code == 0 and "no folder and no trace file below it matches --runs 'job-*'" in globbed.stderr
+
+
+def test_runs_published_before_a_column_or_a_table_existed_still_open(warehouse, tmp_path: Path) -> None:
+    """A nightly warehouse outlives profpipe versions: a run published before device_exec had wait_stream_id (its
+    files lack it, a newer run's have it: the manifest names it), before wait_correlation existed at all (no file
+    and not the manifest has it) or before the mart critical_path_summary existed opens as a run, every contract
+    column there (NULL where the files lack it), every table there (empty where the run has none); its report is
+    written; the other runs keep their values."""
+    _, original, _ = warehouse
+    wh = tmp_path / "wh"
+    shutil.copytree(original, wh)
+    manifest = _manifest(wh)
+    con = duckdb.connect()
+    for run, entry in manifest["runs"].items():
+        if not entry["row"]["generation"]:  # the folder without profiler data
+            continue
+        generation = wh / "tables" / "device_exec" / f"run={run}" / entry["row"]["generation"]
+        dropped = "wait_correlation" + (", wait_stream_id" if run == "kineto" else "")
+        for file in generation.rglob("*.parquet"):
+            con.execute(f"COPY (SELECT * EXCLUDE ({dropped}) FROM read_parquet('{file}', hive_partitioning = false)) "
+                        f"TO '{file}.new' (FORMAT parquet)")
+            file.with_name(file.name + ".new").replace(file)
+        for table in ("critical_path_summary",):
+            entry["files"].pop(table, None)
+            shutil.rmtree(wh / "tables" / table / f"run={run}", ignore_errors=True)
+    manifest["columns"]["device_exec"] = [c for c in manifest["columns"]["device_exec"] if c[0] != "wait_correlation"]
+    manifest["columns"].pop("critical_path_summary")
+    (wh / MANIFEST).write_text(json.dumps(manifest))
+    old = open_run(wh, "kineto")
+    assert old.execute("SELECT count(*), count(wait_stream_id), count(wait_correlation) FROM stg_device_exec"
+                       ).fetchone()[1:] == (0, 0)
+    assert old.execute("SELECT count(*) FROM critical_path_summary").fetchone() == (0,)
+    everything = connect(wh)
+    assert everything.execute("SELECT count(*) FROM device_exec WHERE wait_correlation IS NOT NULL").fetchone() == (0,)
+    assert (everything.execute("SELECT count(*) FROM device_exec WHERE run = 'kineto'").fetchone()
+            == connect(original).execute("SELECT count(*) FROM device_exec WHERE run = 'kineto'").fetchone())
+    report = CliRunner().invoke(app, ["report", str(wh), "--run", "kineto", "-o", str(tmp_path / "kineto.html")])
+    assert report.exit_code == 0, report.output
