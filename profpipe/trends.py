@@ -271,12 +271,13 @@ def latest(t: Trends) -> int | None:
 
 def median_run(t: Trends, series: Series, index: int) -> int | None:
     """The index of the median run of `series` for the run at `index`: of the previous WINDOW runs with a value,
-    the one whose value is the lower median (statistics.median_low; of equal values the most recent run); None
-    with fewer than MIN_HISTORY of them."""
+    the one whose value is the lower median (statistics.median_low; of equal values the most recent run: values
+    equal to 9 significant digits are equal, as DuckDB's parallel sums of one run's rows differ in their last bits
+    from run to run); None with fewer than MIN_HISTORY of them."""
     history = [(v, j) for j, v in enumerate(series.values[:index]) if v is not None][-WINDOW:]
     if len(history) < MIN_HISTORY:
         return None
-    ordered = sorted(history, key=lambda h: (h[0], -h[1]))
+    ordered = sorted(history, key=lambda h: (float(f"{h[0]:.9g}"), -h[1]))
     return ordered[(len(ordered) - 1) // 2][1]
 
 

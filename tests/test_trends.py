@@ -29,6 +29,7 @@ from profpipe.trends import (
     Series,
     Trends,
     median_regressions,
+    median_run,
     previous_pair,
     robust_z,
 )
@@ -121,6 +122,17 @@ def _welch_by_hand(a: list[float], b: list[float]) -> tuple[float, float]:
     n, h = 4000, abs(t) / 4000
     area = h / 3 * sum((1 if i in (0, n) else 4 if i % 2 else 2) * density(i * h) for i in range(n + 1))
     return t, 1 - 2 * area
+
+
+def test_the_median_run_of_equal_values_is_the_most_recent_despite_last_bit_noise():
+    """Copies of one run give one value, but DuckDB's parallel sums differ in their last bits from run to run: values
+    equal to 9 significant digits are equal, and the median run is the lower median of the ten equal values taken
+    most recent first (r05, as if they were exactly equal; compared exactly, r07-r09's extra ulp would sort them last
+    and make it r02)."""
+    values = [10.0] * 7 + [10.0 + 1.8e-15] * 3 + [12.0]
+    series = Series("op_type", "k", "k", "ms", values, side="Device")
+    runs = [{"run": f"r{i:02d}", "status": "ok", "step_avg_ms": 1.0, "generation": "g"} for i in range(11)]
+    assert median_run(Trends(runs, [series], []), series, 10) == 5
 
 
 def test_regressions_against_the_median_use_diffs_welch_test_not_the_robust_z():
