@@ -332,6 +332,8 @@ class _PlannedRun:
     outcomes: dict[int, IngestOutcome] = field(default_factory=dict)
     ingest_s: float = 0.0
     started: float = 0.0
+    #: When the batch started (Unix s): the run's analysed_at, shared by the batch's runs so that they sort by run id.
+    batch_started_at: int = 0
 
 
 def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: BatchOptions,
@@ -353,6 +355,7 @@ def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: Ba
             result.dropped.append(run)
             ledger_changed = True
     todo = []
+    batch_started_at = int(time.time())
     for folder in runs:
         stat, content, size, count = fingerprint_run(folder.path, options.verify)
         record = warehouse.runs.get(folder.run)
@@ -362,7 +365,7 @@ def _plan(runs: list[RunFolder], warehouse: Warehouse, version: str, options: Ba
                 ledger_changed = True
             result.unchanged.append(folder.run)
             continue
-        todo.append(_PlannedRun(folder, stat, content, size, count))
+        todo.append(_PlannedRun(folder, stat, content, size, count, batch_started_at=batch_started_at))
     return todo, ledger_changed
 
 
@@ -504,7 +507,7 @@ def _row(planned: _PlannedRun, version: str, *, status: str, error: str | None,
          generation: str | None) -> dict[str, Any]:
     return {"run": planned.folder.run, "path": str(planned.folder.path), "status": status, "error": error,
             "fingerprint": planned.fingerprint, "content_fingerprint": planned.content_fingerprint,
-            "generation": generation, "analysed_at": int(time.time()), "wall_s": None,
+            "generation": generation, "analysed_at": planned.batch_started_at, "wall_s": None,
             "ingest_s": planned.ingest_s, "models_s": None, "input_bytes": planned.input_bytes,
             "input_files": planned.input_files, "sources": len(planned.sources), "ranks": None,
             "health_events": None, "health_lossy_rows": None, "sources_failed": None,

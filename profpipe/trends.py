@@ -12,7 +12,7 @@ they cost the same for any number of runs' rows; only the regressions of the lat
 the run before it and its median runs: at most WINDOW + 2 runs, see below). profpipe/report/compare_pages.py
 draws what this module returns.
 
-Runs are in analysis order (batch_runs.analysed_at, then run id: runs of one batch share their second, so name
+Runs are in analysis order (batch_runs.analysed_at, then run id: runs of one batch share its start, so name
 runs so that they sort). A series is one number per run: the step time, an op type's or a kernel's time per step
 (a run without a step trace: its total), the input-wait share, the health events. Runs that failed, are empty or
 missing have no value (a failed run's tables hold its last good version, which is not its own number).

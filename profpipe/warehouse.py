@@ -76,7 +76,8 @@ BATCH_RUNS_DOCS = {
                    "hashes with --verify)",
     "content_fingerprint": "blake2b of every byte of the run folder's files (NULL: never batched with --verify)",
     "generation": "the folder under tables/<table>/run=<id>/ that holds the run's files (NULL: no tables)",
-    "analysed_at": "when the run was last analysed, UTC (a TIMESTAMP without time zone)",
+    "analysed_at": "when the batch that last analysed the run started, UTC (a TIMESTAMP without time zone; the runs "
+                   "of one batch share it, so they sort by run id after it)",
     "wall_s": "seconds from the first source read to the tables published [s]",
     "ingest_s": "seconds of reading the sources, summed over workers [s]",
     "models_s": "seconds of merging the parts and building the models [s]",

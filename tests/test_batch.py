@@ -130,6 +130,8 @@ def test_batch_runs_ledger_and_catalog(warehouse) -> None:
         described = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'batch_runs' "
                                 "AND column_name = 'status'").fetchone()[0]
         assert "partial" in described
+        # the runs of one batch share its start, however long the batch took, so that they sort by run id after it
+        assert con.execute("SELECT count(DISTINCT analysed_at) FROM batch_runs").fetchone() == (1,)
 
 
 def test_unchanged_runs_are_skipped_and_a_changed_run_alone_is_analysed_again(tmp_path: Path) -> None:
