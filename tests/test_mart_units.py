@@ -195,6 +195,21 @@ def test_kernel_sequence_stats_counts_each_ops_sequence_with_its_nested_ops():
     ])
 
 
+def test_kernel_sequence_stats_leaves_out_an_op_whose_parents_never_reach_the_top_level():
+    # op 2's parent (99) is missing: it has no depth, so no row, yet its kernels count in the rank's device time;
+    # two kernels of one op start together and are ordered by stream
+    def op(index, parent, name, start, end):
+        return {"op_index": index, "parent_index": parent, "op_name": name, "start_ns": start, "dur_ns": end - start}
+
+    host_op = [op(0, -1, "step", 0, 100), op(1, 0, "a", 10, 50), op(2, 99, "orphan", 60, 90)]
+    device_exec = [kernel("z", 20, 5, op_index=1, stream_id=8), kernel("y", 20, 5, op_index=1, stream_id=7),
+                   kernel("k", 70, 10, op_index=2)]
+    same(model_rows({"host_op": host_op, "device_exec": device_exec}, "kernel_sequence_stats"), [
+        {"op_name": "a", "op_depth": 1, "sequence": "y|z", "instances": 1, "device_ns": 10, "device_share": 0.5},
+        {"op_name": "step", "op_depth": 0, "sequence": "y|z", "instances": 1, "device_ns": 10, "device_share": 0.5},
+    ])
+
+
 
 def test_kernel_stats_nsight_columns_with_sample_stddev_and_main_op():
     device_exec = [kernel("k", 0, 10, stream_id=7, op_name="A"), kernel("k", 100, 20, stream_id=7, op_name="A"),
