@@ -8,10 +8,14 @@ from collections import Counter
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import realdata, run
 from model_harness import model_rows
+from profpipe.critical_path import longest_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -151,3 +155,58 @@ def test_critical_path_matches_hta(name, tmp_path):
     want = sorted((r["type"].replace("operator_kernel", "operator"), r["weight"], r["begin_ts"], r["end_ts"])
                   for r in hta["edges"])
     assert got == want
+
+
+@st.composite
+def _windows(draw):
+    """Graphs of one to three windows: DAGs over nodes numbered densely (as int_critical_path_graph numbers them) or
+    sparsely, with equal weights common so that ties are common."""
+    rows = []
+    for win in range(draw(st.integers(1, 3))):
+        size = draw(st.integers(2, 12))
+        order = draw(st.permutations(range(size)))  # a topological order of the window's nodes
+        start = draw(st.sampled_from([2, 2, 10**12]))
+        gap = draw(st.sampled_from([1, 1, 7919]))
+        pairs = draw(st.sets(st.tuples(st.integers(0, size - 2), st.integers(1, size - 1)).filter(lambda p: p[0] < p[1]),
+                             min_size=1, max_size=30))
+        for a, b in sorted(pairs):
+            rows.append({"rank": 0, "capture": 0, "win": win, "src": start + gap * order[a],
+                         "dst": start + gap * order[b], "edge_type": "cpu_op",
+                         "weight_ns": draw(st.sampled_from([0, 1, 5, 5, 10]))})
+    return rows
+
+
+def _longest(edges: list[dict]) -> int:
+    """The longest path's length by memoised search from every node (independent of critical_path's pass)."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for edge in edges:
+        out.setdefault(edge["src"], []).append((edge["dst"], edge["weight_ns"]))
+    memo: dict[int, int] = {}
+
+    def longest_from(node: int) -> int:
+        if node not in memo:
+            memo[node] = max((weight + longest_from(head) for head, weight in out.get(node, [])), default=0)
+        return memo[node]
+
+    return max(longest_from(node) for node in out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_windows())
+def test_longest_path_is_a_path_of_the_greatest_length(rows):
+    path = longest_path(pa.Table.from_pylist(rows)).to_pylist()
+    for win in {row["win"] for row in rows}:
+        edges = [row for row in rows if row["win"] == win]
+        taken = sorted((row for row in path if row["win"] == win), key=lambda row: row["edge_index"])
+        assert [row["edge_index"] for row in taken] == list(range(len(taken)))
+        assert all(a["dst"] == b["src"] for a, b in zip(taken, taken[1:]))  # a path: each edge starts where one ended
+        assert all({k: v for k, v in row.items() if k != "edge_index"} in edges for row in taken)
+        assert sum(row["weight_ns"] for row in taken) == _longest(edges)
+
+
+def test_longest_path_of_a_window_with_a_cycle_ends():
+    # 1 -> 2 (5), 2 -> 3 (5), 3 -> 2 (1), 1 -> 4 (3): node 2 waits for 3, which waits for 2, so the pass stops at 2,
+    # the cycle's start; the longest path through the rest is 1 -> 2
+    rows = [{"rank": 0, "capture": 0, "win": 0, "src": s, "dst": d, "edge_type": "cpu_op", "weight_ns": w}
+            for s, d, w in [(1, 2, 5), (2, 3, 5), (3, 2, 1), (1, 4, 3)]]
+    assert [(row["src"], row["dst"]) for row in longest_path(pa.Table.from_pylist(rows)).to_pylist()] == [(1, 2)]

@@ -65,14 +65,15 @@ WITH event AS (  -- what the graph needs of the events with nodes (not their nam
     FROM {{ ref('int_critical_path_event') }} s JOIN event c ON c.rank = s.rank AND c.capture = s.capture
          AND c.win = s.win AND c.source = 'api' AND c.correlation = s.correlation
     WHERE s.source = 'sync' AND s.name IN ('Stream Sync', 'Context Sync')
-), edge_raw AS (
-    -- CPU: consecutive points of a thread's walk; a top-level op's start hangs on the previous top-level end
+), cpu_edge AS (  -- consecutive points of a thread's walk; a top-level op's start hangs on the previous top-level end
     SELECT rank, capture, win, prev_node AS src, node AS dst,
            CASE WHEN NOT is_end AND depth_before = 0 THEN 'dependency' ELSE 'cpu_op' END AS edge_type,
            CASE WHEN NOT is_end AND depth_before = 0 THEN 0 WHEN is_end AND blocking THEN 0 ELSE ts - prev_ts END AS weight_ns
     FROM cpu_walk WHERE prev_node IS NOT NULL
-    UNION ALL  -- a device activity's own span
-    SELECT rank, capture, win, 2 * ev, 2 * ev + 1, 'gpu_op', end_ns - start_ns FROM kernel
+), device_edge AS (  -- the edges that end or start at a device activity
+    -- a device activity's own span
+    SELECT rank, capture, win, 2 * ev AS src, 2 * ev + 1 AS dst, 'gpu_op' AS edge_type, end_ns - start_ns AS weight_ns
+    FROM kernel
     UNION ALL  -- launch delay where the stream was idle at the call (and a waited-for activity had ended), else the
                -- gap after the stream's previous activity (where that ended after a waited-for one)
     SELECT rank, capture, win,
@@ -94,10 +95,12 @@ WITH event AS (  -- what the graph needs of the events with nodes (not their nam
          AND k.start_ns <= s.end_ns AND (s.name = 'Context Sync' OR k.stream_id = s.stream_id)
     GROUP BY s.rank, s.capture, s.win, s.call_end_node, s.name, s.stream_id, s.end_ns, k.stream_id
 )
--- one edge per node pair (the last one HTA adds wins: device edges after CPU ones); negative weights count 0
+-- every CPU edge (each point has one predecessor on its thread, and no device edge joins two CPU points), and one
+-- device edge per node pair (the last one HTA adds wins: sync edges after the others); negative weights count 0
+SELECT rank, capture, win, src, dst, edge_type, greatest(weight_ns, 0) AS weight_ns FROM cpu_edge
+UNION ALL
 SELECT rank, capture, win, src, dst, arg_max(edge_type, priority) AS edge_type,
        greatest(arg_max(weight_ns, priority), 0) AS weight_ns
-FROM (SELECT *, CASE edge_type WHEN 'sync' THEN 3 WHEN 'dependency' THEN 0 WHEN 'cpu_op' THEN 0 ELSE 2 END AS priority
-      FROM edge_raw)
+FROM (SELECT *, CASE edge_type WHEN 'sync' THEN 1 ELSE 0 END AS priority FROM device_edge)
 WHERE src <> dst
 GROUP BY ALL
