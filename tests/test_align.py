@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pyarrow.csv as pa_csv
 import pytest
@@ -42,20 +43,29 @@ EXPECTED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("align")
-    run(GPU, root / "gpu", data_simplification=True)
-    run(NPU, root / "npu", data_simplification=True)
-    return root / "gpu", root / "npu"
+def _analysed(tmp_path_factory, fixture: Path) -> Path:
+    """The output folder of `fixture` analysed (as the tests' outputs: data simplification on)."""
+    out = tmp_path_factory.mktemp("align") / fixture.name
+    run(fixture, out, data_simplification=True)
+    return out
 
 
-@pytest.fixture(scope="module")
-def alignment(outputs):
+def _aligned(outputs: tuple[Path, Path]) -> dict:
+    """align_runs over the two outputs' profile.duckdb."""
     import duckdb
 
     a, b = (duckdb.connect(str(out / "profile.duckdb"), read_only=True) for out in outputs)
     return align_runs(a, b)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    return _analysed(tmp_path_factory, GPU), _analysed(tmp_path_factory, NPU)
+
+
+@pytest.fixture(scope="module")
+def alignment(outputs):
+    return _aligned(outputs)
 
 
 def test_canonical_types():
@@ -266,19 +276,18 @@ def _smallnet_generator():
 
 
 @pytest.fixture(scope="module")
-def pair_outputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("align_pair")
-    run(PAIR_GPU, root / "gpu", data_simplification=True)
-    run(PAIR_NPU, root / "npu", data_simplification=True)
-    return root / "gpu", root / "npu"
+def pair_gpu_output(tmp_path_factory):
+    return _analysed(tmp_path_factory, PAIR_GPU)
+
+
+@pytest.fixture(scope="module")
+def pair_outputs(tmp_path_factory, pair_gpu_output):
+    return pair_gpu_output, _analysed(tmp_path_factory, PAIR_NPU)
 
 
 @pytest.fixture(scope="module")
 def pair_alignment(pair_outputs):
-    import duckdb
-
-    a, b = (duckdb.connect(str(out / "profile.duckdb"), read_only=True) for out in pair_outputs)
-    return align_runs(a, b)
+    return _aligned(pair_outputs)
 
 
 def test_smallnet_generator_is_deterministic(tmp_path):
@@ -422,11 +431,8 @@ EXPECTED_CPU_PAIR = [
 
 
 @pytest.fixture(scope="module")
-def cpu_pair_outputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("align_cpu_pair")
-    run(PAIR_GPU, root / "gpu", data_simplification=True)
-    run(CPU_SMALLNET, root / "cpu", data_simplification=True)
-    return root / "gpu", root / "cpu"
+def cpu_pair_outputs(tmp_path_factory, pair_gpu_output):
+    return pair_gpu_output, _analysed(tmp_path_factory, CPU_SMALLNET)
 
 
 def test_alignment_of_a_gpu_run_and_a_mindspore_cpu_run(cpu_pair_outputs):
