@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow.csv as pa_csv
 import pytest
+from conftest import FIXTURES, assert_generator_reproduces, run
 from typer.testing import CliRunner
 
-from conftest import FIXTURES, assert_generator_reproduces, run
 from profpipe.align import SCHEMA, Side, _Op, align_runs, align_sides, canonical_type
 from profpipe.cli import app
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pytest
+from conftest import realdata, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import realdata, run
 from model_harness import model_rows
+
 from profpipe.critical_path import longest_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +200,7 @@ def test_longest_path_is_a_path_of_the_greatest_length(rows):
         edges = [row for row in rows if row["win"] == win]
         taken = sorted((row for row in path if row["win"] == win), key=lambda row: row["edge_index"])
         assert [row["edge_index"] for row in taken] == list(range(len(taken)))
-        assert all(a["dst"] == b["src"] for a, b in zip(taken, taken[1:]))  # a path: each edge starts where one ended
+        assert all(a["dst"] == b["src"] for a, b in pairwise(taken))  # a path: each edge starts where one ended
         assert all({k: v for k, v in row.items() if k != "edge_index"} in edges for row in taken)
         assert sum(row["weight_ns"] for row in taken) == _longest(edges)
 
