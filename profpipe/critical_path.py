@@ -23,7 +23,6 @@ from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 #: The window key, in the order the windows are walked.
 _WINDOW = ("rank", "capture", "win")
@@ -32,8 +31,9 @@ _WINDOW = ("rank", "capture", "win")
 def longest_path(graph: pa.Table) -> pa.Table:
     """The edges of `graph` (rank, capture, win, src, dst, edge_type, weight_ns) on each window's longest path,
     with their position along it (edge_index)."""
-    order = pc.sort_indices(graph, [(key, "ascending") for key in _WINDOW]).to_numpy()  # the rows by window
-    keys = [graph[key].to_numpy(zero_copy_only=False)[order] for key in _WINDOW]
+    keys = [graph[key].to_numpy(zero_copy_only=False) for key in _WINDOW]
+    order = np.lexsort(keys[::-1])  # the rows by window
+    keys = [key[order] for key in keys]
     change = np.flatnonzero(np.any([key[1:] != key[:-1] for key in keys], axis=0)) + 1 if graph.num_rows else []
     bounds = [0, *change, graph.num_rows]
     src, dst, weight = (graph[column].to_numpy()[order] for column in ("src", "dst", "weight_ns"))
