@@ -22,15 +22,19 @@ from profpipe.critical_path import longest_path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _call(correlation: int, name: str, start_ns: int, dur_ns: int) -> dict:
+    """A CUDA runtime call on thread 1."""
+    return {"tid": 1, "name": name, "category": "cuda_runtime", "correlation": correlation, "start_ns": start_ns,
+            "dur_ns": dur_ns}
+
+
 def test_critical_path_by_hand():
     """aten::foo [0, 100] on thread 1 launches gemm (call 10-20, kernel 40-80 on stream 7, an idle queue: a launch
     edge of 30) and then waits in cudaStreamSynchronize [30, 90] (blocking: its own time weighs 0), whose Stream Sync
     ties it to gemm's end. The CPU alone makes 10+10+10+0+10 = 40; through the GPU: 10 (foo's start to the call) +
     30 (launch) + 40 (gemm) + 0 (sync) + 10 (the sync's end to foo's end) = 90, the critical path."""
     ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 100}]
-    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
-             {"tid": 1, "name": "cudaStreamSynchronize", "category": "cuda_runtime", "correlation": 2, "start_ns": 30,
-              "dur_ns": 60}]
+    calls = [_call(1, "cudaLaunchKernel", 10, 10), _call(2, "cudaStreamSynchronize", 30, 60)]
     device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 40, "dur_ns": 40},
               {"stream_id": 7, "kind": "sync", "name": "Stream Sync", "correlation": 2, "start_ns": 30, "dur_ns": 55}]
     tables = {"host_op": ops, "host_api": calls, "device_exec": device}
@@ -62,10 +66,8 @@ def test_cuda_event_synchronize_waits_for_the_recorded_activity():
     end to the call's end: 10 + 20 (launch) + 50 (gemm) + 0 + 10 = 90. Without that edge the path would end at gemm's
     end (80)."""
     ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 110}]
-    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
-             {"tid": 1, "name": "cudaEventRecord", "category": "cuda_runtime", "correlation": 2, "start_ns": 22, "dur_ns": 3},
-             {"tid": 1, "name": "cudaEventSynchronize", "category": "cuda_runtime", "correlation": 3, "start_ns": 30,
-              "dur_ns": 70}]
+    calls = [_call(1, "cudaLaunchKernel", 10, 10), _call(2, "cudaEventRecord", 22, 3),
+             _call(3, "cudaEventSynchronize", 30, 70)]
     device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 30, "dur_ns": 50},
               {"stream_id": -1, "kind": "sync", "name": "Event Sync", "correlation": 3, "start_ns": 30, "dur_ns": 65,
                "wait_stream_id": 7, "wait_correlation": 2}]
@@ -84,13 +86,9 @@ def test_cuda_stream_wait_event_holds_the_next_launch():
     rather than through its launch (HTA: no launch edge while the waited-for activity ran past the call); a
     cudaDeviceSynchronize [45, 180] (Context Sync) returns after add."""
     ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 200}]
-    calls = [{"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 1, "start_ns": 10, "dur_ns": 10},
-             {"tid": 1, "name": "cudaEventRecord", "category": "cuda_runtime", "correlation": 2, "start_ns": 22, "dur_ns": 3},
-             {"tid": 1, "name": "cudaStreamWaitEvent", "category": "cuda_runtime", "correlation": 4, "start_ns": 26,
-              "dur_ns": 2},
-             {"tid": 1, "name": "cudaLaunchKernel", "category": "cuda_runtime", "correlation": 5, "start_ns": 30, "dur_ns": 10},
-             {"tid": 1, "name": "cudaDeviceSynchronize", "category": "cuda_runtime", "correlation": 6, "start_ns": 45,
-              "dur_ns": 135}]
+    calls = [_call(1, "cudaLaunchKernel", 10, 10), _call(2, "cudaEventRecord", 22, 3),
+             _call(4, "cudaStreamWaitEvent", 26, 2), _call(5, "cudaLaunchKernel", 30, 10),
+             _call(6, "cudaDeviceSynchronize", 45, 135)]
     device = [{"stream_id": 7, "kind": "kernel", "name": "gemm", "correlation": 1, "start_ns": 30, "dur_ns": 90},
               {"stream_id": 8, "kind": "sync", "name": "Stream Wait Event", "correlation": 4, "start_ns": 28, "dur_ns": 1,
                "wait_stream_id": 7, "wait_correlation": 2},
