@@ -38,6 +38,9 @@ MINDSPORE_FILE_PATTERNS: dict[str, re.Pattern[str]] = {
 #: Files whose presence makes a folder a MindSpore framework source (the rest only add to one).
 _PRIMARY_ROLES = ("cpu_op_timestamp", "gpu_op_timestamp", "activity_timestamp")
 _ASCEND_MS_DIR = re.compile(r".*_(\d+)_\d+_ascend_ms$")
+#: Files beside ASCEND_PROFILER_OUTPUT/ that make a folder an Ascend result folder (torch_npu `*_ascend_pt`, MindSpore
+#: 2.5+ `*_ascend_ms`), whatever the folder is called: users rename them (`rank0_ascend_pt`, `rank_0_ascend_pt`).
+_RESULT_MARKERS = re.compile(r"profiler_info(?:_\d+)?\.json|profiler_metadata\.json|FRAMEWORK|PROF_.*")
 
 #: MindData (dataset pipeline) logs, by role (group 1: device or rank id). They add to the rank's
 #: source found beside them: in the same folder, the folder above it (era F keeps them in FRAMEWORK/)
@@ -397,7 +400,7 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
     """File an msprof export (timeline JSON, summary CSV) under its device folder (era D), its
     PROF_* folder (era E, device id from the one `device_<n>` folder beside the output, else 0) or
     its `*_ascend_ms` folder (era F kernel_details.csv, rank from the profiler_info_<rank>.json there)."""
-    if directory.name == "ASCEND_PROFILER_OUTPUT" and _ASCEND_MS_DIR.fullmatch(directory.parent.name):
+    if directory.name == "ASCEND_PROFILER_OUTPUT" and is_ascend_result(directory.parent):
         if filename not in ERA_F_OUTPUT_ROLES:
             return False
         ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
@@ -504,6 +507,17 @@ def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path
     return True
 
 
+def is_ascend_result(folder: Path) -> bool:
+    """True for an Ascend result folder (torch_npu, MindSpore 2.5+), told by what it holds, not by its name: an
+    ASCEND_PROFILER_OUTPUT/ folder with profiler_info[_<rank>].json, profiler_metadata.json, FRAMEWORK/ or a PROF_*
+    job beside it."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return "ASCEND_PROFILER_OUTPUT" in names and any(_RESULT_MARKERS.fullmatch(name) for name in names)
+
+
 def _note_trace_views(op_range: list[Source], found: list[Source]) -> list[Source]:
     """An era F folder whose trace_view.json is read (an msprof_export source) already holds the Python frames of
     its op_range data: the trace is listed with the op_range source (role trace_view), whose reader then leaves
@@ -521,7 +535,7 @@ def _memory_home(directory: Path) -> Path:
     FRAMEWORK/, PROF_* or profiler_info_<rank>.json), the folder above a 2.3-2.4 `*_ascend_ms` copy folder or above a PROF_* job, else
     the file's own folder (1.x-2.4 flat profiler folder)."""
     for folder in (directory, *directory.parents):
-        if folder.name.endswith("_ascend_ms"):
+        if folder.name.endswith("_ascend_ms") or is_ascend_result(folder):
             era_f = ((folder / "FRAMEWORK").is_dir() or any(folder.glob("PROF_*"))
                      or any(folder.glob("profiler_info_*.json")))
             return folder if era_f else folder.parent
@@ -905,7 +919,7 @@ def _check_stands_alone(path: Path) -> None:
         folder, kind = prof or folder, "a raw Ascend profiling file"
     elif (MSPROF_TIMELINE.fullmatch(name) or MSPROF_SUMMARY.fullmatch(name) or MSPROF_OUTPUT.fullmatch(name)
           or MSPROF_PMU_SUMMARY.fullmatch(name) or name in ERA_F_OUTPUT_ROLES):
-        folder = next((f for f in path.parents if f.name.startswith("PROF_") or _ASCEND_MS_DIR.fullmatch(f.name)),
+        folder = next((f for f in path.parents if f.name.startswith("PROF_") or is_ascend_result(f)),
                       path.parent.parent)
         kind = "an msprof export file"
     elif path.parent.name == "FRAMEWORK" and (name in OP_RANGE_FILES or name in MEMORY_FRAMEWORK_ROLES
