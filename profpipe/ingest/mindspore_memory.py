@@ -15,9 +15,12 @@ formats from shared/reference/formats-mindspore-extras.md §2 and MindSpore's me
   left out as MindSpore leaves them out (reported, action excluded);
 * `output_record`: MindSpore's `ASCEND_PROFILER_OUTPUT/memory_record.csv`, made from the three above
   (MB = KB / 1000): when present it is read instead of them (they are reported superseded), without its
-  MindSpore+GE rows, which are derived (the memory_curve mart recomputes them);
+  MindSpore+GE rows, which are derived (the memory_curve mart recomputes them); torch_npu's copy (components PTA,
+  GE, PTA+GE, APP, a Stream Ptr column, tabs after the times) counts MB = 2^20 B (formats-ascend-today.md §4.10)
+  and its PTA+GE rows are derived too;
 * `msprof:npu_module_mem` / `output_module`: per-module reserved KB (-1: only frees seen, read as null)
-  -> memory_module (MindSpore's copy first);
+  -> memory_module (MindSpore's copy first); torch_npu's copy has 4 columns (`Component, Timestamp(us), Total
+  Reserved(MB), Device`, 5 with a leading `Device_id`), read by name, MB = 2^20 B;
 * `msprof:static_op_mem` / `output_static`: static graph op memory -> static_op_memory (MindSpore's copy
   first, else the newest msprof file); the TOTAL row is checked against the sum of the others;
 * `ms_operator` (`operator_memory_<r>.csv`, 2.3-2.4 flat folder) / `output_operator`
@@ -247,19 +250,21 @@ def _app_record(path: Path, warn: Warn) -> pl.DataFrame:
 
 
 def _output_record(path: Path, warn: Warn) -> pl.DataFrame:
+    # torch_npu's copy (it alone has a Stream Ptr column) counts MB as 2^20 B, MindSpore's as 1,024,000 B
+    unit = MIB if "Stream Ptr" in _header(path, "a memory_record CSV") else RECORD_MB
     frame = _text(path, warn, "memory_record", {"component": "Component", "ts_ns": "Timestamp(us)",
                                                 "allocated_bytes": "Total Allocated(MB)",
                                                 "reserved_bytes": "Total Reserved(MB)",
                                                 "active_bytes": "Total Active(MB)", "device": "Device Type"},
                   ["component", "ts_ns"], "MindSpore's memory_record.csv")
-    combined = frame.filter(pl.col("component") == "MindSpore+GE")
+    is_combined = pl.col("component").str.ends_with("+GE")  # MindSpore+GE, torch_npu's PTA+GE
+    combined = frame.filter(is_combined)
     if combined.height:
-        warn(f"{path}: {combined.height} MindSpore+GE rows are derived from the MindSpore and GE rows; not kept "
-             "(memory_curve recomputes them)", check="other", action="excluded", rows=combined.height, path=path,
-             tables="memory_record")
-    frame = _typed(frame.filter(pl.col("component") != "MindSpore+GE"), path, warn, "memory_record",
-                   {"ts_ns": 1000, "allocated_bytes": RECORD_MB, "reserved_bytes": RECORD_MB,
-                    "active_bytes": RECORD_MB})
+        warn(f"{path}: {combined.height} {combined['component'][0]} rows are derived from the framework's and the GE "
+             "rows; not kept (memory_curve recomputes them)", check="other", action="excluded", rows=combined.height,
+             path=path, tables="memory_record")
+    frame = _typed(frame.filter(~is_combined), path, warn, "memory_record",
+                   {"ts_ns": 1000, "allocated_bytes": unit, "reserved_bytes": unit, "active_bytes": unit})
     # the devices and zeros MindSpore adds to its own and the APP rows are not in the files it read
     own = pl.col("component").is_in(["MindSpore", "APP"])
     app = pl.col("component") == "APP"
@@ -272,9 +277,14 @@ def _output_record(path: Path, warn: Warn) -> pl.DataFrame:
 # --- memory_module, static_op_memory ----------------------------------------------------------------------
 
 def _module(path: Path, warn: Warn) -> pl.DataFrame:
-    frame = _text(path, warn, "memory_module", {"component": 1, "ts_ns": 2, "reserved_bytes": 3, "device": 4},
-                  ["component", "ts_ns"], "an msprof npu_module_mem CSV")
-    frame = _typed(frame, path, warn, "memory_module", {"ts_ns": 1000, "reserved_bytes": KB}, null_texts=("-1",))
+    if "Total Reserved(MB)" in _header(path, "an npu_module_mem CSV"):  # torch_npu's copy: 4 columns (5 with Device_id)
+        names: dict[str, str | int] = {"component": "Component", "ts_ns": "Timestamp(us)",
+                                       "reserved_bytes": "Total Reserved(MB)", "device": "Device"}
+        unit = MIB
+    else:  # msprof's and MindSpore's: Device_id, Component, Timestamp(us), Total Reserved(KB), Device
+        names, unit = {"component": 1, "ts_ns": 2, "reserved_bytes": 3, "device": 4}, KB
+    frame = _text(path, warn, "memory_module", names, ["component", "ts_ns"], "an msprof npu_module_mem CSV")
+    frame = _typed(frame, path, warn, "memory_module", {"ts_ns": 1000, "reserved_bytes": unit}, null_texts=("-1",))
     return frame.select("component", "device", "ts_ns", "reserved_bytes")
 
 
@@ -330,9 +340,13 @@ _BLOCK = ["component", "device", "owner", "bytes", "alloc_ns", "release_ns", "al
           "release_active_bytes", "stream"]
 
 
+def _header(path: Path, what: str) -> list[str]:
+    """The column names of a CSV (its first chunk's)."""
+    return next(iter_csv_frames(path, None, null_values=["N/A", ""], what=what, chunk_bytes=1 << 16)).columns
+
+
 def _operator(path: Path, warn: Warn) -> pl.DataFrame:
-    header = next(iter_csv_frames(path, None, null_values=["N/A", ""], what="an operator_memory CSV",
-                                  chunk_bytes=1 << 16)).columns
+    header = _header(path, "an operator_memory CSV")
     dialect = next((d for key, d in _OPERATOR.items() if key in header), None)
     if dialect is None:
         raise InputError(path, "not an operator_memory CSV (no Allocation Total Allocated column)", line=1)

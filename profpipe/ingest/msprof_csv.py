@@ -29,7 +29,12 @@ from .lines import csv_row, drop_rows, iter_csv_frames
 from .units import MAX_US, us_text_to_ns, us_to_ns
 
 #: Task types that run a framework op; the rest (notify, event, memcpy of the runtime) are sync tasks.
-OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV")
+OP_TASK_TYPES = ("AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "DSA_SQE")
+#: kernel_details' Accelerator Core of its communication rows (whole HCCL ops: torch_npu 2.1 `HCCL`, later
+#: `COMMUNICATION`); every other row is a compute op's task, also where the core is N/A (Level0's 8 columns).
+COMM_CORES = ("HCCL", "COMMUNICATION")
+#: Model ID of a task run outside any model (eager mode): no graph.
+NO_MODEL = 4294967295
 _MARKER_MODEL = "4294967295"
 
 
@@ -158,13 +163,19 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
         mapping = metric_maps.setdefault(tuple(header), msprof_pmu.metric_columns(header))
         return msprof_pmu.unpivot_metrics(chunk, mapping)
 
+    headers: list[list[str]] = []
+
     def typed(header: list[str]) -> list[pl.Expr]:
-        return [pl.col(c["name"], c["op_type"], c["task_type"]), *_typed_int(c["stream_id"]), *_typed_int(c["task_id"]),
-                *_typed_us(c["start"]), *_typed_us(c["duration"]),
+        headers.append(header)
+        ids = [e for key in ("stream_id", "task_id") for e in (
+            _typed_int(c[key]) if c[key] in header else  # kernel_details at Level0: no task or stream ids
+            [pl.lit(None, pl.Int64).alias(c[key]), pl.lit(None, pl.String).alias(f"{c[key]}__bad")])]
+        return [pl.col(c["name"], c["op_type"], c["task_type"]), *ids, *_typed_us(c["start"]), *_typed_us(c["duration"]),
                 *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header]]
 
-    frame, long = _read(paths, [c["task_id"], c["stream_id"], c["name"], c["op_type"], c["task_type"], c["start"],
-                                c["duration"]], warn, typed, metrics_of)
+    ids_optional = c is KERNEL_DETAILS_COLUMNS
+    frame, long = _read(paths, [*([] if ids_optional else [c["task_id"], c["stream_id"]]), c["name"], c["op_type"],
+                                c["task_type"], c["start"], c["duration"]], warn, typed, metrics_of)
     tables = "device_exec,task_desc"
     for path in frame["file"].unique(maintain_order=True).to_list():
         frame = drop_rows(frame, (pl.col("file") == path) & (_missing(c["start"]) | _missing(c["duration"])
@@ -179,7 +190,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
                             pl.concat(list(metric_maps.values())).unique("column"), warn)
     del long
     parsed = frame
-    is_op = frame[c["task_type"]].str.replace_all(" ", "_").str.to_uppercase().is_in(OP_TASK_TYPES)
+    core = frame[c["task_type"]].str.replace_all(" ", "_").str.to_uppercase()
+    is_op = (~core.is_in(COMM_CORES)).fill_null(True) if ids_optional else core.is_in(OP_TASK_TYPES)
     execs = pl.DataFrame({
         "stream_id": parsed[c["stream_id"]], "name": frame[c["name"]], "task_id": parsed[c["task_id"]],
         "start_ns": parsed[c["start"]], "dur_ns": parsed[c["duration"]], "is_op": is_op,
@@ -188,6 +200,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
         "task_id", pl.when("is_op").then(pl.col("name")).alias("op_name"), "start_ns", "dur_ns",
     )
     optional = {key: frame[c[key]] if c[key] in frame.columns else None for key in ("block_dim", "model")}
+    if optional["model"] is not None:
+        optional["model"] = optional["model"].replace(NO_MODEL, None)
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
@@ -195,6 +209,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
     }).filter(is_op)
     del frame, parsed, is_op  # the typed rows: what follows needs only execs and tasks (peak memory)
     execs = execs.sort("start_ns", "stream_id", "task_id")
+    if not all(c["task_id"] in header and c["stream_id"] in header for header in headers):
+        tasks = tasks.clear()  # Level0's kernel_details: no ids to key an op's type by
     for path in tasks["file"].unique(maintain_order=True).to_list():
         tasks = drop_rows(tasks, (pl.col("file") == path) & (pl.col("task_id").is_null() | pl.col("stream_id").is_null()),
                           warn, path, "malformed_record", "op task rows without a task or stream id (N/A or empty); "

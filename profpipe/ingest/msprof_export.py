@@ -56,26 +56,38 @@ from . import json_files, msprof_csv, msprof_pmu, msprof_tx, msproftx_raw
 from ..health import Warn
 from ..clocks import msprof_clock, msprof_local_time
 from .lines import MAX_NS, load_json, required_columns
-from .python_frames import NO_OPS_SQL, PYTHON_FRAME_SQL, resolve_frames
+from .nesting import nest
+from .python_frames import PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
 from .scratch import memory_database
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
-            "ph": "VARCHAR", "cat": "VARCHAR", "args": "JSON"}
+            "ph": "VARCHAR", "cat": "VARCHAR", "id": "VARCHAR", "args": "JSON"}
 
 _EVENTS_SQL = """
 WITH raw AS MATERIALIZED (  -- parsed once, though read twice
-    SELECT filename, name, pid, tid, ph, cat, args,
+    SELECT filename, name, pid, tid, ph, cat, id, args,
            us_to_ns(ts) AS ts_ns, us_to_ns(dur) AS dur_ns,
            (ts IS NOT NULL AND ts_ns IS NULL) OR (dur IS NOT NULL AND dur_ns IS NULL) AS bad_time
     FROM read_json($files, format = 'array', columns = $columns, filename = true)
 ), processes AS (
     SELECT DISTINCT pid, args->>'$.name' AS process FROM raw WHERE ph = 'M' AND name = 'process_name'
+), threads AS (
+    SELECT pid, tid, any_value(args->>'$.name') AS thread FROM raw WHERE ph = 'M' AND name = 'thread_name'
+    GROUP BY pid, tid
 )
-SELECT r.*, p.process
-FROM raw r LEFT JOIN processes p USING (pid)
-WHERE r.ph = 'X'
+SELECT r.*, p.process, t.thread
+FROM raw r LEFT JOIN processes p USING (pid) LEFT JOIN threads t USING (pid, tid)
+WHERE r.ph = 'X' OR (r.ph = 's' AND r.name = 'torch_to_npu')  -- the flows: in all_events, not in the view events
 """
+
+#: The complete events every query reads (the torch_to_npu flow starts stay in all_events: _TORCH_NESTING_SQL).
+_EVENTS_VIEW = "CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events WHERE ph = 'X'"
+
+#: torch_npu's HCCL process: thread `Group <k> Communication` holds the whole ops (their args are the op's:
+#: connection_id, count, ...), threads `Plane <k>` the tasks; MindSpore's and msprof's op threads hold events
+#: without args.
+_HCCL_OP_THREAD_RE = "^Group \\d+ Communication$"
 
 #: Task types of op executions (the rest are runtime and HCCL sync tasks), as a regular expression.
 _OP_TASK_TYPES_RE = "^(" + "|".join(msprof_csv.OP_TASK_TYPES) + ")$"
@@ -116,26 +128,39 @@ SELECT step, kind, NULL::VARCHAR AS op_name, (row_number() OVER (PARTITION BY st
 FROM points ORDER BY step, seq
 """
 
-#: Era F: Profiler.step() spans "ProfilerStep#<step>" of the MindSpore framework process. The trace has
-#: no FP/BP markers: the FP point is the first op task of the step (where MindSpore's "Preparing" time
-#: ends), and there is no BP point.
+#: Era F: Profiler.step() spans "ProfilerStep#<step>" of the framework process (MindSpore's "MindSpore", torch_npu's
+#: "Python" cpu_op). The trace has no FP/BP markers: the FP point is the first op task of the step (where the
+#: "Preparing" time ends), and there is no BP point. torch_npu: the device work of the step (op tasks and whole HCCL
+#: ops starting inside the host span, as msprof-analyze takes them for step_trace_time.csv) gives the points
+#: device_step_start (its first start) and device_step_end (its last end): the step's window on the device.
 _PROFILER_STEP_SQL = """
 WITH steps AS (
-    SELECT DISTINCT regexp_extract(name, '#(\\d+)$', 1)::BIGINT AS step, ts_ns, ts_ns + dur_ns AS end_ns
-    FROM events WHERE process = 'MindSpore' AND name LIKE 'ProfilerStep#%'
+    SELECT DISTINCT process, regexp_extract(name, '#(\\d+)$', 1)::BIGINT AS step, ts_ns, ts_ns + dur_ns AS end_ns
+    FROM events WHERE process IN ('MindSpore', 'Python') AND name LIKE 'ProfilerStep#%'
+), work AS (
+    SELECT name, ts_ns, ts_ns + dur_ns AS end_ns, true AS is_task FROM events
+    WHERE process = 'Ascend Hardware' AND regexp_matches(args->>'$."Task Type"', '__OP_TASK_TYPES__')
+    UNION ALL
+    SELECT name, ts_ns, ts_ns + dur_ns, false FROM events
+    WHERE process = 'HCCL' AND regexp_matches(thread, '__HCCL_OP_THREAD__')
 ), first_ops AS (
-    SELECT s.step, arg_min(e.name, e.ts_ns) AS op_name, min(e.ts_ns) AS ts_ns
-    FROM steps s JOIN events e ON e.ts_ns >= s.ts_ns AND e.ts_ns < s.end_ns
-    WHERE e.process = 'Ascend Hardware'
-      AND regexp_matches(e.args->>'$."Task Type"', '__OP_TASK_TYPES__')
+    SELECT s.step, any_value(s.process) AS process,
+           arg_min(w.name, w.ts_ns) FILTER (WHERE w.is_task) AS op_name, min(w.ts_ns) FILTER (WHERE w.is_task) AS ts_ns,
+           min(w.ts_ns) AS work_start_ns, max(w.end_ns) AS work_end_ns
+    FROM steps s JOIN work w ON w.ts_ns >= s.ts_ns AND w.ts_ns < s.end_ns
     GROUP BY s.step
+), points AS (
+    SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS rank_in_tie, ts_ns FROM steps
+    UNION ALL SELECT step, 'device_step_start', NULL, 1, work_start_ns FROM first_ops WHERE process = 'Python'
+    UNION ALL SELECT step, 'fp_start', op_name, 2, ts_ns FROM first_ops WHERE ts_ns IS NOT NULL
+    UNION ALL SELECT step, 'device_step_end', NULL, 3, work_end_ns FROM first_ops WHERE process = 'Python'
+    UNION ALL SELECT step, 'step_end', NULL, 4, end_ns FROM steps
 )
-SELECT step, kind, op_name, seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
-FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, ts_ns FROM steps
-      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM first_ops
-      UNION ALL SELECT step, 'step_end', NULL, 2, end_ns FROM steps)
+SELECT step, kind, op_name, (row_number() OVER (PARTITION BY step ORDER BY ts_ns, rank_in_tie) - 1)::INTEGER AS seq,
+       NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM points
 ORDER BY step, seq
-""".replace("__OP_TASK_TYPES__", _OP_TASK_TYPES_RE)
+""".replace("__OP_TASK_TYPES__", _OP_TASK_TYPES_RE).replace("__HCCL_OP_THREAD__", _HCCL_OP_THREAD_RE)
 
 #: Era F: host CPU ops (MindSpore's cpu_op_execute_timestamp, already on the trace's clock).
 _HOST_OP_SQL = """
@@ -144,18 +169,78 @@ FROM events WHERE process = 'CPU OP'
 ORDER BY ts_ns
 """
 
-#: Era F, with_stack: MindSpore 2.6+'s Python frames (python_frames.py; no ids, nested by time). Frames without a
-#: name are counted and left out (_read_frames).
+#: torch_npu: the "Python" process's cpu_op events (aten ops, autograd nodes, ProfilerStep#N) -> host_op (table
+#: torch_ops), numbered by op_index in Kineto's nesting order (thread, start, longest first); their Call stack (frames
+#: joined by ";\r\n") as Kineto's ';'-joined call_stack, Input Dims ("32,3,224,224;\r\n64;\r\n" for each input)
+#: and Input type as the JSON lists Kineto writes ([[32, 3, 224, 224], [64]], ["float", ...]).
+_TORCH_OP_SQL = """
+CREATE OR REPLACE TABLE torch_ops AS
+WITH ops AS (
+    SELECT tid, name, ts_ns, dur_ns,
+           json_extract_string(args, ['$."Call stack"', '$."Input Dims"', '$."Input type"']) AS a
+    FROM events WHERE process = 'Python' AND cat = 'cpu_op'
+)
+SELECT (row_number() OVER (ORDER BY try_cast(tid AS BIGINT), tid, ts_ns, dur_ns DESC, name) - 1)::BIGINT AS op_index,
+       tid AS thread, 'Host' AS side, try_cast(tid AS BIGINT) AS tid, name AS op_name, ts_ns AS start_ns, dur_ns,
+       'cpu_op' AS category, nullif(regexp_replace(a[1], ';\\s*', ';', 'g'), '') AS call_stack,
+       to_json(list_transform(string_split(regexp_replace(a[2], '\\s', '', 'g'), ';'),
+                              lambda d: CASE WHEN d = '' THEN []::BIGINT[]
+                                             ELSE try_cast(string_split(d, ',') AS BIGINT[]) END))::VARCHAR AS input_dims,
+       to_json(string_split(regexp_replace(a[3], ';\\s*', ';', 'g'), ';'))::VARCHAR AS input_types
+FROM ops
+"""
+
+#: The torch ops as spans and the starts of the torch_to_npu flows as calls, for nesting.nest: each flow start lies
+#: on the launching op's thread inside that op, and its id is the device task's start in ns (formats-ascend-today.md
+#: §2.2): the task starting at that ns was launched by the innermost op open at the flow's start.
+_TORCH_NESTING_SQL = """
+SELECT is_call, id, thread, start_ns, end_ns FROM (
+    SELECT false AS is_call, op_index AS id, thread, start_ns, start_ns + dur_ns AS end_ns, op_index AS tie
+    FROM torch_ops
+    UNION ALL
+    SELECT DISTINCT true, try_cast(id AS BIGINT), tid, ts_ns, ts_ns, NULL::BIGINT
+    FROM all_events WHERE ph = 's' AND name = 'torch_to_npu' AND try_cast(id AS BIGINT) IS NOT NULL)
+ORDER BY thread, start_ns, end_ns DESC, is_call, tie
+"""
+
+#: host_op of the torch ops: nested (torch_parents), each in the innermost Python frame open when it started
+#: (op_frames, python_frames.py; __FRAMES__ where the trace has frames); external_id is op_index, as on the device
+#: tasks they launched (_link_launches).
+_TORCH_HOST_OP_SQL = """
+SELECT o.side, o.tid, o.op_name, o.start_ns, o.dur_ns, o.category, o.op_index AS external_id, o.op_index,
+       p.parent_index, __FRAME__ AS frame_index, o.call_stack, o.input_dims, o.input_types
+FROM torch_ops o JOIN torch_parents p USING (op_index) __FRAMES__
+ORDER BY o.start_ns
+"""
+
+#: torch_npu: the "CANN" process's API calls (AscendCL@..., Node@launch, Hccl@..., Runtime@...) -> host_api, the
+#: category cann_<level> (acl, node, hccl, runtime), the correlation its connection_id.
+_HOST_API_SQL = """
+SELECT coalesce(try_cast(args->>'$."Thread Id"' AS BIGINT), try_cast(tid AS BIGINT)) AS tid, name,
+       'cann_' || coalesce(args->>'$.level', 'unknown') AS category,
+       try_cast(args->>'$.connection_id' AS BIGINT) AS correlation, NULL::BIGINT AS external_id,
+       ts_ns AS start_ns, dur_ns
+FROM events WHERE process = 'CANN'
+ORDER BY ts_ns
+"""
+
+#: Era F, with_stack: the Python frames (python_frames.py) of MindSpore 2.6+ (process "MindSpore": no ids, nested
+#: by time) and torch_npu (process "Python": args Python id, Python parent id, Python module id, as Kineto's; a
+#: root frame names itself as its parent).
+#: Frames without a name are counted and left out (_read_frames).
 _FRAMES_SQL = """
-SELECT tid AS thread, try_cast(tid AS BIGINT) AS tid, name, ts_ns AS start_ns, dur_ns, NULL::BIGINT AS frame_id,
-       NULL::BIGINT AS parent_id, false AS parent_given, NULL::BIGINT AS module_id
-FROM events WHERE process = 'MindSpore' AND cat = 'python_function' AND name IS NOT NULL
+SELECT tid AS thread, try_cast(tid AS BIGINT) AS tid, name, ts_ns AS start_ns, dur_ns,
+       try_cast(a[1] AS BIGINT) AS frame_id, try_cast(nullif(a[2], a[1]) AS BIGINT) AS parent_id,
+       coalesce(a[2] <> a[1], a[2] IS NOT NULL) AS parent_given, try_cast(a[3] AS BIGINT) AS module_id
+FROM (SELECT *, json_extract_string(args, ['$."Python id"', '$."Python parent id"', '$."Python module id"']) AS a
+      FROM events WHERE process IN ('MindSpore', 'Python') AND cat = 'python_function' AND name IS NOT NULL)
 """
 
 #: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them.
 _COMM_TASK_SQL = """
 WITH threads AS (
-    SELECT DISTINCT pid, tid FROM events WHERE process = 'HCCL' AND args IS NULL
+    SELECT DISTINCT pid, tid FROM events
+    WHERE process = 'HCCL' AND (args IS NULL OR regexp_matches(thread, '__HCCL_OP_THREAD__'))
 ), ops AS (
     SELECT e.filename, e.name AS op_name, e.ts_ns AS op_start_ns,
            coalesce(nullif(regexp_extract(e.name, '([A-Za-z]+)-op\\d+', 1), ''),
@@ -180,7 +265,7 @@ SELECT coalesce(o.op_name, 'unknown') AS op_name, coalesce(o.op_type, 'unknown')
 FROM tasks t
 ASOF LEFT JOIN ops o ON o.filename = t.filename AND t.ts_ns >= o.op_start_ns
 ORDER BY iteration, op_name, seq
-"""
+""".replace("__HCCL_OP_THREAD__", _HCCL_OP_THREAD_RE)
 
 
 
@@ -193,11 +278,13 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     earliest = _Earliest()
     task_csv = ((files.get("csv:op_summary"), msprof_csv.OP_SUMMARY_COLUMNS) if files.get("csv:op_summary") else
                 (files.get("csv:kernel_details"), msprof_csv.KERNEL_DETAILS_COLUMNS))
+    csv_execs: pa.Table | None = None  # held until the timelines give their launching ops (torch_to_npu)
     if task_csv[0]:
         execs, tasks, metrics = msprof_csv.read_op_summary(*task_csv, warn)
         op_tasks = msprof_tx.op_tasks(execs) if source.step_range is not None else None
-        yield "device_exec", earliest.see(execs.to_arrow(), "start_ns")
-        yield "task_desc", tasks.to_arrow()
+        csv_execs = earliest.see(execs.to_arrow(), "start_ns")
+        if tasks.height:
+            yield "task_desc", tasks.to_arrow()
         if metrics.height:
             yield "device_exec_metric", metrics.to_arrow()
         del execs, tasks, metrics
@@ -226,7 +313,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         queries = [("comm_task", _COMM_TASK_SQL)]
         queries += [] if task_csv[0] else [("device_exec", _DEVICE_EXEC_SQL)]
         if source.layout == "ascend_era_f":
-            queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL)]
+            queries += [("step_point", _PROFILER_STEP_SQL), ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL)]
         elif not files.get("csv:step_trace"):
             queries.append(("step_point", _STEP_POINT_SQL))
         if tx_in_timelines:
@@ -235,6 +322,15 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             queries.append(("host_op", msprof_tx.DEVICE_MARKER_SQL))
         with memory_database() as con:
             _load_events(con, timelines, warn)
+            if source.layout == "ascend_era_f":
+                con.execute(_TORCH_OP_SQL)
+                nest(con, _TORCH_NESTING_SQL, "torch_parents", "torch_launches")
+                frames = list(_read_frames(con, timelines, warn))
+                yield from frames
+                queries.append(("host_op", _TORCH_HOST_OP_SQL.replace("__FRAME__", "f.op_index" if frames else "NULL::BIGINT")
+                                .replace("__FRAMES__", "LEFT JOIN op_frames f ON f.call_id = o.op_index" if frames else "")))
+                if csv_execs is not None:
+                    csv_execs = _link_launches(con, csv_execs)
             for table, sql in queries:
                 rows = _complete(_query(con, sql, "host_op" if table == "marker" else table, timelines),
                                  "host_op" if table == "marker" else table, warn, timelines)
@@ -247,8 +343,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                     if table == "device_exec" and source.step_range is not None:
                         op_tasks = msprof_tx.op_tasks(pl.from_arrow(rows))
                     yield table, earliest.see(rows, "start_ns")
-            if source.layout == "ascend_era_f":
-                yield from _read_frames(con, timelines, warn)
+    if csv_execs is not None:
+        yield "device_exec", csv_execs
     if markers is None and files.get("msprof_tx") and not tx_in_timelines:
         markers = _tx_timeline(files["msprof_tx"], warn)
     clock = _clock(source.layout, metadata, earliest.ns if earliest.ns is not None else _min_time(markers))
@@ -262,9 +358,23 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         steps = msprof_tx.steps_of_markers(markers, op_tasks, steps, source.step_range, warn, source.directory)
     if steps is not None:
         yield "step_point", steps
-    yield "run_info", run_info(source, device_type="ascend", framework="mindspore", layout=source.layout,
+    torch_npu = isinstance(metadata.get("config"), dict) and "common_config" in metadata["config"]
+    yield "run_info", run_info(source, device_type="ascend", framework="pytorch" if torch_npu else "mindspore",
+                               layout=source.layout,
                                metadata_json=json.dumps(metadata) if metadata else None,
                                **{k: v for k, v in clock.items() if k != "local_time"})
+
+
+def _link_launches(con: duckdb.DuckDBPyConnection, execs: pa.Table) -> pa.Table:
+    """`execs` (device_exec of the task CSV) with the op_index (and as external_id) of the torch_npu cpu_op whose
+    torch_to_npu flow names the task's start (table torch_launches of _TORCH_NESTING_SQL); null where no flow does
+    (MindSpore, msprof)."""
+    launches = con.sql("SELECT DISTINCT ON (call_id) call_id::BIGINT AS start_ns, op_index::BIGINT AS op_index "
+                       "FROM torch_launches WHERE op_index >= 0 ORDER BY call_id, op_index DESC").pl()
+    if not launches.height:
+        return execs
+    return (pl.from_arrow(execs).with_row_index("__row").join(launches, on="start_ns", how="left")
+            .with_columns(pl.col("op_index").alias("external_id")).sort("__row").drop("__row").to_arrow())
 
 
 class _Earliest:
@@ -304,12 +414,12 @@ def _read_frames(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
     """python_frame from the MindSpore process's python_function events (with_stack, MindSpore 2.6+)."""
     frames, nameless = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE name IS NULL) FROM events "
-        "WHERE process = 'MindSpore' AND cat = 'python_function'").fetchall()[0]
+        "WHERE process IN ('MindSpore', 'Python') AND cat = 'python_function'").fetchall()[0]
     if nameless:
         warn(f"{files[0]}: {nameless} Python frames (python_function events) without a name; left out",
              check="malformed_record", action="dropped", rows=nameless, path=files[0], tables="python_frame")
     if frames > nameless:
-        resolve_frames(con, _FRAMES_SQL, NO_OPS_SQL, files[0], warn)
+        resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM torch_ops", files[0], warn)
         yield "python_frame", con.sql(PYTHON_FRAME_SQL).to_arrow_table()
 
 
@@ -372,15 +482,14 @@ def _query(con: duckdb.DuckDBPyConnection, sql: str, table: str, files: list[Pat
         return con.sql(sql).to_arrow_table()
     except (duckdb.Error, UnicodeDecodeError) as error:  # a message quoting bytes that are not UTF-8
         for path in files:
-            con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events WHERE filename = ?",
-                        [str(path)])
+            con.execute(f"{_EVENTS_VIEW} AND filename = ?", [str(path)])
             try:
                 con.sql(sql).fetchall()
             except (duckdb.Error, UnicodeDecodeError) as file_error:
                 raise InputError(path, f"events of the wrong type for {table} "
                                        f"({json_files.duckdb_reason(file_error)})") from None
             finally:
-                con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
+                con.execute(_EVENTS_VIEW)
         raise InputError(files[0].parent, f"events of the wrong type for {table} "
                                           f"({json_files.duckdb_reason(error)})") from None
 
@@ -496,12 +605,12 @@ def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
     _drop_events(con, warn, f"ts_ns NOT BETWEEN 0 AND {MAX_NS} OR dur_ns > {MAX_NS}", "out_of_range",
                  "events with a time or duration out of range")
     _count_zero_length_tasks(con, warn)
-    key = "filename, name, pid, tid, ph, cat, args, ts_ns, dur_ns"
+    key = "filename, name, pid, tid, ph, cat, id, args, ts_ns, dur_ns"
     if con.execute(f"SELECT count(*) = count(DISTINCT hash({key})) FROM all_events").fetchall()[0][0]:
-        con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
+        con.execute(_EVENTS_VIEW)
         return  # no two events alike (equal events hash alike; the exact count below runs otherwise)
-    repeated = con.execute("SELECT filename, count(*) - count(DISTINCT (name, pid, tid, ph, cat, args::VARCHAR, ts_ns, "
-                           "dur_ns)) FROM all_events GROUP BY filename ORDER BY filename").fetchall()
+    repeated = con.execute("SELECT filename, count(*) - count(DISTINCT (name, pid, tid, ph, cat, id, args::VARCHAR, "
+                           "ts_ns, dur_ns)) FROM all_events GROUP BY filename ORDER BY filename").fetchall()
     for filename, count in repeated:
         if count:
             warn(f"{filename}: {count} repeated events (the same name, place, time and args as an earlier one); "
@@ -509,8 +618,8 @@ def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
                  tables="device_exec,step_point,host_op,comm_task,python_frame")
     if any(count for _, count in repeated):
         con.execute("CREATE OR REPLACE TABLE all_events AS SELECT DISTINCT ON (filename, name, pid, tid, ph, cat, "
-                    "args::VARCHAR, ts_ns, dur_ns) * FROM all_events")
-    con.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM all_events")
+                    "id, args::VARCHAR, ts_ns, dur_ns) * FROM all_events")
+    con.execute(_EVENTS_VIEW)
 
 
 def _count_zero_length_tasks(con: duckdb.DuckDBPyConnection, warn: Warn) -> None:

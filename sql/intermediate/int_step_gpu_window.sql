@@ -5,20 +5,27 @@
 -- else the first start to the last end of the kernels, memcpys and memsets the step's host span launched
 -- (int_step_launch); such a window ends at the latest where the next step's window starts, so that no instant of the
 -- GPU belongs to two steps. Steps of a device-side step trace (MindSpore GPU step_trace: already on the device's
--- clock) keep their own window. GPU ranks only (run_info.device_type gpu); a host step that ran nothing on the
--- device has no window (NULL bounds).
-WITH ranks AS (
-    SELECT rank, capture, bool_or(layout IN ('kineto', 'nsys')) AS host_steps
-    FROM {{ ref('stg_run_info') }} WHERE device_type = 'gpu' GROUP BY rank, capture
-), steps AS (
-    SELECT s.rank, s.capture, s.step, s.start_ns, s.end_ns, r.host_steps FROM {{ ref('int_step') }} s
-    JOIN ranks r USING (rank, capture)
-    WHERE s.start_ns IS NOT NULL AND s.end_ns IS NOT NULL
-), annotated AS (
+-- clock) keep their own window. GPU ranks (run_info.device_type gpu), and ranks of other devices whose host steps
+-- carry their device window as device_step_start / device_step_end points (torch_npu on Ascend: the first start and
+-- last end of the op tasks and HCCL ops that start in the ProfilerStep#N span, msprof-analyze's step window); a
+-- host step that ran nothing on the device has no window (NULL bounds).
+WITH annotated AS (
     SELECT rank, capture, step, min(ts_ns) FILTER (WHERE kind = 'device_step_start') AS start_ns,
            max(ts_ns) FILTER (WHERE kind = 'device_step_end') AS end_ns
     FROM {{ ref('stg_step_point') }} WHERE kind IN ('device_step_start', 'device_step_end')
     GROUP BY rank, capture, step
+), gpu_ranks AS (
+    SELECT rank, capture, bool_or(layout IN ('kineto', 'nsys')) AS host_steps
+    FROM {{ ref('stg_run_info') }} WHERE device_type = 'gpu' GROUP BY rank, capture
+), ranks AS (
+    SELECT * FROM gpu_ranks
+    UNION ALL
+    SELECT DISTINCT rank, capture, true FROM annotated
+    WHERE (rank, capture) NOT IN (SELECT (rank, capture) FROM gpu_ranks)
+), steps AS (
+    SELECT s.rank, s.capture, s.step, s.start_ns, s.end_ns, r.host_steps FROM {{ ref('int_step') }} s
+    JOIN ranks r USING (rank, capture)
+    WHERE s.start_ns IS NOT NULL AND s.end_ns IS NOT NULL
 ), launched AS (
     SELECT rank, capture, step, min(start_ns) AS start_ns, max(start_ns + dur_ns) AS end_ns
     FROM {{ ref('int_step_launch') }} GROUP BY rank, capture, step

@@ -17,7 +17,8 @@ WITH steps AS (  -- each step's window on the device (int_step_device_window): a
     SELECT {'rank': rank, 'capture': capture} AS grp, 'computing' AS category, start_ns, end_ns
     FROM {{ ref('int_device_exec') }}
     WHERE (rank, capture) IN (SELECT (rank, capture) FROM steps) AND kind IN ('task', 'kernel', 'memcpy', 'memset')
-      AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|Send-op|Receive-op')
+      -- (a collective's own kernel; Broadcast but not the compute op BroadcastTo)
+      AND NOT regexp_matches(name, '(?i)nccl|hcom_|AllReduce|AllGather|ReduceScatter|Broadcast([^T]|$)|AllToAll|Send-op|Receive-op')
     UNION ALL
     SELECT {'rank': rank, 'capture': capture},
            CASE WHEN coalesce(regexp_matches(op_name, '(?i)Receive-op|hcom_receive'), false) THEN 'receiving' ELSE 'collective' END,
