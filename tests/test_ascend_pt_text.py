@@ -1,0 +1,174 @@
+"""torch_npu's text export (`*_ascend_pt`, Level1, 2 ranks) against the tool's own derived files in the same folders
+(../shared/realdata/Ascend-msinsight, PROVENANCE-ascend-today.md; formats-ascend-today.md §2 and §4).
+
+* op_statistic.csv: per (OP Type, Core Type) the count and total time of the device tasks (kernel_details less its
+  HCCL rows), within 0.01 µs (the tool sums its own µs floats, kernel_details prints them rounded to 0.001 µs);
+* step_trace_time.csv: per step, step_overlap's computation, communication not overlapped, overlapped,
+  communication and free within 0.03 µs (the tool sums trace_view's Overlap Analysis events made from float µs,
+  profpipe merges kernel_details' rounded durations: formats-ascend-today.md §4.4 finds ≤0.03 µs), bubble exactly,
+  stage and preparing within 0.25 µs (the tool's float quantisation at 1.7e15 µs);
+* counts: device_exec = kernel_details rows, compute tasks = ΣCount of op_statistic, host cpu_ops = operator_details
+  rows + 1 (ProfilerStep#N), Python frames = python_function events, every compute task linked to the op that
+  launched it (torch_to_npu), HCCL tasks all under their op, memory rows in MB = 2^20 B;
+* health: the analysis is complete (exit 0, nothing dropped) and every model's data tests hold.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import realdata, run
+from profpipe.errors import EXIT_COMPLETE
+from profpipe.health import LOSSY_ACTIONS
+from profpipe.model_checks import check_models
+
+LEVEL1 = "Ascend-msinsight/test/data/pytorch/text/level1"
+RANKS = (0, 1)
+US = Decimal(1000)
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory: pytest.TempPathFactory):
+    """The analysis of the two-rank text folder (one run for the module)."""
+    return run(realdata(LEVEL1), tmp_path_factory.mktemp("ascend_pt") / "out")
+
+
+def _output(rank: int, name: str) -> Path:
+    return realdata(LEVEL1) / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / name
+
+
+def _rows(rank: int, name: str) -> list[dict[str, str]]:
+    with open(_output(rank, name), newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _query(result, sql: str, *params) -> list[tuple]:
+    with duckdb.connect(str(result.output / "profile.duckdb"), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def _us(ns: int) -> Decimal:
+    return Decimal(ns) / US
+
+
+def test_the_analysis_is_complete_and_its_models_hold(analysed) -> None:
+    lossy = [(r["check_name"], r["action"], r["message"]) for r in analysed.health["rows"]
+             if r["action"] in LOSSY_ACTIONS]
+    assert lossy == [] and analysed.skipped == []
+    assert analysed.exit_code == EXIT_COMPLETE
+    assert analysed.ranks == list(RANKS)
+    with duckdb.connect(str(analysed.output / "profile.duckdb"), read_only=True) as con:
+        assert check_models(con) == []
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_op_statistic_per_type_and_core(analysed, rank: int) -> None:
+    expected = {(r["OP Type"], r["Core Type"]): (int(r["Count"]), Decimal(r["Total Time(us)"]))
+                for r in _rows(rank, "op_statistic.csv")}
+    got = {(op_type, core): (count, _us(total)) for op_type, core, count, total in _query(
+        analysed, "SELECT t.op_type, t.task_type, count(*), sum(e.dur_ns) FROM device_exec e JOIN task_desc t "
+                  "ON t.rank = e.rank AND t.op_name = e.name AND t.task_id = e.task_id AND t.stream_id = e.stream_id "
+                  "WHERE e.rank = ? AND e.kind = 'task' GROUP BY ALL", rank)}
+    assert got.keys() == expected.keys()
+    for key, (count, total) in expected.items():
+        assert got[key][0] == count, key
+        assert abs(got[key][1] - total) <= Decimal("0.01"), key
+    # the mart of op types adds the same tasks (over the core types of a type)
+    by_type: dict[str, Decimal] = {}
+    for (op_type, _), (_, total) in expected.items():
+        by_type[op_type] = by_type.get(op_type, Decimal(0)) + total
+    mart = dict(_query(analysed, "SELECT op_type, total_ns FROM device_op_type_stats WHERE rank = ?", rank))
+    assert mart.keys() == by_type.keys()
+    assert all(abs(_us(mart[t]) - by_type[t]) <= Decimal("0.01") * 2 for t in by_type)
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_step_overlap_equals_step_trace_time(analysed, rank: int) -> None:
+    expected = {int(r["Step"]): r for r in _rows(rank, "step_trace_time.csv")}
+    got = {row[0]: row[1:] for row in _query(
+        analysed, "SELECT step, computation_ns, pure_communication_ns, overlapped_communication_ns, communication_ns, "
+                  "free_ns, total_ns - bubble_ns, bubble_ns, preparing_ns, stage_ns, total_ns FROM step_overlap "
+                  "WHERE rank = ?", rank)}
+    assert got.keys() == expected.keys() == {50}
+    for step, row in expected.items():
+        computing, not_overlapped, overlapped, communication, free, stage, bubble, preparing, ours, total = got[step]
+        close = {"Computing": computing, "Communication(Not Overlapped)": not_overlapped, "Overlapped": overlapped,
+                 "Communication": communication, "Free": free}
+        for column, ns in close.items():
+            assert abs(_us(ns) - Decimal(row[column])) <= Decimal("0.03"), column
+        assert _us(bubble) == Decimal(row["Bubble"]) == 0
+        assert abs(_us(stage) - Decimal(row["Stage"])) <= Decimal("0.25")
+        assert abs(_us(preparing) - Decimal(row["Preparing"])) <= Decimal("0.25")
+        # invariants: the window is computation, communication not hidden and free time; no Receive op here
+        assert computing + not_overlapped + free == total == ours
+        assert overlapped + not_overlapped == communication
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_counts_against_the_files(analysed, rank: int) -> None:
+    kernels = _rows(rank, "kernel_details.csv")
+    comm = [r for r in kernels if r["Accelerator Core"] in ("HCCL", "COMMUNICATION")]
+    assert _query(analysed, "SELECT count(*) FROM device_exec WHERE rank = ?", rank) == [(len(kernels),)]
+    tasks = sum(int(r["Count"]) for r in _rows(rank, "op_statistic.csv"))
+    assert tasks == len(kernels) - len(comm) == 187
+    # comm rows (whole HCCL ops) are no compute task; every compute task is linked to the op that launched it
+    assert _query(analysed, "SELECT count(*), count(op_index) FROM device_exec WHERE rank = ? AND kind = 'task'",
+                  rank) == [(tasks, tasks)]
+    assert _query(analysed, "SELECT count(*) FROM device_exec WHERE rank = ? AND kind = 'task' "
+                            "AND (name LIKE 'hcom_%')", rank) == [(0,)]
+    launched = _query(analysed, "SELECT count(*) FROM device_exec e JOIN host_op h ON h.rank = e.rank "
+                                "AND h.op_index = e.op_index AND e.start_ns >= h.start_ns WHERE e.rank = ? "
+                                "AND e.kind = 'task'", rank)
+    assert launched == [(tasks,)]  # a task starts after the op that launched it
+    operators = _rows(rank, "operator_details.csv")
+    cpu_ops = _query(analysed, "SELECT count(*), count(*) FILTER (WHERE op_name LIKE 'ProfilerStep#%'), "
+                               "count(call_stack), count(input_dims) FROM host_op WHERE rank = ? AND category = 'cpu_op'",
+                     rank)[0]
+    trace = json.loads(_output(rank, "trace_view.json").read_text())
+    args = [e["args"] for e in trace if e.get("cat") == "cpu_op"]
+    assert cpu_ops == (len(operators) + 1, 1, sum(bool(a.get("Call stack")) for a in args),
+                       sum("Input Dims" in a for a in args))
+    # Input Dims "32,3,224,224;\r\n64;\r\n" as Kineto's JSON lists [[32, 3, 224, 224], [64], []]
+    expected = Counter(json.dumps([[int(d) for d in part.split(",")] if part else []
+                                   for part in a["Input Dims"].replace("\r\n", "").split(";")])
+                       for a in args if "Input Dims" in a)
+    assert Counter(json.dumps(json.loads(d)) for (d,) in _query(
+        analysed, "SELECT input_dims FROM host_op WHERE rank = ? AND input_dims IS NOT NULL", rank)) == expected
+    frames = sum(1 for e in trace if e.get("cat") == "python_function")
+    assert _query(analysed, "SELECT count(*), count(*) FILTER (WHERE parent_index = -1) FROM python_frame "
+                            "WHERE rank = ?", rank) == [(frames, 1)]
+    cann = sum(1 for e in trace if e.get("ph") == "X" and e["pid"] == next(
+        m["pid"] for m in trace if m.get("name") == "process_name" and m["args"]["name"] == "CANN"))
+    assert _query(analysed, "SELECT count(*) FROM host_api WHERE rank = ?", rank) == [(cann,)]
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_hccl_ops_and_their_tasks(analysed, rank: int) -> None:
+    comm = {r["Name"]: Decimal(r["Duration(us)"]) for r in _rows(rank, "kernel_details.csv")
+            if r["Accelerator Core"] == "HCCL"}
+    ops = dict(_query(analysed, "SELECT op_name, end_ns - start_ns FROM comm_op_stats WHERE rank = ?", rank))
+    assert ops.keys() == comm.keys()
+    # an op's span over its tasks is the op itself (kernel_details rounds its start and length to 0.001 µs)
+    assert all(abs(_us(ops[name]) - comm[name]) <= Decimal("0.002") for name in comm)
+    assert _query(analysed, "SELECT count(*), count(iteration) FROM comm_task WHERE rank = ?", rank) == [(296, 296)]
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_memory_files(analysed, rank: int) -> None:
+    modules = _rows(rank, "npu_module_mem.csv")
+    assert _query(analysed, "SELECT count(*) FROM memory_module WHERE rank = ?", rank) == [(len(modules),)]
+    top = max(Decimal(r["Total Reserved(MB)"]) for r in modules)
+    assert _query(analysed, "SELECT max(reserved_bytes) FROM memory_module WHERE rank = ?", rank) == [
+        (int(top * 2**20),)]
+    records = [r for r in _rows(rank, "memory_record.csv") if r["Component"] != "PTA+GE"]
+    pta = max(Decimal(r["Total Reserved(MB)"]) for r in records if r["Component"] == "PTA")
+    assert _query(analysed, "SELECT count(*), max(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record "
+                            "WHERE rank = ?", rank) == [(len(records), int(pta * 2**20))]
+    assert _query(analysed, "SELECT count(*) FROM l2_cache_task WHERE rank = ?", rank) == [
+        (len(_rows(rank, "l2_cache.csv")),)]
