@@ -11,19 +11,28 @@
   rows + 1 (ProfilerStep#N), Python frames = python_function events, every compute task linked to the op that
   launched it (torch_to_npu), HCCL tasks all under their op, memory rows in MB = 2^20 B;
 * health: the analysis is complete (exit 0, nothing dropped) and every model's data tests hold.
+
+The same on fixtures/ascend_pt_text_min (fixtures/generators/ascend_pt_text_min.py: its step_trace_time.csv worked
+out by hand), and damage tests on copies of it (tests/fuzzing.py): a kernel_details.csv cut at any byte keeps exactly
+its complete rows with their durations, and a start time or duration replaced by any decimal is read exactly, by
+anything else is an error or a ledger row naming the file.
 """
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from conftest import realdata, run
+from conftest import FIXTURES, realdata, run
+from fuzzing import BAD_NUMBERS, FUZZ, ReadOutcome, read_damaged, truncations
 from profpipe.errors import EXIT_COMPLETE
 from profpipe.health import LOSSY_ACTIONS
 from profpipe.model_checks import check_models
@@ -172,3 +181,118 @@ def test_memory_files(analysed, rank: int) -> None:
                             "WHERE rank = ?", rank) == [(len(records), int(pta * 2**20))]
     assert _query(analysed, "SELECT count(*) FROM l2_cache_task WHERE rank = ?", rank) == [
         (len(_rows(rank, "l2_cache.csv")),)]
+
+
+# --- the hand-made fixture ----------------------------------------------------------------------------------------
+
+MIN = FIXTURES / "ascend_pt_text_min"
+KERNELS = Path("rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
+
+
+def _kernel_rows(data: bytes) -> list[dict[str, str]]:
+    """The complete rows of a kernel_details.csv's bytes (a last line without its newline is no row)."""
+    text = data[:data.rfind(b"\n") + 1].decode()
+    return list(csv.DictReader(text.splitlines()))
+
+
+def test_fixture_reads_as_its_step_trace_time(tmp_path: Path) -> None:
+    result = run(MIN, tmp_path / "out")
+    assert result.exit_code == EXIT_COMPLETE and result.skipped == []
+    row = _rows_of(MIN / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")[0]
+    got = _query(result, "SELECT step, computation_ns, pure_communication_ns, overlapped_communication_ns, "
+                         "communication_ns, free_ns, total_ns - bubble_ns, bubble_ns, preparing_ns FROM step_overlap")
+    columns = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage",
+               "Bubble", "Preparing"]
+    assert got == [(1, *[int(Decimal(row[c]) * US) for c in columns[1:]])]
+    # the comm row is no compute task, DSA_SQE is one; each task is linked to the op that launched it
+    assert _query(result, "SELECT e.name, e.kind, h.op_name FROM device_exec e LEFT JOIN host_op h "
+                          "ON h.op_index = e.op_index ORDER BY e.start_ns") == [
+        ("Conv2D1", "task", "aten::conv2d"), ("Add1", "task", "aten::add"), ("hcom_allReduce__1_0_1", "sync", "c10d::allreduce_"),
+        ("aclnnDropoutGenMaskV2_DSAGenBitMask", "task", "aten::dropout"), ("MatMul1", "task", "aten::mm")]
+    assert _query(result, "SELECT op_name, parent_index, input_dims, input_types, call_stack FROM host_op "
+                          "WHERE op_name = 'aten::conv2d'") == [
+        ("aten::conv2d", 0, "[[32,3,224,224],[64,3,11,11],[64]]", '["float","float","float"]',
+         "main.py(12): forward;main.py(20): train")]
+    assert _query(result, "SELECT count(*), count(iteration), min(op_name), sum(bytes) FROM comm_task") == [
+        (3, 3, "hcom_allReduce__1_0_1", 4096)]
+    assert _query(result, "SELECT name, parent_index FROM python_frame ORDER BY frame_index") == [
+        ("<string>(1): <module>", -1), ("main.py(20): train", 0)]
+    assert _query(result, "SELECT max(reserved_bytes), count(*) FROM memory_module") == [(int(Decimal("12.5") * 2**20), 3)]
+    assert _query(result, "SELECT count(*), sum(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record") == [
+        (3, 1452 * 2**20)]
+    assert _query(result, "SELECT count(*) FROM host_api") == [(2,)]
+
+
+def _rows_of(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _damaged_copy(tmp_path: Path, data: bytes) -> tuple[Path, Path]:
+    folder = tmp_path / "input"
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(MIN, folder)
+    (folder / KERNELS).write_bytes(data)
+    return folder, folder / KERNELS
+
+
+def _lossy_about(outcome: ReadOutcome, target: Path) -> bool:
+    return any(str(target) in str(e) for e in outcome.errors) or any(
+        e.lossy and (e.path == str(target) or str(target) in e.message) for e in outcome.health)
+
+
+def _durations(outcome: ReadOutcome) -> list[tuple[str, int]]:
+    execs = outcome.tables.get("device_exec")
+    return [] if execs is None else sorted(zip(execs.column("name").to_pylist(), execs.column("dur_ns").to_pylist()))
+
+
+@FUZZ
+@given(data=st.data())
+def test_kernel_details_cut_at_any_byte_keeps_its_complete_rows(data: st.DataObject, tmp_path: Path) -> None:
+    original = (MIN / KERNELS).read_bytes()
+    damaged = data.draw(truncations(original))
+    folder, target = _damaged_copy(tmp_path, damaged)
+    outcome = read_damaged(folder)
+    kept = _kernel_rows(damaged)
+    if outcome.errors:
+        assert _lossy_about(outcome, target)
+        return
+    assert _durations(outcome) == sorted((r["Name"], int(Decimal(r["Duration(us)"]) * US)) for r in kept)
+    partial = damaged[damaged.rfind(b"\n") + 1:]
+    if partial.strip():  # a row cut short is left out and said so
+        assert _lossy_about(outcome, target)
+
+
+@FUZZ
+@given(row=st.integers(0, 4), column=st.sampled_from(["Start Time(us)", "Duration(us)"]),
+       value=st.one_of(st.decimals(0, 10**7, places=3, allow_nan=False).map(lambda d: str(d).encode()),
+                       st.sampled_from(BAD_NUMBERS)))
+def test_kernel_details_time_replaced_is_read_exactly_or_reported(row: int, column: str, value: bytes,
+                                                                  tmp_path: Path) -> None:
+    original = (MIN / KERNELS).read_bytes()
+    lines = original.split(b"\r\n")
+    header = lines[0].decode().split(",")
+    cells = lines[row + 1].split(b",")
+    cells[header.index(column)] = value + (b"\t" if column.startswith("Start") else b"")
+    lines[row + 1] = b",".join(cells)
+    damaged = b"\r\n".join(lines)
+    folder, target = _damaged_copy(tmp_path, damaged)
+    outcome = read_damaged(folder)
+    names = [r["Name"] for r in _kernel_rows(original)]
+    text = value.decode(errors="replace")
+    try:
+        number: Decimal | None = Decimal(text)
+    except ArithmeticError:
+        number = None
+    plain = number is not None and number.is_finite() and 0 <= number <= 10**7 and text == text.strip()
+    if plain and "e" in text.lower():
+        return  # an exponent form of a valid time: either reading is fair
+    if not plain:  # never a valid time: an error or a lossy ledger row names the file, nothing changes in silence
+        assert _lossy_about(outcome, target), (value, outcome.errors, outcome.health)
+        return
+    execs = outcome.tables["device_exec"]
+    got = dict(zip(execs.column("name").to_pylist(),
+                   execs.column("start_ns" if column.startswith("Start") else "dur_ns").to_pylist()))
+    assert set(got) == set(names)
+    assert got[names[row]] == int(number * US)
