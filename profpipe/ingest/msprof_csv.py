@@ -3,7 +3,11 @@
 * `op_summary_*.csv` (era D `device_N/summary/`, era E `mindstudio_profiler_output/`) and era F's
   `ASCEND_PROFILER_OUTPUT/kernel_details.csv` (the same task rows under other column names): one
   row per task: device_exec rows, and task_desc rows that give each op its type and task type
-  (formats-ascend-minddata.md §2.10).
+  (formats-ascend-minddata.md §2.10). kernel_details (MindSpore 2.5+, torch_npu; formats-ascend-today.md §2.1):
+  its rows of core HCCL / COMMUNICATION are whole HCCL ops (N/A ids), device_exec kind 'sync' without an op;
+  every other row is an op's task (DSA_SQE and Level0's N/A cores included); Level0's 8 columns have no task or
+  stream ids (no task_desc then); columns are found by name (S2's leading Device_id); Model ID 4294967295 is no
+  model (task_desc.graph_id null).
 * `step_trace_*.csv`: one row per iteration: step points, with `(Reduce Start, Reduce Duration)`
   column pairs as communication spans. Rows of model 4294967295 are MindSpore's own step
   markers, not iterations, and are skipped.

@@ -1,11 +1,11 @@
-"""Stage 2, ingest: msprof exports (Ascend eras D, E and F, MindSpore 2.0+) -> normalized tables.
+"""Stage 2, ingest: msprof exports (Ascend eras D, E and F: MindSpore 2.0+, torch_npu) -> normalized tables.
 
 One source is one era D `PROF_*/device_N` folder with msprof's `summary/` CSVs and/or `timeline/`
 Chrome-trace arrays, named `<kind>_<device>_<model>_<iteration>.csv|json`, or one era E `PROF_*`
 folder whose `mindstudio_profiler_output/` holds `<kind>_<timestamp>.csv|json` (the newest of
-each kind is read), or one era F `*_ascend_ms` folder (MindSpore 2.5+: its
-`ASCEND_PROFILER_OUTPUT/kernel_details.csv` and `trace_view.json`); shared/reference/
-formats-ascend-minddata.md §1.2, §1.3, §2.8, §2.10. The summary CSVs, where present, give the
+each kind is read), or one era F result folder (MindSpore 2.5+ `*_ascend_ms`, torch_npu's text export
+`*_ascend_pt`, found by what they hold: its `ASCEND_PROFILER_OUTPUT/kernel_details.csv` and `trace_view.json`);
+shared/reference/formats-ascend-minddata.md §1.2, §1.3, §2.8, §2.10 and formats-ascend-today.md §2 (torch_npu). The summary CSVs, where present, give the
 device tasks with their op types (`op_summary`, `kernel_details`) and the steps (`step_trace`),
 see msprof_csv; their AI Core PMU metric columns and the `l2_cache`, `hbm` / `ddr` and `pcie` summaries
 beside them (era D `summary/`, era E `mindstudio_profiler_output/`, era F's copies) give
@@ -18,11 +18,19 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
   vector / mix tasks are op executions (kind 'task'), notify, event and memcpy tasks of the
   runtime and HCCL are kind 'sync' without an op;
 * "Iteration N" events (FP Start, BP End, Iteration End) and "Reduce_N_k" spans -> step_point;
-  era F: the "ProfilerStep#N" spans of the "MindSpore" process (Profiler.step()) -> step_point,
-  with the step's first op task as FP point and no BP point;
+  era F: the "ProfilerStep#N" spans of the "MindSpore" process (Profiler.step()) or of torch_npu's "Python"
+  process -> step_point, with the step's first op task as FP point and no BP point; torch_npu's steps also get
+  device_step_start / device_step_end, the first start and last end of the op tasks and HCCL ops starting in the
+  span (msprof-analyze's step window: the step_overlap mart measures the step there);
 * era F "CPU OP" process events -> host_op (side Host);
-* era F (MindSpore 2.6+, with_stack) "python_function" events of the "MindSpore" process -> python_frame (no ids:
-  each frame's parent is the innermost frame that holds it on its thread, python_frames.py);
+* era F torch_npu "Python" cpu_op events -> host_op (side Host, category cpu_op: op_index and parent_index by
+  Kineto's nesting rule, nesting.py; Call stack, Input Dims, Input type in Kineto's forms); its `torch_to_npu` flows
+  (id = the launched task's start in ns) give each task of kernel_details the op_index of the op that launched it;
+  "CANN" events (AscendCL, Node@launch, Hccl, Runtime) -> host_api (category cann_<level>, correlation =
+  connection_id);
+* era F "python_function" events (with_stack) -> python_frame: MindSpore 2.6+'s (process "MindSpore", no ids:
+  each frame's parent is the innermost frame that holds it on its thread, python_frames.py), torch_npu's (process
+  "Python", Python id / parent id as Kineto's; the root frame names itself as parent);
 * MSTX / msproftx ranges and marks (msprof_tx_*.csv, else the tx events of msprof_*.json, else msprof_tx_*.json,
   else, when the export holds no marker, the raw PROF_*/host/data/*.additional.msproftx.slice_N: msproftx_raw;
   era F: the msprof_tx_*.csv of its PROF_*/mindstudio_profiler_output where data_simplification left it, else
@@ -31,7 +39,11 @@ column-wise (`ts` and `dur` as exact decimals: era F writes epoch µs as strings
   category 'marker'), see msprof_tx; with --step-range-name NAME (Source.step_range) the host ranges named NAME
   replace the step_trace steps;
 * "HCCL" plane tasks -> comm_task, each under the communication op (thread "Communication
-  Kernel") whose span holds it; the op's n-th span in time is its execution ("iteration") n.
+  Kernel"; torch_npu: "Group <k> Communication") whose span holds it; the op's n-th span in time is its execution
+  ("iteration") n.
+
+Not read (no table fits them yet): trace_view's counters (AI Core Freq, NPU MEM, HBM, LLC, QoS, Acc PMU, Stars Soc
+Info), its Overlap Analysis process (the step_overlap mart recomputes it), the enqueue/dequeue and fwdbwd flows.
 
 Times are µs on the host CLOCK_MONOTONIC_RAW timeline (era F: Unix epoch); they become ns on that
 clock. One model
