@@ -179,8 +179,27 @@ def test_memory_files(analysed, rank: int) -> None:
     pta = max(Decimal(r["Total Reserved(MB)"]) for r in records if r["Component"] == "PTA")
     assert _query(analysed, "SELECT count(*), max(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record "
                             "WHERE rank = ?", rank) == [(len(records), int(pta * 2**20))]
-    assert _query(analysed, "SELECT count(*) FROM l2_cache_task WHERE rank = ?", rank) == [
-        (len(_rows(rank, "l2_cache.csv")),)]
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_pmu_and_l2_cache(analysed, rank: int) -> None:
+    """kernel_details' PMU columns -> device_exec_metric (N/A cells of DSA_SQE and comm rows give none; µs -> ns);
+    l2_cache.csv's rows are kernel_details' tasks (formats-ascend-today.md §4.9)."""
+    kernels = _rows(rank, "kernel_details.csv")
+    measured = [r for r in kernels if r["aicore_time(us)"] != "N/A"]
+    metrics = [c for c in kernels[0] if c[:3] in ("aic", "aiv", "cub")]
+    assert _query(analysed, "SELECT count(*) FROM device_exec_metric WHERE rank = ?", rank) == [
+        (len(measured) * len(metrics),)]
+    first = measured[0]
+    got = dict(_query(analysed, "SELECT core || '_' || metric, value FROM device_exec_metric WHERE rank = ? AND "
+                                "start_ns = ? AND metric IN ('mac_ratio', 'vec_time')", rank,
+                      int(Decimal(first["Start Time(us)"].strip()) * US)))
+    assert got == pytest.approx({"aic_mac_ratio": float(first["aic_mac_ratio"]),
+                                 "aiv_vec_time": float(Decimal(first["aiv_vec_time(us)"]) * US)})
+    l2 = _rows(rank, "l2_cache.csv")
+    assert _query(analysed, "SELECT count(*), count(*) FILTER (WHERE e.name = l.op_name) FROM l2_cache_task l "
+                            "JOIN device_exec e ON e.rank = l.rank AND e.stream_id = l.stream_id "
+                            "AND e.task_id = l.task_id WHERE l.rank = ?", rank) == [(len(l2), len(l2))]
 
 
 # --- the hand-made fixture ----------------------------------------------------------------------------------------
@@ -296,3 +315,50 @@ def test_kernel_details_time_replaced_is_read_exactly_or_reported(row: int, colu
                    execs.column("start_ns" if column.startswith("Start") else "dur_ns").to_pylist()))
     assert set(got) == set(names)
     assert got[names[row]] == int(number * US)
+
+
+def _rewritten(tmp_path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    """A copy of the fixture whose kernel_details.csv holds `rows` under `header` (CRLF; the cells as given: the
+    starts keep their tab)."""
+    folder, target = _damaged_copy(tmp_path, b"")
+    with open(target, "w", newline="") as handle:
+        csv.writer(handle, lineterminator="\r\n").writerows([header, *rows])
+    return folder
+
+
+def test_level0_kernel_details_without_ids_or_types(tmp_path: Path) -> None:
+    """Level0's 8 columns: Type N/A everywhere, Accelerator Core N/A but on comm rows, no task or stream ids."""
+    rows = _kernel_rows((MIN / KERNELS).read_bytes())
+    header = ["Step Id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
+              "Block Dim"]
+    folder = _rewritten(tmp_path, header, [
+        [r["Step Id"], r["Name"], "N/A", "HCCL" if r["Accelerator Core"] == "HCCL" else "N/A", r["Start Time(us)"],
+         r["Duration(us)"], r["Wait Time(us)"], "0"] for r in rows])
+    outcome = read_damaged(folder)
+    assert not outcome.lossy, outcome.health
+    execs = outcome.tables["device_exec"]
+    assert sorted(zip(execs.column("name").to_pylist(), execs.column("kind").to_pylist(),
+                      execs.column("dur_ns").to_pylist())) == sorted(
+        (r["Name"], "sync" if r["Accelerator Core"] == "HCCL" else "task", int(Decimal(r["Duration(us)"]) * US))
+        for r in rows)
+    assert outcome.rows("task_desc") == 0
+
+
+def test_device_id_column_communication_core_and_mix_aic(tmp_path: Path) -> None:
+    """torch_npu 2.7's kernel_details: a Device_id column after Step Id, comm rows of core COMMUNICATION, MIX_AIC."""
+    rows = _kernel_rows((MIN / KERNELS).read_bytes())
+    header = list(rows[0])
+    renamed = {"HCCL": "COMMUNICATION", "AI_CORE": "MIX_AIC"}
+    folder = _rewritten(tmp_path, [header[0], "Device_id", *header[1:]], [
+        [r[header[0]], "0", *[renamed.get(r[c], r[c]) if c == "Accelerator Core" else r[c] for c in header[1:]]]
+        for r in rows])
+    outcome = read_damaged(folder)
+    assert not outcome.lossy, outcome.health
+    execs = outcome.tables["device_exec"]
+    assert sorted(zip(execs.column("name").to_pylist(), execs.column("kind").to_pylist())) == sorted(
+        (r["Name"], "sync" if r["Accelerator Core"] == "HCCL" else "task") for r in rows)
+    tasks = outcome.tables["task_desc"]
+    assert sorted(zip(tasks.column("op_name").to_pylist(), tasks.column("task_type").to_pylist(),
+                      tasks.column("graph_id").to_pylist())) == sorted(
+        (r["Name"], renamed.get(r["Accelerator Core"], r["Accelerator Core"]), None) for r in rows
+        if r["Accelerator Core"] != "HCCL")
