@@ -166,6 +166,14 @@ def test_hccl_ops_and_their_tasks(analysed, rank: int) -> None:
     # an op's span over its tasks is the op itself (kernel_details rounds its start and length to 0.001 µs)
     assert all(abs(_us(ops[name]) - comm[name]) <= Decimal("0.002") for name in comm)
     assert _query(analysed, "SELECT count(*), count(iteration) FROM comm_task WHERE rank = ?", rank) == [(296, 296)]
+    # each HCCL op is linked to the op that launched it (torch_to_npu), whose device time operator_details gives
+    launched = _query(analysed, "SELECT h.op_name, sum(e.dur_ns) FROM device_exec e JOIN host_op h ON h.rank = e.rank "
+                                "AND h.op_index = e.op_index WHERE e.rank = ? AND e.kind = 'sync' GROUP BY ALL", rank)
+    device = {}
+    for row in _rows(rank, "operator_details.csv"):
+        device[row["Name"]] = device.get(row["Name"], Decimal(0)) + Decimal(row["Device Self Duration(us)"])
+    assert [name for name, _ in launched] == ["HcclAllreduce"]
+    assert abs(_us(launched[0][1]) - device["HcclAllreduce"]) <= Decimal("0.01")
 
 
 @pytest.mark.parametrize("rank", RANKS)

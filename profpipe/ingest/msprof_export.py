@@ -379,13 +379,15 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
 
 def _link_launches(con: duckdb.DuckDBPyConnection, execs: pa.Table) -> pa.Table:
     """`execs` (device_exec of the task CSV) with the op_index (and as external_id) of the torch_npu cpu_op whose
-    torch_to_npu flow names the task's start (table torch_launches of _TORCH_NESTING_SQL); null where no flow does
-    (MindSpore, msprof)."""
+    torch_to_npu flow names the task's start (table torch_launches of _TORCH_NESTING_SQL), to the ns: kernel_details
+    rounds the start of a whole HCCL op 1 ns away from the trace's (1736408883732241.563 against .564); null where
+    no flow does (MindSpore, msprof)."""
     launches = con.sql("SELECT DISTINCT ON (call_id) call_id::BIGINT AS start_ns, op_index::BIGINT AS op_index "
                        "FROM torch_launches WHERE op_index >= 0 ORDER BY call_id, op_index DESC").pl()
     if not launches.height:
         return execs
-    return (pl.from_arrow(execs).with_row_index("__row").join(launches, on="start_ns", how="left")
+    return (pl.from_arrow(execs).with_row_index("__row").sort("start_ns")
+            .join_asof(launches.sort("start_ns"), on="start_ns", strategy="nearest", tolerance=1)
             .with_columns(pl.col("op_index").alias("external_id")).sort("__row").drop("__row").to_arrow())
 
 
