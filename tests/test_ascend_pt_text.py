@@ -7,6 +7,7 @@
   communication and free within 0.03 µs (the tool sums trace_view's Overlap Analysis events made from float µs,
   profpipe merges kernel_details' rounded durations: formats-ascend-today.md §4.4 finds ≤0.03 µs), bubble exactly,
   stage and preparing within 0.25 µs (the tool's float quantisation at 1.7e15 µs);
+* api_statistic.csv: per (level, API name) the count and total time of the CANN calls (host_api), within 0.01 µs;
 * counts: device_exec = kernel_details rows, compute tasks = ΣCount of op_statistic, host cpu_ops = operator_details
   rows + 1 (ProfilerStep#N), Python frames = python_function events, every compute task linked to the op that
   launched it (torch_to_npu), HCCL tasks all under their op, memory rows in MB = 2^20 B;
@@ -155,6 +156,18 @@ def test_counts_against_the_files(analysed, rank: int) -> None:
     cann = sum(1 for e in trace if e.get("ph") == "X" and e["pid"] == next(
         m["pid"] for m in trace if m.get("name") == "process_name" and m["args"]["name"] == "CANN"))
     assert _query(analysed, "SELECT count(*) FROM host_api WHERE rank = ?", rank) == [(cann,)]
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_host_api_against_api_statistic(analysed, rank: int) -> None:
+    """api_statistic.csv = the CANN calls grouped by level and the name after '@' (formats-ascend-today.md §4.9)."""
+    expected = {(r["Level"], r["API Name"]): (int(r["Count"]), Decimal(r["Time(us)"]))
+                for r in _rows(rank, "api_statistic.csv")}
+    got = {(category.removeprefix("cann_"), name): (count, _us(total)) for category, name, count, total in _query(
+        analysed, "SELECT category, split_part(name, '@', 2), count(*), sum(dur_ns) FROM host_api WHERE rank = ? "
+                  "GROUP BY ALL", rank)}
+    assert got.keys() == expected.keys()
+    assert all(got[k][0] == expected[k][0] and abs(got[k][1] - expected[k][1]) <= Decimal("0.01") for k in expected)
 
 
 @pytest.mark.parametrize("rank", RANKS)
