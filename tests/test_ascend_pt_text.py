@@ -261,6 +261,10 @@ def test_fixture_reads_as_its_step_trace_time(tmp_path: Path) -> None:
     assert _query(result, "SELECT count(*), sum(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record") == [
         (3, 1452 * 2**20)]
     assert _query(result, "SELECT count(*) FROM host_api") == [(2,)]
+    assert _query(result, "SELECT DISTINCT framework FROM run_info") == [("pytorch",)]
+    assert _query(result, "SELECT component, owner, bytes, release_ns - alloc_ns FROM memory_block ORDER BY alloc_ns") == [
+        ("PTA", "aten::empty_strided", int(Decimal("18816.5") * 1024), None),
+        ("PTA", "aten::_convolution", int(Decimal("25009.5") * 1024), 430_000)]
 
 
 def _rows_of(path: Path) -> list[dict[str, str]]:
@@ -383,3 +387,60 @@ def test_device_id_column_communication_core_and_mix_aic(tmp_path: Path) -> None
                       tasks.column("graph_id").to_pylist())) == sorted(
         (r["Name"], renamed.get(r["Accelerator Core"], r["Accelerator Core"]), None) for r in rows
         if r["Accelerator Core"] != "HCCL")
+
+
+TRACE = Path("rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json")
+MODULES = Path("rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/npu_module_mem.csv")
+
+
+def _copy_with(tmp_path: Path, relative: Path, data: bytes) -> tuple[Path, Path]:
+    folder, _ = _damaged_copy(tmp_path, (MIN / KERNELS).read_bytes())
+    (folder / relative).write_bytes(data)
+    return folder, folder / relative
+
+
+@FUZZ
+@given(op=st.integers(0, 5), key=st.sampled_from(["ts", "dur"]),
+       value=st.one_of(st.decimals(0, 10**6, places=3, allow_nan=False).map(str),
+                       st.sampled_from(["nan", "-1", "1e400", "abc", "", "99999999999999999999999"])))
+def test_trace_cpu_op_time_replaced_is_read_exactly_or_reported(op: int, key: str, value: str, tmp_path: Path) -> None:
+    """A torch_npu cpu_op's ts (a string of µs) or dur (a number) replaced: a plain decimal is read exactly into
+    host_op; anything else is left out with a ledger row naming the trace, never read as another number."""
+    events = json.loads((MIN / TRACE).read_text())
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    target_op = ops[op]
+    name = target_op["name"]
+    target_op[key] = value if key == "ts" else ("__RAW__" + value)
+    text = json.dumps(events).replace(f'"__RAW__{value}"', value if value not in ("", "abc") else json.dumps(value))
+    folder, target = _copy_with(tmp_path, TRACE, text.encode())
+    outcome = read_damaged(folder)
+    try:
+        number: Decimal | None = Decimal(value)
+    except ArithmeticError:
+        number = None
+    plain = number is not None and number.is_finite() and 0 <= number <= 10**6 and "e" not in value.lower()
+    hosts = outcome.tables.get("host_op")
+    rows = [] if hosts is None else [r for r in hosts.to_pylist() if r["op_name"] == name and r["category"] == "cpu_op"]
+    if plain:
+        assert len(rows) == 1
+        assert rows[0]["start_ns" if key == "ts" else "dur_ns"] == int(number * US)
+    else:
+        assert rows == [] and _lossy_about(outcome, target), (value, outcome.errors, outcome.health)
+
+
+@FUZZ
+@given(data=st.data())
+def test_npu_module_mem_cut_at_any_byte_keeps_its_complete_rows(data: st.DataObject, tmp_path: Path) -> None:
+    original = (MIN / MODULES).read_bytes()
+    damaged = data.draw(truncations(original))
+    folder, target = _copy_with(tmp_path, MODULES, damaged)
+    outcome = read_damaged(folder)
+    complete = damaged[:damaged.rfind(b"\n") + 1].decode()
+    kept = [(r["Component"], int(Decimal(r["Total Reserved(MB)"]) * 2**20))
+            for r in csv.DictReader(complete.splitlines())]
+    modules = outcome.tables.get("memory_module")
+    got = [] if modules is None else list(zip(modules.column("component").to_pylist(),
+                                              modules.column("reserved_bytes").to_pylist()))
+    assert sorted(got) == sorted(kept)
+    if damaged[damaged.rfind(b"\n") + 1:].strip() or (damaged and b"\n" not in damaged):
+        assert _lossy_about(outcome, target)

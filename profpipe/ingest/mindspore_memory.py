@@ -26,8 +26,8 @@ formats from shared/reference/formats-mindspore-extras.md §2 and MindSpore's me
 * `ms_operator` (`operator_memory_<r>.csv`, 2.3-2.4 flat folder) / `output_operator`
   (`ASCEND_PROFILER_OUTPUT/operator_memory.csv`; the copy first): MindSpore's operator memory blocks,
   2.3-2.4 columns (Duration, MB = bytes / 2^20, a trailing comma) or 2.5+ columns (Release Time, Active,
-  `N/A`) -> memory_block (component MindSpore); `msprof:operator_memory`: CANN's blocks (KB) -> memory_block
-  (component CANN).
+  `N/A`) -> memory_block (component MindSpore; torch_npu's copy, told by its profiler_info JSON: component PTA);
+  `msprof:operator_memory`: CANN's blocks (KB) -> memory_block (component CANN).
 
 Times are read as exact decimals (units.py) and are Unix-epoch ns (MindSpore merges msprof's memory rows
 with its own epoch rows, so the files share that clock); sizes become whole bytes from the exact decimal
@@ -60,8 +60,8 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from . import memory_usage_pb, memory_usage_tlv
-from .lines import RowCheck, drop_checked, drop_rows, iter_csv_frames
-from .run_info import run_info
+from .lines import RowCheck, drop_checked, drop_rows, iter_csv_frames, load_json
+from .run_info import ascend_framework, run_info
 from .units import MAX_NS, scaled_decimal
 
 T = TypeVar("T")
@@ -76,7 +76,9 @@ GRAPH_END = 4294967295
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the memory tables of one rank's profiler folder."""
-    yield "run_info", run_info(source, device_type=source.device_type, framework="mindspore", layout="memory",
+    info = source.directory / f"profiler_info_{source.rank}.json"
+    framework = ascend_framework(load_json(info, "a profiler_info JSON") if info.is_file() else None)
+    yield "run_info", run_info(source, device_type=source.device_type, framework=framework, layout="memory",
                                **epoch_clock())
     files = source.slices
     tlv = [usage for path in files.get("fwk_memory_usage", [])[:1]
@@ -100,7 +102,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         parts = [usage[0] for usage in tlv]
     else:
         operator = _first_of(files, "output_operator", "ms_operator", warn)
-        parts = [_guarded(warn, path, "memory_block", _operator) for path in operator]
+        component = "PTA" if framework == "pytorch" else "MindSpore"  # torch_npu's allocator is its PTA component
+        parts = [_guarded(warn, path, "memory_block", lambda p, w: _operator(p, w, component)) for path in operator]
     parts += [_guarded(warn, path, "memory_block", _operator) for path in files.get("msprof:operator_memory", [])]
     yield from _table("memory_block", parts)
     for path in files.get("ms_usage", []):
@@ -345,12 +348,15 @@ def _header(path: Path, what: str) -> list[str]:
     return next(iter_csv_frames(path, None, null_values=["N/A", ""], what=what, chunk_bytes=1 << 16)).columns
 
 
-def _operator(path: Path, warn: Warn) -> pl.DataFrame:
+def _operator(path: Path, warn: Warn, framework_component: str = "MindSpore") -> pl.DataFrame:
+    """memory_block rows of an operator_memory CSV; its blocks are the framework's (`framework_component`: MindSpore
+    or torch_npu's PTA) unless the dialect says CANN."""
     header = _header(path, "an operator_memory CSV")
     dialect = next((d for key, d in _OPERATOR.items() if key in header), None)
     if dialect is None:
         raise InputError(path, "not an operator_memory CSV (no Allocation Total Allocated column)", line=1)
     component, unit, columns = dialect
+    component = framework_component if component == "MindSpore" else component
     frame = _text(path, warn, "memory_block", {"owner": "Name", "bytes": "Size(KB)", "alloc_ns": "Allocation Time(us)",
                                                **columns}, ["owner", "bytes", "alloc_ns"],
                   f"{component}'s operator_memory CSV")

@@ -70,7 +70,7 @@ from ..clocks import msprof_clock, msprof_local_time
 from .lines import MAX_NS, load_json, required_columns
 from .nesting import nest
 from .python_frames import PYTHON_FRAME_SQL, resolve_frames
-from .run_info import run_info
+from .run_info import ascend_framework, run_info
 from .scratch import memory_database
 
 _COLUMNS = {"name": "VARCHAR", "pid": "VARCHAR", "tid": "VARCHAR", "ts": "VARCHAR", "dur": "VARCHAR",
@@ -370,9 +370,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         steps = msprof_tx.steps_of_markers(markers, op_tasks, steps, source.step_range, warn, source.directory)
     if steps is not None:
         yield "step_point", steps
-    torch_npu = isinstance(metadata.get("config"), dict) and "common_config" in metadata["config"]
-    yield "run_info", run_info(source, device_type="ascend", framework="pytorch" if torch_npu else "mindspore",
-                               layout=source.layout,
+    yield "run_info", run_info(source, device_type="ascend", framework=ascend_framework(metadata), layout=source.layout,
                                metadata_json=json.dumps(metadata) if metadata else None,
                                **{k: v for k, v in clock.items() if k != "local_time"})
 

@@ -19,3 +19,10 @@ def run_info(source: Source, *, device_type: str, framework: str, layout: str, c
         "layout": [layout], "source_dir": [str(source.directory)], "clock": [clock],
         **{name: [value] for name, value in columns.items()},
     })
+
+
+def ascend_framework(profiler_info: object) -> str:
+    """The framework that wrote an Ascend result folder (formats-ascend-today.md §1), from its profiler_info JSON:
+    'pytorch' for torch_npu's (a config with common_config), else 'mindspore'."""
+    config = profiler_info.get("config") if isinstance(profiler_info, dict) else None
+    return "pytorch" if isinstance(config, dict) and "common_config" in config else "mindspore"
