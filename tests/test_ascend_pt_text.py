@@ -238,6 +238,8 @@ def _kernel_rows(data: bytes) -> list[dict[str, str]]:
 def test_fixture_reads_as_its_step_trace_time(tmp_path: Path) -> None:
     result = run(MIN, tmp_path / "out")
     assert result.exit_code == EXIT_COMPLETE and result.skipped == []
+    with duckdb.connect(str(result.output / "profile.duckdb"), read_only=True) as con:
+        assert check_models(con) == []
     row = _rows_of(MIN / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")[0]
     got = _query(result, "SELECT step, computation_ns, pure_communication_ns, overlapped_communication_ns, "
                          "communication_ns, free_ns, total_ns - bubble_ns, bubble_ns, preparing_ns FROM step_overlap")
