@@ -33,7 +33,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, realdata, run
-from fuzzing import BAD_NUMBERS, FUZZ, ReadOutcome, read_damaged, truncations
+from fuzzing import BAD_NUMBERS, FUZZ, ReadOutcome, byte_flips, read_damaged, truncations
+from profpipe.ingest.lines import MAX_NS
 from profpipe.errors import EXIT_COMPLETE
 from profpipe.health import LOSSY_ACTIONS
 from profpipe.model_checks import check_models
@@ -446,3 +447,21 @@ def test_npu_module_mem_cut_at_any_byte_keeps_its_complete_rows(data: st.DataObj
     assert sorted(got) == sorted(kept)
     if damaged[damaged.rfind(b"\n") + 1:].strip() or (damaged and b"\n" not in damaged):
         assert _lossy_about(outcome, target)
+
+
+@pytest.mark.parametrize("relative", [KERNELS, TRACE, MODULES], ids=["kernel_details", "trace_view", "npu_module_mem"])
+@FUZZ
+@given(data=st.data())
+def test_bytes_flipped_in_a_torch_npu_file(relative: Path, data: st.DataObject, tmp_path: Path) -> None:
+    """Any bytes of kernel_details.csv, trace_view.json or npu_module_mem.csv flipped: no traceback (read_damaged), no
+    negative or out-of-range time, and no more rows than the file holds."""
+    original = (MIN / relative).read_bytes()
+    folder, _ = _copy_with(tmp_path, relative, data.draw(byte_flips(original)))
+    outcome = read_damaged(folder)
+    for table in ("device_exec", "host_op", "comm_task", "python_frame", "host_api"):
+        if table in outcome.tables:
+            times = outcome.tables[table]
+            assert all(d is None or 0 <= d <= MAX_NS for d in times.column("dur_ns").to_pylist())
+            assert all(t is None or 0 <= t <= MAX_NS for t in times.column("start_ns").to_pylist())
+    assert outcome.rows("device_exec") <= len(_kernel_rows((MIN / KERNELS).read_bytes()))
+    assert outcome.rows("memory_module") <= 3
