@@ -114,6 +114,8 @@ def test_step_overlap_equals_step_trace_time(analysed, rank: int) -> None:
         for column, ns in close.items():
             assert abs(_us(ns) - Decimal(row[column])) <= Decimal("0.03"), column
         assert _us(bubble) == Decimal(row["Bubble"]) == 0
+        assert abs(_us(not_overlapped - bubble)
+                   - Decimal(row["Communication(Not Overlapped and Exclude Receive)"])) <= Decimal("0.03")
         assert abs(_us(stage) - Decimal(row["Stage"])) <= Decimal("0.25")
         assert abs(_us(preparing) - Decimal(row["Preparing"])) <= Decimal("0.25")
         # invariants: the window is computation, communication not hidden and free time; no Receive op here
