@@ -162,6 +162,20 @@ def test_counts_against_the_files(analysed, rank: int) -> None:
 
 
 @pytest.mark.parametrize("rank", RANKS)
+def test_task_shapes_types_and_formats(analysed, rank: int) -> None:
+    """kernel_details' Input/Output Shapes, Data Types and Formats of each compute task, quotes removed, in task_desc."""
+    columns = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+               "Output Formats"]
+    expected = {(r["Name"], int(r["Task ID"]), int(r["Stream ID"])):
+                tuple(None if r[c] == "N/A" else r[c].strip('"') for c in columns)
+                for r in _rows(rank, "kernel_details.csv") if r["Accelerator Core"] != "HCCL"}
+    got = {(name, task, stream): tuple(rest) for name, task, stream, *rest in _query(
+        analysed, "SELECT op_name, task_id, stream_id, input_shapes, input_types, input_formats, output_shapes, "
+                  "output_types, output_formats FROM task_desc WHERE rank = ?", rank)}
+    assert got == expected
+
+
+@pytest.mark.parametrize("rank", RANKS)
 def test_host_api_against_api_statistic(analysed, rank: int) -> None:
     """api_statistic.csv = the CANN calls grouped by level and the name after '@' (formats-ascend-today.md §4.9)."""
     expected = {(r["Level"], r["API Name"]): (int(r["Count"]), Decimal(r["Time(us)"]))

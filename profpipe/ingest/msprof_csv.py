@@ -7,7 +7,8 @@
   its rows of core HCCL / COMMUNICATION are whole HCCL ops (N/A ids), device_exec kind 'sync' without an op;
   every other row is an op's task (DSA_SQE and Level0's N/A cores included); Level0's 8 columns have no task or
   stream ids (no task_desc then); columns are found by name (S2's leading Device_id); Model ID 4294967295 is no
-  model (task_desc.graph_id null).
+  model (task_desc.graph_id null). Both CSVs' Input/Output Shapes, Data Types and Formats go to task_desc (the
+  first execution of a task's op, as its op type).
 * `step_trace_*.csv`: one row per iteration: step points, with `(Reduce Start, Reduce Duration)`
   column pairs as communication spans. Rows of model 4294967295 are MindSpore's own step
   markers, not iterations, and are skipped.
@@ -155,6 +156,22 @@ KERNEL_DETAILS_COLUMNS = {"task_id": "Task ID", "stream_id": "Stream ID", "name"
                           "block_dim": "Block Dim", "model": "Model ID"}
 
 
+#: The tensor description columns of both task CSVs (task_desc's input_shapes ... output_formats), where present.
+TENSOR_COLUMNS = {"input_shapes": "Input Shapes", "input_types": "Input Data Types", "input_formats": "Input Formats",
+                  "output_shapes": "Output Shapes", "output_types": "Output Data Types",
+                  "output_formats": "Output Formats"}
+
+
+def _tensor_column(header: list[str], ours: str) -> pl.Expr:
+    """A tensor description column as its text without the quotes kernel_details triples around each cell (a cell
+    written as three quotes, 32,64, three quotes reads as "32,64"), held categorical (a few distinct values over many
+    rows); null where the file has no such column."""
+    theirs = TENSOR_COLUMNS[ours]
+    if theirs not in header:
+        return pl.lit(None, pl.Categorical).alias(ours)
+    return pl.col(theirs).str.strip_chars().str.strip_chars('"').cast(pl.Categorical).alias(ours)
+
+
 def read_op_summary(paths: list[Path], names: dict[str, str],
                     warn: Warn) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(device_exec rows, task_desc rows, device_exec_metric rows) of task CSVs whose columns are called
@@ -175,7 +192,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
             _typed_int(c[key]) if c[key] in header else  # kernel_details at Level0: no task or stream ids
             [pl.lit(None, pl.Int64).alias(c[key]), pl.lit(None, pl.String).alias(f"{c[key]}__bad")])]
         return [pl.col(c["name"], c["op_type"], c["task_type"]), *ids, *_typed_us(c["start"]), *_typed_us(c["duration"]),
-                *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header]]
+                *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header],
+                *[_tensor_column(header, ours) for ours in TENSOR_COLUMNS]]
 
     ids_optional = c is KERNEL_DETAILS_COLUMNS
     frame, long = _read(paths, [*([] if ids_optional else [c["task_id"], c["stream_id"]]), c["name"], c["op_type"],
@@ -209,7 +227,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
     tasks = pl.DataFrame({
         "op_name": frame[c["name"]], "task_id": parsed[c["task_id"]], "stream_id": parsed[c["stream_id"]],
         "block_dim": optional["block_dim"], "graph_id": optional["model"], "op_type": frame[c["op_type"]],
-        "task_type": frame[c["task_type"]], "file": frame["file"], "line": frame["line"],
+        "task_type": frame[c["task_type"]], **{ours: frame[ours].cast(pl.String) for ours in TENSOR_COLUMNS},
+        "file": frame["file"], "line": frame["line"],
     }).filter(is_op)
     del frame, parsed, is_op  # the typed rows: what follows needs only execs and tasks (peak memory)
     execs = execs.sort("start_ns", "stream_id", "task_id")
