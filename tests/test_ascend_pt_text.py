@@ -141,7 +141,8 @@ def test_counts_against_the_files(analysed, rank: int) -> None:
     assert launched == [(tasks,)]  # a task starts after the op that launched it
     operators = _rows(rank, "operator_details.csv")
     cpu_ops = _query(analysed, "SELECT count(*), count(*) FILTER (WHERE op_name LIKE 'ProfilerStep#%'), "
-                               "count(call_stack), count(input_dims) FROM host_op WHERE rank = ? AND category = 'cpu_op'",
+                               "count(call_stack), count(input_dims) FROM host_op "
+                               "WHERE rank = ? AND category = 'cpu_op'",
                      rank)[0]
     trace = json.loads(_output(rank, "trace_view.json").read_text())
     args = [e["args"] for e in trace if e.get("cat") == "cpu_op"]
@@ -163,7 +164,7 @@ def test_counts_against_the_files(analysed, rank: int) -> None:
 
 @pytest.mark.parametrize("rank", RANKS)
 def test_task_shapes_types_and_formats(analysed, rank: int) -> None:
-    """kernel_details' Input/Output Shapes, Data Types and Formats of each compute task, quotes removed, in task_desc."""
+    """kernel_details' Input/Output Shapes, Data Types and Formats of each compute task in task_desc, unquoted."""
     columns = ["Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                "Output Formats"]
     expected = {(r["Name"], int(r["Task ID"]), int(r["Stream ID"])):
@@ -266,7 +267,8 @@ def test_fixture_reads_as_its_step_trace_time(tmp_path: Path) -> None:
     # the comm row is no compute task, DSA_SQE is one; each task is linked to the op that launched it
     assert _query(result, "SELECT e.name, e.kind, h.op_name FROM device_exec e LEFT JOIN host_op h "
                           "ON h.op_index = e.op_index ORDER BY e.start_ns") == [
-        ("Conv2D1", "task", "aten::conv2d"), ("Add1", "task", "aten::add"), ("hcom_allReduce__1_0_1", "sync", "c10d::allreduce_"),
+        ("Conv2D1", "task", "aten::conv2d"), ("Add1", "task", "aten::add"),
+        ("hcom_allReduce__1_0_1", "sync", "c10d::allreduce_"),
         ("aclnnDropoutGenMaskV2_DSAGenBitMask", "task", "aten::dropout"), ("MatMul1", "task", "aten::mm")]
     assert _query(result, "SELECT op_name, parent_index, input_dims, input_types, call_stack FROM host_op "
                           "WHERE op_name = 'aten::conv2d'") == [
@@ -276,12 +278,14 @@ def test_fixture_reads_as_its_step_trace_time(tmp_path: Path) -> None:
         (3, 3, "hcom_allReduce__1_0_1", 4096)]
     assert _query(result, "SELECT name, parent_index FROM python_frame ORDER BY frame_index") == [
         ("<string>(1): <module>", -1), ("main.py(20): train", 0)]
-    assert _query(result, "SELECT max(reserved_bytes), count(*) FROM memory_module") == [(int(Decimal("12.5") * 2**20), 3)]
-    assert _query(result, "SELECT count(*), sum(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record") == [
-        (3, 1452 * 2**20)]
+    assert _query(result, "SELECT max(reserved_bytes), count(*) FROM memory_module") == [
+        (int(Decimal("12.5") * 2**20), 3)]
+    assert _query(result, "SELECT count(*), sum(reserved_bytes) FILTER (WHERE component = 'PTA') "
+                          "FROM memory_record") == [(3, 1452 * 2**20)]
     assert _query(result, "SELECT count(*) FROM host_api") == [(2,)]
     assert _query(result, "SELECT DISTINCT framework FROM run_info") == [("pytorch",)]
-    assert _query(result, "SELECT component, owner, bytes, release_ns - alloc_ns FROM memory_block ORDER BY alloc_ns") == [
+    assert _query(result, "SELECT component, owner, bytes, release_ns - alloc_ns FROM memory_block "
+                          "ORDER BY alloc_ns") == [
         ("PTA", "aten::empty_strided", int(Decimal("18816.5") * 1024), None),
         ("PTA", "aten::_convolution", int(Decimal("25009.5") * 1024), 430_000)]
 

@@ -191,7 +191,8 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
         ids = [e for key in ("stream_id", "task_id") for e in (
             _typed_int(c[key]) if c[key] in header else  # kernel_details at Level0: no task or stream ids
             [pl.lit(None, pl.Int64).alias(c[key]), pl.lit(None, pl.String).alias(f"{c[key]}__bad")])]
-        return [pl.col(c["name"], c["op_type"], c["task_type"]), *ids, *_typed_us(c["start"]), *_typed_us(c["duration"]),
+        return [pl.col(c["name"], c["op_type"], c["task_type"]), *ids, *_typed_us(c["start"]),
+                *_typed_us(c["duration"]),
                 *[pl.col(c[key]).cast(pl.Int64, strict=False) for key in ("block_dim", "model") if c[key] in header],
                 *[_tensor_column(header, ours) for ours in TENSOR_COLUMNS]]
 

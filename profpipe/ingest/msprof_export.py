@@ -197,7 +197,8 @@ SELECT (row_number() OVER (ORDER BY try_cast(tid AS BIGINT), tid, ts_ns, dur_ns 
        'cpu_op' AS category, nullif(regexp_replace(a[1], ';\\s*', ';', 'g'), '') AS call_stack,
        to_json(list_transform(string_split(regexp_replace(a[2], '\\s', '', 'g'), ';'),
                               lambda d: CASE WHEN d = '' THEN []::BIGINT[]
-                                             ELSE try_cast(string_split(d, ',') AS BIGINT[]) END))::VARCHAR AS input_dims,
+                                             ELSE try_cast(string_split(d, ',') AS BIGINT[]) END)
+       )::VARCHAR AS input_dims,
        to_json(string_split(regexp_replace(a[3], ';\\s*', ';', 'g'), ';'))::VARCHAR AS input_types
 FROM ops
 """
@@ -339,8 +340,9 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 nest(con, _TORCH_NESTING_SQL, "torch_parents", "torch_launches")
                 frames = list(_read_frames(con, timelines, warn))
                 yield from frames
-                queries.append(("host_op", _TORCH_HOST_OP_SQL.replace("__FRAME__", "f.op_index" if frames else "NULL::BIGINT")
-                                .replace("__FRAMES__", "LEFT JOIN op_frames f ON f.call_id = o.op_index" if frames else "")))
+                frame_of, join = (("f.op_index", "LEFT JOIN op_frames f ON f.call_id = o.op_index") if frames
+                                  else ("NULL::BIGINT", ""))
+                queries.append(("host_op", _TORCH_HOST_OP_SQL.replace("__FRAME__", frame_of).replace("__FRAMES__", join)))
                 if csv_execs is not None:
                     csv_execs = _link_launches(con, csv_execs)
             for table, sql in queries:
@@ -423,7 +425,8 @@ def _tx_timeline(files: list[Path], warn: Warn) -> pa.Table | None:
 
 
 def _read_frames(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    """python_frame from the MindSpore process's python_function events (with_stack, MindSpore 2.6+)."""
+    """python_frame from the python_function events (with_stack) of MindSpore 2.6+ or torch_npu (_FRAMES_SQL), with
+    the innermost frame each torch_npu op started in (op_frames, for host_op.frame_index)."""
     frames, nameless = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE name IS NULL) FROM events "
         "WHERE process IN ('MindSpore', 'Python') AND cat = 'python_function'").fetchall()[0]
