@@ -335,6 +335,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             queries.append(("host_op", msprof_tx.DEVICE_MARKER_SQL))
         with memory_database() as con:
             _load_events(con, timelines, warn)
+            if not task_csv[0]:  # the device tasks are the timeline's (a task CSV counts its own)
+                _count_zero_length_tasks(con, warn)
             if source.layout == "ascend_era_f":
                 con.execute(_TORCH_OP_SQL)
                 nest(con, _TORCH_NESTING_SQL, "torch_parents", "torch_launches")
@@ -619,7 +621,6 @@ def _load_events(con: duckdb.DuckDBPyConnection, files: list[Path], warn: Warn) 
     _drop_events(con, warn, "dur_ns < 0", "negative_duration", "events with a negative duration")
     _drop_events(con, warn, f"ts_ns NOT BETWEEN 0 AND {MAX_NS} OR dur_ns > {MAX_NS}", "out_of_range",
                  "events with a time or duration out of range")
-    _count_zero_length_tasks(con, warn)
     key = "filename, name, pid, tid, ph, cat, id, args, ts_ns, dur_ns"
     if con.execute(f"SELECT count(*) = count(DISTINCT hash({key})) FROM all_events").fetchall()[0][0]:
         con.execute(_EVENTS_VIEW)
