@@ -10,7 +10,8 @@
 * api_statistic.csv: per (level, API name) the count and total time of the CANN calls (host_api), within 0.01 µs;
 * counts: device_exec = kernel_details rows, compute tasks = ΣCount of op_statistic, host cpu_ops = operator_details
   rows + 1 (ProfilerStep#N), Python frames = python_function events, every compute task linked to the op that
-  launched it (torch_to_npu), HCCL tasks all under their op, memory rows in MB = 2^20 B;
+  launched it (torch_to_npu), HCCL tasks all under their op, memory rows in MB = 2^20 B, memory_record.csv's derived
+  PTA+GE rows recomputed exactly by memory_curve;
 * health: the analysis is complete (exit 0, nothing dropped) and every model's data tests hold.
 
 The same on fixtures/ascend_pt_text_min (fixtures/generators/ascend_pt_text_min.py: its step_trace_time.csv worked
@@ -218,6 +219,12 @@ def test_memory_files(analysed, rank: int) -> None:
     pta = max(Decimal(r["Total Reserved(MB)"]) for r in records if r["Component"] == "PTA")
     assert _query(analysed, "SELECT count(*), max(reserved_bytes) FILTER (WHERE component = 'PTA') FROM memory_record "
                             "WHERE rank = ?", rank) == [(len(records), int(pta * 2**20))]
+    # the PTA+GE rows left out of memory_record are what memory_curve recomputes from the PTA and GE rows, exactly
+    combined = Counter(tuple(int(Decimal(r[c].strip()) * (1000 if c.startswith("Time") else 2**20)) for c in
+                             ("Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)"))
+                       for r in _rows(rank, "memory_record.csv") if r["Component"] == "PTA+GE")
+    assert Counter(_query(analysed, "SELECT ts_ns, allocated_bytes, reserved_bytes, active_bytes FROM memory_curve "
+                                    "WHERE rank = ? AND component = 'PTA+GE'", rank)) == combined
 
 
 @pytest.mark.parametrize("rank", RANKS)

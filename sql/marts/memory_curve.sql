@@ -9,15 +9,17 @@ WITH records AS (  -- component totals; 'ge': MindSpore's memory viewer pairs GE
            last_value(CASE WHEN ge THEN allocated_bytes END IGNORE NULLS) OVER w AS other_ge_allocated,
            last_value(CASE WHEN ge THEN reserved_bytes END IGNORE NULLS) OVER w AS other_ge_reserved,
            last_value(CASE WHEN ge THEN active_bytes END IGNORE NULLS) OVER w AS other_ge_active,
-           bool_or(ge) OVER (PARTITION BY rank, capture) AS has_ge
+           bool_or(ge) OVER (PARTITION BY rank, capture) AS has_ge,
+           -- the framework's side: MindSpore, or torch_npu's PTA
+           coalesce(max(CASE WHEN NOT ge THEN component END) OVER (PARTITION BY rank, capture), 'MindSpore') AS framework
     FROM records
     WHERE component <> 'APP'
     WINDOW w AS (PARTITION BY rank, capture ORDER BY ts_ns, seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 SELECT rank, capture, 'component' AS kind, component, device, ts_ns, seq, allocated_bytes, reserved_bytes, active_bytes
 FROM records
-UNION ALL  -- MindSpore+GE: each row plus the latest row of the other side (0 before there is one)
-SELECT rank, capture, 'component', 'MindSpore+GE', NULL, ts_ns, seq,
+UNION ALL  -- MindSpore+GE (torch_npu: PTA+GE): each row plus the latest row of the other side (0 before there is one)
+SELECT rank, capture, 'component', framework || '+GE', NULL, ts_ns, seq,
        (coalesce(allocated_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_allocated ELSE other_ge_allocated END, 0))::BIGINT,
        (coalesce(reserved_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_reserved ELSE other_ge_reserved END, 0))::BIGINT,
        (coalesce(active_bytes, 0) + coalesce(CASE WHEN ge THEN other_ms_active ELSE other_ge_active END, 0))::BIGINT
