@@ -134,11 +134,21 @@ WITH stacks AS (
     FROM callchains c LEFT JOIN strings s ON s.id = c.stack GROUP BY c.id
 )
 SELECT row_number() OVER (ORDER BY torch.globalTid, torch.start_ns, torch.end_ns DESC, name) - 1 AS op_index,
-       torch.globalTid, torch.globalTid & 4294967295 AS tid, {_string('torch', 'name')} AS name, torch.start_ns,
+       torch.globalTid, torch.globalTid & 4294967295 AS tid, coalesce(torch.name_text, 'string id ' || torch.name) AS name,
+       torch.start_ns,
        torch.end_ns - torch.start_ns AS dur_ns, torch.end_ns, torch.connectionId, st.call_stack,
-       '[[' || replace(replace(s_inputShapes.value, '"', ''), ';', '],[') || ']]' AS input_dims,
-       '["' || replace(s_inputDtypes.value, ';', '","') || '"]' AS input_types
-FROM torch {_join_string('torch', 'name')} {_join_string('torch', 'inputShapes')} {_join_string('torch', 'inputDtypes')}
+       '[' || array_to_string(list_transform(string_split(dims, ';'),
+                                             lambda d: '[' || trim(replace(d, '"', ''), e'\r\n ') || ']'), ',') || ']'
+           AS input_dims,
+       to_json(list_transform(string_split(types, ';'), lambda t: trim(t, e'\r\n ')))::VARCHAR AS input_types
+FROM (SELECT torch.*, s_name.value AS name_text,  -- S1 stores the dims in inputDtypes and the types in inputShapes
+             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\s]*') THEN s_inputShapes.value
+                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\s]*') THEN s_inputDtypes.value END AS dims,
+             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\s]*') THEN s_inputDtypes.value
+                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\s]*') THEN s_inputShapes.value
+                  ELSE s_inputDtypes.value END AS types
+      FROM torch {_join_string('torch', 'name')} {_join_string('torch', 'inputShapes')}
+      {_join_string('torch', 'inputDtypes')}) torch
 LEFT JOIN stacks st ON st.id = torch.callchainId
 WHERE torch.type = {_api_type(_OP_TYPE)}
 """
