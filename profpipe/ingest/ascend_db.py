@@ -142,10 +142,10 @@ SELECT row_number() OVER (ORDER BY torch.globalTid, torch.start_ns, torch.end_ns
            AS input_dims,
        to_json(list_transform(string_split(types, ';'), lambda t: trim(t, e'\r\n ')))::VARCHAR AS input_types
 FROM (SELECT torch.*, s_name.value AS name_text,  -- S1 stores the dims in inputDtypes and the types in inputShapes
-             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\s]*') THEN s_inputShapes.value
-                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\s]*') THEN s_inputDtypes.value END AS dims,
-             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\s]*') THEN s_inputDtypes.value
-                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\s]*') THEN s_inputShapes.value
+             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\\s]*') THEN s_inputShapes.value
+                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\\s]*') THEN s_inputDtypes.value END AS dims,
+             CASE WHEN regexp_full_match(s_inputShapes.value, '[0-9,;"\\s]*') THEN s_inputDtypes.value
+                  WHEN regexp_full_match(s_inputDtypes.value, '[0-9,;"\\s]*') THEN s_inputShapes.value
                   ELSE s_inputDtypes.value END AS types
       FROM torch {_join_string('torch', 'name')} {_join_string('torch', 'inputShapes')}
       {_join_string('torch', 'inputDtypes')}) torch
@@ -423,9 +423,10 @@ def _count_unnamed(con: duckdb.DuckDBPyConnection, path: Path, has_strings: bool
 
 
 def _count_bad_metrics(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
-    """PMU values that are not a non-negative finite number (or none) are left out (_METRIC_SQL skips them)."""
+    """PMU values that are not a non-negative finite number are left out (_METRIC_SQL skips them; those that are no
+    number at all were counted by the copy and read as none: no row, like a missing value)."""
     bad, example = con.execute("SELECT count(*), any_value(value::VARCHAR) FROM pmu "
-                               "WHERE value IS NULL OR NOT isfinite(value) OR value < 0").fetchall()[0]
+                               "WHERE NOT isfinite(value) OR value < 0").fetchall()[0]
     if bad:
         warn(f"{path}: table TASK_PMU_INFO: {bad} PMU values that are not a non-negative finite number; left out",
              check="malformed_record", action="dropped", rows=bad, path=path, example=example,
