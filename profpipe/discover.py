@@ -567,22 +567,25 @@ def _db_facts(path: Path) -> tuple[int, int]:
 
 
 def _supersede_text_by_db(sources: list[Source]) -> None:
-    """A result folder that holds both exports of one capture (newer torch_npu writes the db beside the text
-    files): the db is read and the text sources of that folder and rank (kernel_details / trace_view, memory CSVs)
-    are marked superseded by it; the other way round when the db holds no task (no TASK table, no rows, or not
-    SQLite), since then the text files are the capture."""
-    dbs = [s for s in sources if s.family == "ascend_db" and s.superseded_by is None]
-    texts = [s for s in sources if s.family in ("msprof_export", "mindspore_memory") and s.superseded_by is None]
+    """A result folder whose ASCEND_PROFILER_OUTPUT/ holds a db export (newer torch_npu writes it beside the text
+    files; data_simplification=False keeps the PROF_* job it was made from): the db is read, and the other sources
+    of that folder and below (text export, memory CSVs, raw PROF_* data or its msprof export or msprof db: one
+    capture, whatever rank or device their names say) are marked superseded by it; the other way round when the db
+    holds no task (no TASK table, no rows, or not SQLite): then the text files are the capture."""
+    dbs = [s for s in sources if s.family == "ascend_db" and s.superseded_by is None
+           and s.files["db"].parent.name == "ASCEND_PROFILER_OUTPUT"]
     for db in dbs:
-        same = [t for t in texts if t.directory == db.directory and t.rank == db.rank and t.superseded_by is None]
+        same = [s for s in sources if s is not db and s.superseded_by is None
+                and s.family in ("msprof_export", "mindspore_memory", "ascend_raw", "ascend_db")
+                and (s.directory == db.directory or db.directory in s.directory.parents)]
         if not same:
             continue
         tasks = _db_facts(db.files["db"])[1]
         if tasks > 0:
-            for text in same:
-                text.superseded_by = db.files["db"]
-                text.superseded_why = (f"the db export of the same capture ({tasks} device tasks), which holds "
-                                       "everything the text export was made from")
+            for other in same:
+                other.superseded_by = db.files["db"]
+                other.superseded_why = (f"the db export of the same capture ({tasks} device tasks), which holds "
+                                        "everything the text export and the raw data give")
         else:
             db.superseded_by = _location(same[0])
             db.superseded_why = "the text export of the same capture: the db holds no device task"

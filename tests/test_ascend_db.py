@@ -392,3 +392,20 @@ def _bad_pmu_of_kept(path: Path, lost: set[int]) -> int:
     rows = _sqlite(path, "SELECT globalTaskId FROM TASK_PMU_INFO WHERE typeof(value) NOT IN ('integer', 'real') "
                          "OR value < 0")
     return sum(1 for (g,) in rows if g not in lost)
+
+
+def test_msprof_db_and_the_job_beside_a_torch_db(tmp_path: Path) -> None:
+    """msprof's PROF_*/msprof_<ts>.db is an ascend_db source of its own (rank from RANK_DEVICE_MAP); inside a result
+    folder whose ASCEND_PROFILER_OUTPUT holds the torch_npu db it was made from, it is superseded by that db."""
+    job = tmp_path / "PROF_000001_20250101000000000_ABC"
+    job.mkdir()
+    shutil.copy(PAIR / "mindspore_db" / "rank0_ascend_ms" / "ASCEND_PROFILER_OUTPUT" / "ascend_mindspore_profiler_0.db",
+                job / "msprof_20250101000000.db")
+    (source,) = discover(tmp_path)
+    assert (source.family, source.rank, source.directory, source.superseded_by) == ("ascend_db", 0, job, None)
+    assert _tables(tmp_path)["run_info"]["framework"].to_list() == ["msprof"]
+    folder = tmp_path / "both"
+    shutil.copytree(PAIR / "db" / "rank0_ascend_pt", folder)
+    shutil.move(job, folder / job.name)
+    sources = discover(tmp_path)
+    assert [s.files["db"].name for s in sources if s.superseded_by is None] == ["ascend_pytorch_profiler_0.db"]
