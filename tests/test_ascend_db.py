@@ -409,3 +409,22 @@ def test_msprof_db_and_the_job_beside_a_torch_db(tmp_path: Path) -> None:
     shutil.move(job, folder / job.name)
     sources = discover(tmp_path)
     assert [s.files["db"].name for s in sources if s.superseded_by is None] == ["ascend_pytorch_profiler_0.db"]
+
+
+def test_null_ids_and_names(tmp_path: Path) -> None:
+    """NULL where the tables need a value (a task's stream id, a sub-task's op, a step id, a PMU name): the rows are
+    left out and counted, the others read."""
+    shutil.copytree(PAIR / "db", tmp_path, dirs_exist_ok=True)
+    path = tmp_path / DB_FIXTURE.relative_to(PAIR / "db")
+    kernel = ascend_today.capture()["kernels"][0]
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE TASK SET streamId = NULL WHERE globalTaskId = ?", (kernel["global"],))
+        con.execute("UPDATE COMMUNICATION_TASK_INFO SET opId = 99 WHERE rowid = 1")
+        con.execute("UPDATE STEP_TIME SET id = NULL WHERE id = 2")
+        con.execute("UPDATE COMPUTE_TASK_INFO SET name = NULL WHERE globalTaskId = ?", (kernel["global"],))
+    outcome = read_damaged(tmp_path)
+    assert not outcome.errors
+    dropped = {e.tables: e.rows for e in outcome.health if e.action == "dropped"}
+    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1}
+    assert outcome.tables["comm_task"].num_rows == len(ascend_today.capture()["comm_tasks"]) - 1
+    assert sorted(set(outcome.tables["step_point"]["step"].to_pylist())) == [1]

@@ -48,6 +48,7 @@ from ..clocks import msprof_clock
 from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
+from .lines import required_columns
 from .nesting import nest
 from .python_frames import PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
@@ -363,9 +364,27 @@ def _tables(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> Iterator[
                ("comm_task", _COMM_TASK_SQL), ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
                ("step_point", _STEP_POINT_SQL), ("memory_record", _MEMORY_RECORD_SQL),
                ("memory_block", _MEMORY_BLOCK_SQL), ("memory_module", _MEMORY_MODULE_SQL)]
-    yield from query_tables(con, queries)
     if frames:
-        yield from query_tables(con, [("python_frame", PYTHON_FRAME_SQL)])
+        queries.append(("python_frame", PYTHON_FRAME_SQL))
+    for name, sql in queries:
+        yield from query_tables(con, [(name, _complete(con, name, sql, path, warn))])
+
+
+def _complete(con: duckdb.DuckDBPyConnection, name: str, sql: str, path: Path, warn: Warn) -> str:
+    """The rows of `sql` (materialized as table out_<name>) that have every value table `name` requires: a row whose
+    id or name the file left empty or unreadable (a NULL stream id, a sub-task of no op, a step without an id) is
+    left out and counted, as SQL of the rest."""
+    con.execute(f"CREATE TABLE out_{name} AS {sql}")
+    needed = [c for c in required_columns(name) if c != "capture"]
+    missing = " OR ".join(f'"{c}" IS NULL' for c in needed)
+    per_column = ", ".join(f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in needed)
+    counts = con.execute(f"SELECT count(*), {per_column} FROM out_{name} WHERE {missing}").fetchall()[0]
+    if counts[0]:
+        without = ", ".join(c for c, n in zip(needed, counts[1:]) if n)
+        warn(f"{path}: {counts[0]} {name} rows without {without} (a NULL or unreadable id or name in the file); "
+             "left out", check="unlinked" if without == "iteration" else "malformed_record", action="dropped",
+             rows=counts[0], path=path, tables=name)
+    return f"SELECT * FROM out_{name} WHERE NOT ({missing})"
 
 
 def _cast_text_times(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
