@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -22,8 +23,9 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, REPO, query, realdata, run
 from fuzzing import FUZZ, read_damaged
 from profpipe.discover import discover
-from profpipe.errors import InputError
+from profpipe.errors import EXIT_COMPLETE, InputError
 from profpipe.ingest import ascend_db
+from profpipe.model_checks import check_models
 
 sys.path.insert(0, str(FIXTURES / "generators"))
 import ascend_today  # noqa: E402
@@ -193,7 +195,10 @@ def test_analyse_the_real_db_folder(real_db_run) -> None:
         [(0, 0, "torch_npu", "ascend_db"), (1, 1, "torch_npu", "ascend_db")]
     lossy = query(out, "SELECT check_name, action, message FROM trace_health WHERE action IN "
                        "('dropped', 'clamped', 'repaired', 'source_skipped')")
-    assert lossy == []
+    assert lossy == [] and real_db_run.skipped == [] and real_db_run.exit_code == EXIT_COMPLETE
+    with duckdb.connect(str(out / "profile.duckdb"), read_only=True) as con:
+        failures = check_models(con)  # every model's data tests and invariants (shares in 0-1, parts in wholes)
+    assert not failures, "\n".join(map(str, failures))
 
 
 @pytest.mark.parametrize("rank", [0, 1])
