@@ -52,8 +52,8 @@ from .lines import required_columns
 from .nesting import nest
 from .python_frames import PYTHON_FRAME_SQL, resolve_frames
 from .run_info import run_info
-from .scratch import (SQLITE_INT_LIMIT, copy_sqlite_table, open_sqlite, query_tables, scratch_database, scratch_folder,
-                      sqlite_columns)
+from .scratch import (copy_sqlite_table, drop_bad_intervals, open_sqlite, query_tables, scratch_database,
+                      scratch_folder, sqlite_columns)
 
 _ENUM = ("id", "name")
 #: Tables read: scratch name -> (SQLite table, columns). A table or column the file lacks reads as empty or null.
@@ -337,7 +337,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 copy_sqlite_table(db, con, path, name, table, wanted, columns.get(table, set()), warn,
                                   _TEXT.get(name, frozenset()), _REAL.get(name, frozenset()))
             _cast_text_times(con, path, warn)
-            _drop_bad_intervals(con, path, warn)
+            drop_bad_intervals(con, path, warn, [(name, _LOADS[name][0], start, end, "true", "rows", tables)
+                                                 for name, (start, end, tables) in _INTERVALS.items()])
             _count_unnamed(con, path, "STRING_IDS" in columns, warn)
             _count_bad_metrics(con, path, warn)
             source = _identity(con, source, path, warn)
@@ -389,7 +390,7 @@ def _complete(con: duckdb.DuckDBPyConnection, name: str, sql: str, path: Path, w
 
 def _cast_text_times(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
     """PYTORCH_API's TEXT times as integer ns (start_ns, end_ns); a time that is no integer is counted and read as
-    none (the row is then left out by _drop_bad_intervals)."""
+    none (the row is then left out by scratch.drop_bad_intervals)."""
     con.execute("ALTER TABLE torch ADD COLUMN start_ns BIGINT")
     con.execute("ALTER TABLE torch ADD COLUMN end_ns BIGINT")
     con.execute("UPDATE torch SET start_ns = try_cast(trim(startNs) AS BIGINT), end_ns = try_cast(trim(endNs) AS BIGINT)")
@@ -399,29 +400,6 @@ def _cast_text_times(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> 
     if bad:
         warn(f"{path}: table PYTORCH_API: {bad} rows whose startNs or endNs is not an integer", check="malformed_record",
              action="repaired", rows=bad, path=path, example=example, tables="host_op,python_frame")
-
-
-def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
-    """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
-    end, beyond ±2^62 ns, or ending before they start."""
-    for name, (start, end, tables) in _INTERVALS.items():
-        table = _LOADS[name][0]
-        missing, huge, negative, example = con.execute(f"""
-            SELECT count(*) FILTER (WHERE {start} IS NULL OR {end} IS NULL),
-                   count(*) FILTER (WHERE abs({start}) >= {SQLITE_INT_LIMIT} OR abs({end}) >= {SQLITE_INT_LIMIT}),
-                   count(*) FILTER (WHERE abs({start}) < {SQLITE_INT_LIMIT} AND abs({end}) < {SQLITE_INT_LIMIT}
-                                    AND {end} < {start}),
-                   any_value(concat('start ', {start}, ', end ', {end})) FILTER (WHERE {end} < {start})
-            FROM {name}""").fetchall()[0]
-        for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
-                                   (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
-                                   (negative, "negative_duration", "that end before they start")):
-            if count:
-                warn(f"{path}: table {table}: {count} rows {what}; left out", check=check, action="dropped",
-                     rows=count, path=path, example=example if check == "negative_duration" else None, tables=tables)
-        if missing or huge or negative:
-            con.execute(f"DELETE FROM {name} WHERE {start} IS NULL OR {end} IS NULL OR abs({start}) >= {SQLITE_INT_LIMIT} "
-                        f"OR abs({end}) >= {SQLITE_INT_LIMIT} OR {end} < {start}")
 
 
 def _count_unnamed(con: duckdb.DuckDBPyConnection, path: Path, has_strings: bool, warn: Warn) -> None:

@@ -51,8 +51,8 @@ from ..health import Warn
 from .nesting import nest
 from ..clocks import nsys_clock
 from .run_info import run_info
-from .scratch import (SQLITE_INT_LIMIT as _LIMIT, check_trace_file, copy_sqlite_table, query_tables,
-                      scratch_database, scratch_folder, sqlite_columns)
+from .scratch import (SQLITE_INT_LIMIT as _LIMIT, check_trace_file, copy_sqlite_table, drop_bad_intervals,
+                      query_tables, scratch_database, scratch_folder, sqlite_columns)
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
 _ACTIVITY = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
@@ -260,27 +260,15 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
     """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
     end, beyond ±2^62 ns, or ending before they start; count exact duplicate rows once; keep the first string of
     an id StringIds repeats (conflicting_entry when the strings differ)."""
-    counts = con.execute(" UNION ALL ".join(f"""
-        SELECT '{name}', count(*) FILTER (WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL)),
-               count(*) FILTER (WHERE {_ranges(name)} AND (abs(start) >= {_LIMIT} OR abs("end") >= {_LIMIT})),
-               count(*) FILTER (WHERE {_ranges(name)} AND abs(start) < {_LIMIT} AND abs("end") < {_LIMIT}
-                                AND "end" < start),
-               any_value(concat('start ', start, ', end ', "end")) FILTER (WHERE {_ranges(name)} AND "end" < start),
-               count(*) > count(DISTINCT hash({", ".join(f'"{c}"' for c in _LOADS[name][1])}))
-        FROM {name}""" for name in _TIMED)).fetchall()
-    for name, missing, huge, negative, example, repeats in counts:
+    drop_bad_intervals(con, path, warn, [
+        (name, _LOADS[name][0], "start", '"end"', _ranges(name), "ranges" if name == "nvtx" else "rows",
+         "host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
+        for name in _TIMED])
+    repeated = con.execute(" UNION ALL ".join(
+        f"SELECT '{name}', count(*) > count(DISTINCT hash({', '.join(chr(34) + c + chr(34) for c in columns)})) "
+        f"FROM {name}" for name, (_, columns) in ((n, _LOADS[n]) for n in _TIMED))).fetchall()
+    for name, repeats in repeated:
         table = _LOADS[name][0]
-        for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
-                                   (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
-                                   (negative, "negative_duration", "that end before they start")):
-            if count:
-                warn(f"{path}: table {table}: {count} {'ranges' if name == 'nvtx' else 'rows'} {what}; left out",
-                     check=check, action="dropped", rows=count, path=path,
-                     example=example if check == "negative_duration" else None,
-                     tables="host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
-        if missing or huge or negative:
-            con.execute(f'DELETE FROM {name} WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL OR abs(start) >= '
-                        f'{_LIMIT} OR abs("end") >= {_LIMIT} OR "end" < start)')
         if repeats:
             duplicates = con.execute(f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM {name})) "
                                      f"FROM {name}").fetchall()[0][0]

@@ -217,3 +217,28 @@ def copy_sqlite_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, pa
     while rows := cursor.fetchmany(_FETCH_ROWS):
         batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)], schema=schema)
         con.from_arrow(batch).insert_into(name)
+
+
+def drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn,
+                       intervals: list[tuple[str, str, str, str, str, str, str]]) -> None:
+    """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
+    end, beyond ±2^62 ns, or ending before they start. `intervals`: (scratch table, the file's table as named in
+    the report, start column, end column, SQL condition of the rows that are intervals, what a row is called,
+    the normalized tables they feed)."""
+    limit = SQLITE_INT_LIMIT
+    counts = con.execute(" UNION ALL ".join(f"""
+        SELECT '{name}', count(*) FILTER (WHERE {where} AND ({start} IS NULL OR {end} IS NULL)),
+               count(*) FILTER (WHERE {where} AND (abs({start}) >= {limit} OR abs({end}) >= {limit})),
+               count(*) FILTER (WHERE {where} AND abs({start}) < {limit} AND abs({end}) < {limit} AND {end} < {start}),
+               any_value(concat('start ', {start}, ', end ', {end})) FILTER (WHERE {where} AND {end} < {start})
+        FROM {name}""" for name, _, start, end, where, _, _ in intervals)).fetchall()
+    for (name, table, start, end, where, noun, tables), (_, missing, huge, negative, example) in zip(intervals, counts):
+        for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
+                                   (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
+                                   (negative, "negative_duration", "that end before they start")):
+            if count:
+                warn(f"{path}: table {table}: {count} {noun} {what}; left out", check=check, action="dropped",
+                     rows=count, path=path, example=example if check == "negative_duration" else None, tables=tables)
+        if missing or huge or negative:
+            con.execute(f"DELETE FROM {name} WHERE {where} AND ({start} IS NULL OR {end} IS NULL OR abs({start}) >= "
+                        f"{limit} OR abs({end}) >= {limit} OR {end} < {start})")
