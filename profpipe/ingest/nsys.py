@@ -40,7 +40,6 @@ import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.request import pathname2url
 
 import duckdb
 import pyarrow as pa
@@ -52,7 +51,7 @@ from .nesting import nest
 from ..clocks import nsys_clock
 from .run_info import run_info
 from .scratch import (SQLITE_INT_LIMIT as _LIMIT, check_trace_file, copy_sqlite_table, drop_bad_intervals,
-                      query_tables, scratch_database, scratch_folder, sqlite_columns)
+                      open_sqlite, query_tables, scratch_database, scratch_folder, sqlite_columns)
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
 _ACTIVITY = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
@@ -206,7 +205,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             undecodable[0] += 1
             return raw.decode("utf-8", errors="replace")
 
-    db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    db = open_sqlite(path)
     db.text_factory = decode
     try:
         columns = sqlite_columns(db)
