@@ -437,9 +437,10 @@ def test_null_ids_and_names(tmp_path: Path) -> None:
         con.execute("UPDATE COMMUNICATION_TASK_INFO SET opId = 99 WHERE rowid = 1")
         con.execute("UPDATE STEP_TIME SET id = NULL WHERE id = 2")
         con.execute("UPDATE COMPUTE_TASK_INFO SET name = NULL WHERE globalTaskId = ?", (kernel["global"],))
+        con.execute("INSERT INTO TASK_PMU_INFO VALUES (99999, 1, 5.0)")  # a task TASK lacks
     outcome = read_damaged(tmp_path)
     assert not outcome.errors
     dropped = {e.tables: e.rows for e in outcome.health if e.action == "dropped"}
-    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1}
+    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1, "device_exec_metric": 1}
     assert outcome.tables["comm_task"].num_rows == len(ascend_today.capture()["comm_tasks"]) - 1
     assert sorted(set(outcome.tables["step_point"]["step"].to_pylist())) == [1]

@@ -337,6 +337,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                 copy_sqlite_table(db, con, path, name, table, wanted, columns.get(table, set()), warn,
                                   _TEXT.get(name, frozenset()), _REAL.get(name, frozenset()))
             _cast_text_times(con, path, warn)
+            _count_orphans(con, path, warn)
             drop_bad_intervals(con, path, warn, [(name, _LOADS[name][0], start, end, "true", "rows", tables)
                                                  for name, (start, end, tables) in _INTERVALS.items()])
             _count_unnamed(con, path, "STRING_IDS" in columns, warn)
@@ -400,6 +401,24 @@ def _cast_text_times(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> 
     if bad:
         warn(f"{path}: table PYTORCH_API: {bad} rows whose startNs or endNs is not an integer", check="malformed_record",
              action="repaired", rows=bad, path=path, example=example, tables="host_op,python_frame")
+
+
+#: Rows that describe a task by its TASK.globalTaskId: (scratch table, the normalized table they give).
+_TASK_DETAILS = (("compute", "device_exec"), ("comm", "comm_task"), ("pmu", "device_exec_metric"))
+
+
+def _count_orphans(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """Count the rows of COMPUTE_TASK_INFO, COMMUNICATION_TASK_INFO and TASK_PMU_INFO whose globalTaskId no TASK row
+    has (no times: they give no row)."""
+    found = con.execute(" UNION ALL ".join(
+        f"SELECT '{name}', count(*), any_value(x.globalTaskId) FROM {name} x "
+        "WHERE NOT EXISTS (SELECT 1 FROM task t WHERE t.globalTaskId = x.globalTaskId)"
+        for name, _ in _TASK_DETAILS)).fetchall()
+    for (name, rows, example), (_, table) in zip(found, _TASK_DETAILS):
+        if rows:
+            warn(f"{path}: table {_LOADS[name][0]}: {rows} rows whose globalTaskId no TASK row has; left out",
+                 check="unlinked", action="dropped", rows=rows, path=path, example=f"globalTaskId {example}",
+                 tables=table)
 
 
 def _count_unnamed(con: duckdb.DuckDBPyConnection, path: Path, has_strings: bool, warn: Warn) -> None:
