@@ -444,3 +444,20 @@ def test_null_ids_and_names(tmp_path: Path) -> None:
     assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1, "device_exec_metric": 1}
     assert outcome.tables["comm_task"].num_rows == len(ascend_today.capture()["comm_tasks"]) - 1
     assert sorted(set(outcome.tables["step_point"]["step"].to_pylist())) == [1]
+
+
+@settings(FUZZ, max_examples=min(FUZZ.max_examples, 15))
+@given(cut=st.integers(0, DB_FIXTURE.stat().st_size - 1))
+def test_truncated_db(tmp_path_factory: pytest.TempPathFactory, cut: int) -> None:
+    """A db cut short: an error naming the file, or (a cut SQLite never reaches) the rows it still holds, never a
+    reader bug."""
+    folder = tmp_path_factory.mktemp("cut")
+    shutil.copytree(PAIR / "db", folder, dirs_exist_ok=True)
+    path = folder / DB_FIXTURE.relative_to(PAIR / "db")
+    path.write_bytes(DB_FIXTURE.read_bytes()[:cut])
+    outcome = read_damaged(folder)
+    if outcome.errors:
+        assert all(str(path) in str(error) for error in outcome.errors), outcome.errors
+    else:
+        tasks = outcome.tables.get("device_exec")
+        assert tasks is None or tasks.num_rows <= 16

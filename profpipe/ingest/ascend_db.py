@@ -451,10 +451,16 @@ def _count_bad_metrics(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -
 
 def _identity(con: duckdb.DuckDBPyConnection, source: Source, path: Path, warn: Warn) -> Source:
     """`source` with the device id of RANK_DEVICE_MAP (else NPU_INFO, else TASK.deviceId); a rank RANK_DEVICE_MAP
-    gives that differs from the one discover took (file name, profiler_info) is reported, the discovered one kept."""
+    gives that differs from the one discover took (file name, profiler_info) is reported, the discovered one kept, and
+    so are the tasks of several devices in one file (not split into ranks)."""
     rank_id, device_id = con.execute(
         "SELECT (SELECT min(rankId) FROM rank_map WHERE rankId >= 0), coalesce((SELECT min(deviceId) FROM rank_map), "
         "(SELECT min(id) FROM npu_info), (SELECT min(deviceId) FROM task))").fetchall()[0]
+    devices = [d for (d,) in con.execute("SELECT DISTINCT deviceId FROM task WHERE deviceId IS NOT NULL ORDER BY 1")
+               .fetchall()]
+    if len(devices) > 1:  # an msprof db of a multi-device collection: one rank is read for all of them
+        warn(f"{path}: TASK holds the tasks of devices {devices}; they are read as one rank ({source.rank})",
+             check="ambiguous", action="kept", path=path, example=f"deviceId {devices[1]}", tables="device_exec")
     if rank_id is not None and source.rank >= 0 and rank_id != source.rank:
         warn(f"{path}: RANK_DEVICE_MAP gives rank {rank_id}, but its {source.rank_from} says rank {source.rank}; "
              f"rank {source.rank} kept", check="conflicting_entry", action="kept", path=path, example=f"rankId {rank_id}")
