@@ -4,8 +4,9 @@ A source is one rank's files of one format family from one profiling cycle. Seve
 one rank and all are read (see `discover`): each carries its rank, where the rank came from, and its
 capture (the rank's profiling cycle, numbered by time after ingest). Only the walk
 happens here: nothing is opened beyond its name (except the first bytes of a JSON file whose name does
-not tell what it is: a Kineto trace or not, and the export files whose task records decide between a raw
-msprof folder and its export), and nothing is ever written into the input folder.
+not tell what it is: a Kineto trace or not, the export files whose task records decide between a raw
+msprof folder and its export, and an Ascend db export's RANK_DEVICE_MAP and TASK row count, read-only), and nothing
+is ever written into the input folder.
 """
 from __future__ import annotations
 
