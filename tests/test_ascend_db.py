@@ -8,6 +8,7 @@ _TEXT_DIFFERENCES. A hypothesis damage test breaks rows of a copy of the fixture
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -282,6 +283,12 @@ def test_memory_and_identity() -> None:
     assert conv["call_stack"] == "train.py(10): train;main.py(3): <module>"
     step = ops.filter(pl.col("op_name") == "ProfilerStep#1")["op_index"][0]
     assert conv["parent_index"] == step
+    kernel = tables["op_desc"].filter(pl.col("op_name") == "Conv2D1").row(0, named=True)
+    assert kernel["op_type"] == "Conv2D" and json.loads(kernel["tensors_json"]) == {
+        "input_0": {"format": "ND", "data_type": "FLOAT", "shape": "32,3,224,224"},
+        "input_1": {"format": "ND", "data_type": "FLOAT", "shape": "64,3,11,11"},
+        "output_0": {"format": "ND", "data_type": "FLOAT", "shape": "32,3,224,224"}}
+    assert tables["op_desc"].height == len(ascend_today.capture()["kernels"])
 
 
 # --- text == db ----------------------------------------------------------------------------------------------------
@@ -299,6 +306,7 @@ _TEXT_DIFFERENCES = {
     "host_op": (["side", "tid", "op_name", "start_ns", "dur_ns"], None),
     "step_point": (["step", "kind", "ts_ns"], pl.col("kind").is_in(["step_start", "step_end"])),
     "device_exec_metric": (["stream_id", "task_id", "start_ns", "core", "metric", "unit", "value"], None),
+    "op_desc": (["op_name", "op_type", "tensors"], None),
 }
 
 
@@ -324,6 +332,9 @@ def test_text_equals_db(pair_tables, table: str) -> None:
             frame = frame.filter(where)
         if "value" in columns:
             frame = frame.with_columns(pl.col("value").round(6))
+        if table == "op_desc":  # the same JSON, however spaced
+            frame = frame.with_columns(tensors=pl.col("tensors_json").map_elements(
+                lambda text: json.dumps(json.loads(text), sort_keys=True), return_dtype=pl.String))
         frames.append(frame.select(columns).sort(columns, nulls_last=True))
     assert frames[0].to_dicts() == frames[1].to_dicts()
 
@@ -441,7 +452,8 @@ def test_null_ids_and_names(tmp_path: Path) -> None:
     outcome = read_damaged(tmp_path)
     assert not outcome.errors
     dropped = {e.tables: e.rows for e in outcome.health if e.action == "dropped"}
-    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1, "device_exec_metric": 1}
+    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 3, "device_exec": 1, "device_exec_metric": 1,
+                       "op_desc": 1}
     assert outcome.tables["comm_task"].num_rows == len(ascend_today.capture()["comm_tasks"]) - 1
     assert sorted(set(outcome.tables["step_point"]["step"].to_pylist())) == [1]
 

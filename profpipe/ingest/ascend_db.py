@@ -14,7 +14,7 @@ times as TEXT (cast here). The tables, with the same columns and meaning as the 
   CONNECTION_IDS -> TASK.connectionId); COMMUNICATION_OP -> one 'sync' row per whole HCCL op (as kernel_details'
   HCCL rows: no stream or task id); other TASK rows that are no HCCL sub-task (event, memcpy, profiling tasks)
   -> kind 'sync' named by their task type. task_desc gives each compute kernel its op type, core type and block
-  dim; device_exec_metric the TASK_PMU_INFO values (`*_time` ns; aic_total_time is kernel_details'
+  dim; op_desc its tensors (formats, data types, shapes); device_exec_metric the TASK_PMU_INFO values (`*_time` ns; aic_total_time is kernel_details'
   aicore_time, aiv_total_time its aiv_time);
 * comm_task: COMMUNICATION_TASK_INFO ⋈ TASK under its COMMUNICATION_OP (group-local src/dst ranks, bytes,
   transport by ENUM_HCCL_TRANSPORT_TYPE);
@@ -62,7 +62,8 @@ _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
     "task": ("TASK", ("startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "taskType", "streamId", "taskId",
                       "modelId")),
     "compute": ("COMPUTE_TASK_INFO", ("name", "globalTaskId", "blockDim", "blockNum", "mixBlockDim", "mixBlockNum",
-                                      "taskType", "opType")),
+                                      "taskType", "opType", "inputFormats", "inputDataTypes", "inputShapes",
+                                      "outputFormats", "outputDataTypes", "outputShapes")),
     "pmu": ("TASK_PMU_INFO", ("globalTaskId", "name", "value")),
     "comm_op": ("COMMUNICATION_OP", ("opName", "startNs", "endNs", "connectionId", "opId", "opType")),
     "comm": ("COMMUNICATION_TASK_INFO", ("globalTaskId", "taskType", "planeId", "srcRank", "dstRank", "transportType",
@@ -208,6 +209,40 @@ SELECT row_number() OVER (ORDER BY min(t.startNs), t.streamId, t.taskId) - 1 AS 
 FROM (SELECT *, {_string('compute', 'name')} AS op_name FROM compute {_join_string('compute', 'name')}) compute
 JOIN tasks t USING (globalTaskId) {_join_string('compute', 'opType')} {_join_string('compute', 'taskType')}
 GROUP BY op_name, t.taskId, t.streamId
+ORDER BY seq
+"""
+
+#: Each compute kernel's tensors (the first execution of a name): formats, data types and shapes are ';'-joined lists
+#: per side (shapes in literal quotes), as JSON {"input_<i>": {format, data_type, shape}, "output_<i>": ...}.
+_OP_DESC_SQL = f"""
+WITH kernels AS (
+    SELECT DISTINCT ON (op_name) *
+    FROM (SELECT {_string('compute', 'name')} AS op_name, {_string('compute', 'opType')} AS op_type, t.startNs,
+                 s_inputFormats.value AS in_f, s_inputDataTypes.value AS in_t, s_inputShapes.value AS in_s,
+                 s_outputFormats.value AS out_f, s_outputDataTypes.value AS out_t, s_outputShapes.value AS out_s
+          FROM compute JOIN tasks t USING (globalTaskId) {_join_string('compute', 'name')}
+          {_join_string('compute', 'opType')} {_join_string('compute', 'inputFormats')}
+          {_join_string('compute', 'inputDataTypes')} {_join_string('compute', 'inputShapes')}
+          {_join_string('compute', 'outputFormats')} {_join_string('compute', 'outputDataTypes')}
+          {_join_string('compute', 'outputShapes')})
+    ORDER BY op_name, startNs
+), sides AS (
+    SELECT op_name, op_type, startNs, side, string_split(f, ';') AS formats, string_split(t, ';') AS types,
+           string_split(trim(s, '"'), ';') AS shapes
+    FROM kernels, (VALUES ('input'), ('output')) v(side),
+         LATERAL (SELECT CASE side WHEN 'input' THEN in_f ELSE out_f END AS f,
+                         CASE side WHEN 'input' THEN in_t ELSE out_t END AS t,
+                         CASE side WHEN 'input' THEN in_s ELSE out_s END AS s)
+    WHERE coalesce(f, t, s) IS NOT NULL
+), tensors AS (
+    SELECT op_name, op_type, startNs, side, i,
+           {{'format': formats[i], 'data_type': types[i], 'shape': shapes[i]}} AS tensor
+    FROM sides, range(1, greatest(len(formats), len(types), len(shapes)) + 1) r(i)
+)
+SELECT row_number() OVER (ORDER BY min(startNs), op_name) - 1 AS seq, op_name, any_value(op_type) AS op_type,
+       to_json(map_from_entries(list(struct_pack(k := side || '_' || (i - 1), v := tensor) ORDER BY side, i)))::VARCHAR
+           AS tensors_json
+FROM tensors GROUP BY op_name
 ORDER BY seq
 """
 
@@ -362,7 +397,8 @@ def _tables(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> Iterator[
         con.execute("CREATE VIEW op_frames_or_none AS SELECT call_id, op_index FROM op_frames")
     else:
         con.execute("CREATE VIEW op_frames_or_none AS SELECT NULL::BIGINT AS call_id, NULL::BIGINT AS op_index WHERE false")
-    queries = [("device_exec", _DEVICE_EXEC_SQL), ("task_desc", _TASK_DESC_SQL), ("device_exec_metric", _METRIC_SQL),
+    queries = [("device_exec", _DEVICE_EXEC_SQL), ("task_desc", _TASK_DESC_SQL), ("op_desc", _OP_DESC_SQL),
+               ("device_exec_metric", _METRIC_SQL),
                ("comm_task", _COMM_TASK_SQL), ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
                ("step_point", _STEP_POINT_SQL), ("memory_record", _MEMORY_RECORD_SQL),
                ("memory_block", _MEMORY_BLOCK_SQL), ("memory_module", _MEMORY_MODULE_SQL)]
