@@ -14,8 +14,8 @@ times as TEXT (cast here). The tables, with the same columns and meaning as the 
   CONNECTION_IDS -> TASK.connectionId); COMMUNICATION_OP -> one 'sync' row per whole HCCL op (as kernel_details'
   HCCL rows: no stream or task id); other TASK rows that are no HCCL sub-task (event, memcpy, profiling tasks)
   -> kind 'sync' named by their task type. task_desc gives each compute kernel its op type, core type and block
-  dim; op_desc its tensors (formats, data types, shapes); device_exec_metric the TASK_PMU_INFO values (`*_time` ns; aic_total_time is kernel_details'
-  aicore_time, aiv_total_time its aiv_time);
+  dim; op_desc its tensors (formats, data types, shapes); device_exec_metric the TASK_PMU_INFO values (`*_time`
+  ns; aic_total_time is kernel_details' aicore_time, aiv_total_time its aiv_time);
 * comm_task: COMMUNICATION_TASK_INFO ⋈ TASK under its COMMUNICATION_OP (group-local src/dst ranks, bytes,
   transport by ENUM_HCCL_TRANSPORT_TYPE);
 * host_op: PYTORCH_API rows of type op (ENUM_API_TYPE 'op'; category cpu_op, nested per thread, call stack from
@@ -31,7 +31,9 @@ times as TEXT (cast here). The tables, with the same columns and meaning as the 
 Damage is never silent (trace_health): values of the wrong storage class are counted and converted by
 scratch.copy_sqlite_table; rows without both times, beyond ±2^62 ns or ending before they start are left out per
 table; a string id STRING_IDS lacks is counted per table and read as 'string id <n>'; a PMU value that is not a
-non-negative finite number is left out. A file that is not SQLite, or has no TASK table, is an InputError naming it.
+non-negative finite number, a task detail whose globalTaskId no TASK row has, and a row whose id or name its table
+requires is NULL are left out and counted. A file that is not SQLite, or has no TASK table, is an InputError naming
+it; the tasks of several devices in one file are read as one rank and reported.
 """
 from __future__ import annotations
 
