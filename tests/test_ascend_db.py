@@ -251,6 +251,9 @@ def test_analyse_the_pair(tmp_path: Path) -> None:
 def test_mindspore_db() -> None:
     """A MindSpore (msprof schema) db: device tables only; blockNum read as the block dim; enums joined by name
     though their ids drift."""
+    db = PAIR / "mindspore_db" / "rank0_ascend_ms" / "ASCEND_PROFILER_OUTPUT" / "ascend_mindspore_profiler_0.db"
+    present = {name for (name,) in _sqlite(db, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not present & set(ascend_today.TORCH_TABLES) and "TASK" in present
     tables = _tables(PAIR / "mindspore_db")
     assert "host_op" not in tables and "step_point" not in tables
     assert tables["run_info"]["framework"].to_list() == ["mindspore"]
