@@ -208,10 +208,11 @@ def test_step_overlap_against_analysis_db(real_db_run, rank: int) -> None:
     overlapped); its window is STEP_TIME's, so its computing + free is analysis.db's + preparing + the tail after the
     last task (each alone on the reader in test_the_reader_reproduces_analysis_db)."""
     (oracle,) = _sqlite(realdata(f"{REAL_DB}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/analysis.db"),
-                        "SELECT communication, communication_not_overlapped, overlapped, computing + free, stage "
-                        "FROM StepTraceTime")
+                        "SELECT communication, communication_not_overlapped, overlapped, computing + free, stage, "
+                        "bubble FROM StepTraceTime")
     (got,) = query(real_db_run.output, "SELECT communication_ns, pure_communication_ns, overlapped_communication_ns, "
-                                       f"computation_ns + free_ns, total_ns FROM step_overlap WHERE rank = {rank}")
+                                       "computation_ns + free_ns, total_ns, receive_alone_ns FROM step_overlap "
+                                       f"WHERE rank = {rank}")
     oracle_ns = tuple(round(v * 1000) for v in oracle)
     assert got[:3] == oracle_ns[:3]
     (window,) = _sqlite(_real_db(rank), "SELECT endNs - startNs FROM STEP_TIME")
@@ -219,6 +220,7 @@ def test_step_overlap_against_analysis_db(real_db_run, rank: int) -> None:
     # what neither computes nor communicates: analysis.db's free lies inside the tasks' span (stage), step_overlap's
     # in the whole window; computing + free is the span's time outside communication alone either way
     assert got[3] == oracle_ns[3] + window[0] - oracle_ns[4]
+    assert got[5] == oracle_ns[5]  # bubble: receive ops alone (none here)
 
 
 @pytest.mark.xfail(strict=True, reason="overlap_segment leaves kernels whose name matches its collective regex "
