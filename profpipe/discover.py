@@ -562,7 +562,7 @@ def _db_facts(path: Path) -> tuple[int, int]:
                                "AND rankId >= 0").fetchone()[0] if "RANK_DEVICE_MAP" in tables else None
         finally:
             db.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema's message quotes bytes that are not UTF-8
         return -1, -1
     return (ranks if isinstance(ranks, int) and ranks < 1 << 31 else -1), tasks
 

@@ -478,3 +478,20 @@ def test_truncated_db(tmp_path_factory: pytest.TempPathFactory, cut: int) -> Non
     else:
         tasks = outcome.tables.get("device_exec")
         assert tasks is None or tasks.num_rows <= 16
+
+
+@settings(FUZZ, max_examples=min(FUZZ.max_examples, 20))
+@given(flips=st.lists(st.tuples(st.integers(100, DB_FIXTURE.stat().st_size - 1), st.integers(0, 255)), min_size=1,
+                      max_size=20))
+def test_byte_flips_in_the_db(tmp_path_factory: pytest.TempPathFactory, flips: list[tuple[int, int]]) -> None:
+    """Bytes of the db overwritten (a damaged page, schema or string): an error naming the file, or rows, never a
+    reader bug (sqlite3 quotes the damaged bytes in its messages and decodes them strictly)."""
+    folder = tmp_path_factory.mktemp("flips")
+    shutil.copytree(PAIR / "db", folder, dirs_exist_ok=True)
+    path = folder / DB_FIXTURE.relative_to(PAIR / "db")
+    data = bytearray(DB_FIXTURE.read_bytes())
+    for offset, value in flips:
+        data[offset] = value
+    path.write_bytes(bytes(data))
+    outcome = read_damaged(folder)
+    assert all(str(path) in str(error) for error in outcome.errors), outcome.errors

@@ -382,7 +382,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             source = _identity(con, source, path, warn)
             yield "run_info", _run_info(con, source, path, columns)
             yield from _tables(con, path, warn)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # sqlite3 decodes its messages strictly
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
     finally:
         db.close()

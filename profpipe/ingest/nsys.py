@@ -228,7 +228,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             _check_fields(con, db, columns, path, warn)
             _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # sqlite3 decodes its messages strictly
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
     finally:
         db.close()
