@@ -4,8 +4,9 @@ A source is one rank's files of one format family from one profiling cycle. Seve
 one rank and all are read (see `discover`): each carries its rank, where the rank came from, and its
 capture (the rank's profiling cycle, numbered by time after ingest). Only the walk
 happens here: nothing is opened beyond its name (except the first bytes of a JSON file whose name does
-not tell what it is: a Kineto trace or not, and the export files whose task records decide between a raw
-msprof folder and its export), and nothing is ever written into the input folder.
+not tell what it is: a Kineto trace or not, the export files whose task records decide between a raw
+msprof folder and its export, and an Ascend db export's RANK_DEVICE_MAP and TASK row count, read-only), and nothing
+is ever written into the input folder.
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import fnmatch
 import json
 import os
 import re
+import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.request import pathname2url
 
 from .errors import InputError, UsageError
 from .health import Warn
@@ -113,6 +116,11 @@ ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.js
 #: Role prefix of the files of the msprof export inside an era F folder (PROF_*/mindstudio_profiler_output/).
 ERA_F_EXPORT_PREFIX = "export:"
 
+#: Ascend db exports (formats-ascend-today.md §3): torch_npu's and MindSpore's in ASCEND_PROFILER_OUTPUT/ (group 2: the
+#: rank; none on a single card), msprof's in its PROF_* folder.
+ASCEND_DB = re.compile(r"ascend_(?:pytorch|mindspore)_profiler(?:_(\d+))?\.db")
+MSPROF_DB = re.compile(r"msprof_\d+\.db")
+
 #: MindSpore's Ascend memory files (profile_memory=True; shared/reference/formats-mindspore-extras.md §2), by role:
 #: MindSpore's own (group 1: rank) in its profiler folder (1.x-2.4 flat, 2.5+ FRAMEWORK/), the files MindSpore writes
 #: or copies into `*_ascend_ms/ASCEND_PROFILER_OUTPUT/` (rank from profiler_info_<rank>.json there), and msprof's
@@ -200,7 +208,7 @@ class Source:
 
     @property
     def device_type(self) -> str:
-        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export"):
+        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export", "ascend_db"):
             return "ascend"
         if self.family == "mindspore_memory":
             return "cpu" if set(self.slices) == {"ms_record"} else "ascend"
@@ -244,6 +252,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     memory: dict[tuple[Path, int], Source] = {}
     host_info: dict[tuple[Path, int], Source] = {}
     op_range: dict[tuple[Path, int], Source] = {}
+    dbs: list[Source] = []
     traces: list[Source] = []
     metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
@@ -262,7 +271,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
                     source.files[role] = directory / filename
                     break
             else:
-                if not (_add_report_file(reports, directory, filename)
+                if not (_add_ascend_db(dbs, directory, filename)
+                        or _add_report_file(reports, directory, filename)
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
                         or _add_memory_file(memory, directory, filename)
@@ -278,6 +288,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += list(memory.values())
     found += _note_trace_views(list(op_range.values()), found)
     _mark_ranks_from_files(found)
+    found += dbs
     found += _number_traces(traces, step_range)
     for source in found:  # msprof exports and raw PROF folders: MSTX ranges of that name replace the step_trace steps
         if source.family in ("msprof_export", "ascend_raw"):
@@ -291,6 +302,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             paths.sort(key=_SLICE_ORDER[source.family])
     found.sort(key=lambda s: (s.rank, _natural(str(s.directory)), _natural(_location(s).name)))
     _supersede_msprof_copies(found)
+    _supersede_text_by_db(found)
     _supersede_copies(found)
     _own_user_metadata(found, metadata_files)
     if ranks is not None:
@@ -505,6 +517,79 @@ def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path
         pid=int(match.group(1)) if match else None))
     source.files[role] = directory / filename
     return True
+
+
+def _add_ascend_db(dbs: list[Source], directory: Path, filename: str) -> bool:
+    """List an Ascend db export as a source of its own (family ascend_db, role db, and analysis_db: the
+    analysis.db beside it): `ascend_(pytorch|mindspore)_profiler[_<N>].db` in ASCEND_PROFILER_OUTPUT/ (its
+    folder: the result folder above), `msprof_<digits>.db` in a PROF_* folder. The rank: the N of the name, else
+    the profiler_info_<N>.json of the result folder, else the db's RANK_DEVICE_MAP rankId (-1: unset), else
+    --rank-map or the only-source rule (_rank_unranked)."""
+    match = ASCEND_DB.fullmatch(filename)
+    if match and directory.name == "ASCEND_PROFILER_OUTPUT":
+        folder, named = directory.parent, match.group(1)
+    elif MSPROF_DB.fullmatch(filename) and directory.name.startswith("PROF_"):
+        folder, named = directory, None
+    else:
+        return False
+    path = directory / filename
+    files = {"db": path}
+    if (directory / "analysis.db").is_file():
+        files["analysis_db"] = directory / "analysis.db"
+    infos = sorted(n for n in os.listdir(folder) if re.fullmatch(r"profiler_info(?:_\d+)?\.json", n))
+    if infos:
+        files["profiler_info"] = folder / infos[0]
+    ranked = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, infos) if m]
+    if named is not None:
+        rank, rank_from = int(named), "name"
+    elif len(ranked) == 1:
+        rank, rank_from = ranked[0], "file"
+    else:
+        rank, rank_from = _db_facts(path)[0], "file"
+    dbs.append(Source(family="ascend_db", layout="ascend_db", rank=rank, device_id=max(rank, 0), directory=folder,
+                      files=files, rank_from=rank_from if rank >= 0 else ""))
+    return True
+
+
+def _db_facts(path: Path) -> tuple[int, int]:
+    """(RANK_DEVICE_MAP's rankId or -1, TASK rows or -1) of an Ascend db export; (-1, -1) when it cannot be read."""
+    try:
+        db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tasks = db.execute("SELECT count(*) FROM TASK").fetchone()[0] if "TASK" in tables else -1
+            ranks = db.execute("SELECT min(rankId) FROM RANK_DEVICE_MAP WHERE typeof(rankId) = 'integer' "
+                               "AND rankId >= 0").fetchone()[0] if "RANK_DEVICE_MAP" in tables else None
+        finally:
+            db.close()
+    except (sqlite3.Error, UnicodeDecodeError):  # a damaged schema's message quotes bytes that are not UTF-8
+        return -1, -1
+    return (ranks if isinstance(ranks, int) and ranks < 1 << 31 else -1), tasks
+
+
+def _supersede_text_by_db(sources: list[Source]) -> None:
+    """A result folder whose ASCEND_PROFILER_OUTPUT/ holds a db export (newer torch_npu writes it beside the text
+    files; data_simplification=False keeps the PROF_* job it was made from): the db is read, and the other sources
+    of that folder and below (text export, memory CSVs, raw PROF_* data or its msprof export or msprof db: one
+    capture, whatever rank or device their names say) are marked superseded by it; the other way round when the db
+    holds no task (no TASK table, no rows, or not SQLite): then the text files are the capture."""
+    dbs = [s for s in sources if s.family == "ascend_db" and s.superseded_by is None
+           and s.files["db"].parent.name == "ASCEND_PROFILER_OUTPUT"]
+    for db in dbs:
+        same = [s for s in sources if s is not db and s.superseded_by is None
+                and s.family in ("msprof_export", "mindspore_memory", "ascend_raw", "ascend_db")
+                and (s.directory == db.directory or db.directory in s.directory.parents)]
+        if not same:
+            continue
+        tasks = _db_facts(db.files["db"])[1]
+        if tasks > 0:
+            for other in same:
+                other.superseded_by = db.files["db"]
+                other.superseded_why = (f"the db export of the same capture ({tasks} device tasks), which holds "
+                                        "everything the text export and the raw data give")
+        else:
+            db.superseded_by = _location(same[0])
+            db.superseded_why = "the text export of the same capture: the db holds no device task"
 
 
 def is_ascend_result(folder: Path) -> bool:
@@ -737,12 +822,14 @@ def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base:
 def _rank_unranked(sources: list[Source]) -> None:
     """A trace without a rank that is the only trace of the input is rank 0; any other gets a problem."""
     unranked = [s for s in sources if s.rank < 0]
-    traces = [s for s in sources if s.family in ("kineto", "nsys")]
+    traces = [s for s in sources if s.family in ("kineto", "nsys", "ascend_db")]
     if len(unranked) == 1 and len(traces) == 1:
         unranked[0].rank, unranked[0].device_id, unranked[0].rank_from = 0, 0, "only-source"
         return
     for source in unranked:
         where = ("no rank in the file name (rank-<n>, worker<n>)" if source.family == "nsys" else
+                 "no rank in the file name (ascend_pytorch_profiler_<n>.db), no profiler_info_<n>.json beside "
+                 "ASCEND_PROFILER_OUTPUT and none in its RANK_DEVICE_MAP" if source.family == "ascend_db" else
                  "no distributedInfo.rank in the trace and no rank in the file name (rank-<n>, worker<n>)")
         source.rank_from = ""
         source.problem = (f"cannot tell its rank: {where}; name the files by rank, or pass --rank-map FILE with a "

@@ -40,7 +40,6 @@ import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.request import pathname2url
 
 import duckdb
 import pyarrow as pa
@@ -51,10 +50,10 @@ from ..health import Warn
 from .nesting import nest
 from ..clocks import nsys_clock
 from .run_info import run_info
-from .scratch import check_trace_file, query_tables, scratch_database, scratch_folder
+from .scratch import (SQLITE_INT_LIMIT as _LIMIT, check_trace_file, copy_sqlite_table, drop_bad_intervals,
+                      open_sqlite, query_tables, scratch_database, scratch_folder, sqlite_columns)
 from .step_ranges import STEP_POINTS_SQL, is_step_sql, steps_sql
 
-_FETCH_ROWS = 1 << 16
 _ACTIVITY = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid")
 _API = ("start", "end", "globalTid", "correlationId", "nameId")
 #: Tables read: scratch name -> (SQLite table, columns). A column the export lacks reads as null.
@@ -206,10 +205,10 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             undecodable[0] += 1
             return raw.decode("utf-8", errors="replace")
 
-    db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    db = open_sqlite(path)
     db.text_factory = decode
     try:
-        columns = _columns_by_table(db)
+        columns = sqlite_columns(db)
         if not _NSYS_TABLES & columns.keys():
             if "StringTable" in columns or "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in columns:
                 raise InputError(path, "an nvprof export (StringTable, CONCURRENT_KERNEL): not read; open the run "
@@ -219,7 +218,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         with scratch_folder("nsys") as scratch, \
                 scratch_database(scratch) as con:
             for name, (table, wanted) in _LOADS.items():
-                _copy_table(db, con, path, name, table, wanted, columns.get(table, set()), warn)
+                copy_sqlite_table(db, con, path, name, table, wanted, columns.get(table, set()), warn, _TEXT_COLUMNS)
             metadata = _metadata(db, columns)
             if undecodable[0]:
                 warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD",
@@ -229,7 +228,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             _check_fields(con, db, columns, path, warn)
             _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # sqlite3 decodes its messages strictly
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
     finally:
         db.close()
@@ -252,106 +251,23 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
         ("step_point", _step_point_sql(source.step_range))])
 
 
-def _columns_by_table(db: sqlite3.Connection) -> dict[str, set[str]]:
-    """Column names of every table of the export."""
-    tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {table: {row[1] for row in db.execute(f'PRAGMA table_info("{table.replace(chr(34), chr(34) * 2)}")')}
-            for table in tables if isinstance(table, str)}
-
-
-#: Integers beyond ±2^62 are refused as times (a start plus a duration always fits in int64).
-_LIMIT = 1 << 62
 #: The tables with times, each row an interval (NVTX marks have no end: only ranges are checked).
 _TIMED = ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx")
-#: Column values of the wrong storage class, by what was done (see _copy_table).
-_TYPE_PROBLEMS = {
-    "real_exact": ("malformed_record", "kept", "REAL values where INTEGER is expected, whole numbers: read exactly"),
-    "real_rounded": ("malformed_record", "repaired", "REAL values with a fraction where INTEGER is expected: rounded "
-                                                     "to the nearest integer"),
-    "not_integer": ("malformed_record", "repaired", "TEXT or BLOB values, or REAL values beyond ±2^62, where INTEGER "
-                                                    "is expected: read as none"),
-    "blob_text": ("malformed_record", "repaired", "BLOB values where TEXT is expected: read as text"),
-}
-
-
-def _integer(column: str) -> str:
-    """SQLite expression: an INTEGER column's value as an integer, or NULL (REAL rounded; TEXT, BLOB, huge: NULL)."""
-    return (f'CASE typeof("{column}") WHEN \'integer\' THEN "{column}" WHEN \'real\' THEN CASE WHEN abs("{column}") '
-            f'< {float(_LIMIT)} THEN CAST(round("{column}") AS INTEGER) END END')
-
-
-def _copy_table(db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str,
-                wanted: tuple[str, ...], present: set[str], warn: Warn) -> None:
-    """Copy `wanted` columns of SQLite `table` into DuckDB table `name`, in batches; an absent table
-    or column reads as empty or null. Values of the wrong storage class are counted first (in SQLite) and
-    converted as _TYPE_PROBLEMS says, each kind a ledger row naming the table and its columns."""
-    schema = pa.schema([(c, pa.string() if c in _TEXT_COLUMNS else pa.int64()) for c in wanted])
-    con.from_arrow(schema.empty_table()).create(name)
-    if not present:
-        return
-    quoted = table.replace('"', '""')
-    checks, labels = [], []
-    columns = [c for c in wanted if c in present]
-    odd = db.execute("SELECT " + ", ".join(f"total(typeof(\"{c}\") NOT IN ('{'text' if c in _TEXT_COLUMNS else 'integer'}', "
-                                           "'null'))" for c in columns) + f' FROM "{quoted}"').fetchone() if columns else ()
-    mixed = {column for column, count in zip(columns, odd) if count}  # only those need telling apart and converting
-    for column, count in zip(columns, odd):
-        if not count:  # every value of the column is of its class (most exports): nothing to tell apart
-            continue
-        if column in _TEXT_COLUMNS:
-            checks.append(f"total(typeof(\"{column}\") = 'blob')")
-            labels.append(("blob_text", column))
-            continue
-        real = f"typeof(\"{column}\") = 'real'"
-        exact = f'abs("{column}") < {float(_LIMIT)} AND "{column}" = round("{column}")'
-        checks += [f"total({real} AND {exact})", f"total({real} AND abs(\"{column}\") < {float(_LIMIT)} "
-                                                f"AND \"{column}\" <> round(\"{column}\"))",
-                   f"total(typeof(\"{column}\") IN ('text', 'blob') OR ({real} AND NOT abs(\"{column}\") < "
-                   f"{float(_LIMIT)}))"]
-        labels += [("real_exact", column), ("real_rounded", column), ("not_integer", column)]
-    found: dict[str, list[tuple[str, int]]] = {}
-    if checks:
-        for (kind, column), count in zip(labels, db.execute(f'SELECT {", ".join(checks)} FROM "{quoted}"').fetchone()):
-            if count:
-                found.setdefault(kind, []).append((column, int(count)))
-    for kind, columns in found.items():
-        check, action, what = _TYPE_PROBLEMS[kind]
-        rows = sum(count for _, count in columns)
-        warn(f"{path}: table {table}: {rows} {what} (" + ", ".join(f"{c}: {n}" for c, n in columns) + ")",
-             check=check, action=action, rows=rows, path=path)
-    selected = ", ".join(f'NULL AS "{c}"' if c not in present else f'"{c}"' if c not in mixed else
-                         f'CAST("{c}" AS TEXT)' if c in _TEXT_COLUMNS else _integer(c) for c in wanted)
-    cursor = db.execute(f'SELECT {selected} FROM "{quoted}"')
-    while rows := cursor.fetchmany(_FETCH_ROWS):
-        batch = pa.table([pa.array(values, field.type) for values, field in zip(zip(*rows), schema)], schema=schema)
-        con.from_arrow(batch).insert_into(name)
 
 
 def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
     """Leave out, with a ledger row per table and kind, the intervals the tables cannot hold: without a start or
     end, beyond ±2^62 ns, or ending before they start; count exact duplicate rows once; keep the first string of
     an id StringIds repeats (conflicting_entry when the strings differ)."""
-    counts = con.execute(" UNION ALL ".join(f"""
-        SELECT '{name}', count(*) FILTER (WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL)),
-               count(*) FILTER (WHERE {_ranges(name)} AND (abs(start) >= {_LIMIT} OR abs("end") >= {_LIMIT})),
-               count(*) FILTER (WHERE {_ranges(name)} AND abs(start) < {_LIMIT} AND abs("end") < {_LIMIT}
-                                AND "end" < start),
-               any_value(concat('start ', start, ', end ', "end")) FILTER (WHERE {_ranges(name)} AND "end" < start),
-               count(*) > count(DISTINCT hash({", ".join(f'"{c}"' for c in _LOADS[name][1])}))
-        FROM {name}""" for name in _TIMED)).fetchall()
-    for name, missing, huge, negative, example, repeats in counts:
+    drop_bad_intervals(con, path, warn, [
+        (name, _LOADS[name][0], "start", '"end"', _ranges(name), "ranges" if name == "nvtx" else "rows",
+         "host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
+        for name in _TIMED])
+    repeated = con.execute(" UNION ALL ".join(
+        f"SELECT '{name}', count(*) > count(DISTINCT hash({', '.join(chr(34) + c + chr(34) for c in columns)})) "
+        f"FROM {name}" for name, (_, columns) in ((n, _LOADS[n]) for n in _TIMED))).fetchall()
+    for name, repeats in repeated:
         table = _LOADS[name][0]
-        for count, check, what in ((missing, "malformed_record", "without a start or an end (or not integers)"),
-                                   (huge, "out_of_range", "with a start or end beyond ±2^62 ns"),
-                                   (negative, "negative_duration", "that end before they start")):
-            if count:
-                warn(f"{path}: table {table}: {count} {'ranges' if name == 'nvtx' else 'rows'} {what}; left out",
-                     check=check, action="dropped", rows=count, path=path,
-                     example=example if check == "negative_duration" else None,
-                     tables="host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
-        if missing or huge or negative:
-            con.execute(f'DELETE FROM {name} WHERE {_ranges(name)} AND (start IS NULL OR "end" IS NULL OR abs(start) >= '
-                        f'{_LIMIT} OR abs("end") >= {_LIMIT} OR "end" < start)')
         if repeats:
             duplicates = con.execute(f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM {name})) "
                                      f"FROM {name}").fetchall()[0][0]
