@@ -1061,6 +1061,15 @@ def loose_files(folder: Path) -> LooseFiles:
     return loose
 
 
+def ascend_cluster_ranks(folders: list[Path]) -> list[int]:
+    """The ranks of the Ascend result folders among `folders` (the subfolders of one folder) when they are the ranks of
+    one run, a cluster: two or more, each rank known (ascend_result_rank) and none twice. Otherwise [] (result folders
+    that repeat a rank, e.g. single-card jobs that are each rank 0, are runs of their own)."""
+    results = [f for f in folders if is_ascend_result(f)]
+    ranks = [ascend_result_rank(f)[0] for f in results]
+    return sorted(ranks) if len(ranks) > 1 and min(ranks) >= 0 and len(set(ranks)) == len(ranks) else []
+
+
 def is_trace_file(path: Path) -> bool:
     """True for a regular file that discover reads as a trace that stands alone (Kineto/Paddle, Nsight Systems)."""
     return path.is_file() and not any(p.fullmatch(path.name) for p in _INPUT_PATTERNS) \
