@@ -474,9 +474,14 @@ def _db_texts(db: sqlite3.Connection, table: str, names: list[str]) -> dict[str,
 
 
 def _text(path: Path, warn: Warn) -> str | None:
+    """The profiler_info JSON object, verbatim (run_info.metadata_json); None, reported, when it is none."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        warn(f"{path}: cannot be read ({exc}); run_info has no profiler_info", check="malformed_record",
-             action="kept", path=path)
-        return None
+        text = path.read_text(encoding="utf-8")
+        if isinstance(json.loads(text), dict):
+            return text
+        problem = "not a JSON object"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = f"cannot be read ({exc})"
+    warn(f"{path}: {problem}; run_info has no profiler_info (the rank comes from the file name)",
+         check="malformed_record", action="kept", path=path)
+    return None
