@@ -60,8 +60,6 @@ COMM_TIMES = {
 }
 #: The transports of "Communication Bandwidth Info" (CommAnalyzerBandwidth.transport_type).
 TRANSPORTS = ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")
-#: A step as the files write it: 50, "50", "step50" (case as written).
-_STEP = re.compile(r"(?:step)?\s*(\d{1,18})", re.IGNORECASE)
 #: A matrix key `<collective type>-<statistic>@<group id>` (analysis.db: without `@<group id>`).
 _MATRIX_KEY = re.compile(r"(?P<type>.+)-(?P<stat>top\d+|middle|bottom\d+|total)")
 #: A matrix link `<src>-<dst>` in group-local ranks (analysis.db writes "0.0"-style ranks).
@@ -194,17 +192,18 @@ def _csv_steps(path: Path, source: Source, warn: Warn) -> pa.Table | None:
 def _step_table(source: Source, origin: str, step: pa.Array, device: pa.Array, phases: dict[str, pa.Array],
                 path: Path, warn: Warn) -> pa.Table:
     rows = len(step)
-    table = numbers_table({"rank": _constant(source.rank, rows, pa.int32()), "origin": _constant(origin, rows, pa.string())},
-                          {"device_id": (device, 1), **{name: (values, _US) for name, values in phases.items()}},
+    keys = {"rank": _constant(source.rank, rows, pa.int32()), "origin": _constant(origin, rows, pa.string())}
+    table = numbers_table(keys, {"device_id": (device, 1), **{name: (values, _US) for name, values in phases.items()}},
                           step, (), "step rows", path, warn)
-    return table.set_column(table.column_names.index("device_id"), "device_id", table.column("device_id").cast(pa.int32()))
+    device_ids = table.column("device_id").cast(pa.int32())
+    return table.set_column(table.column_names.index("device_id"), "device_id", device_ids)
 
 
 def _db_steps(db: sqlite3.Connection, source: Source, warn: Warn) -> pa.Table:
     """analysis.db StepTraceTime (µs; S2 puts deviceId first)."""
     data = _db_texts(db, "StepTraceTime", ["step", "deviceId", *(c for c, _ in STEP_PHASES.values())])
-    return _step_table(source, "analysis.db", data["step"], data["deviceId"],
-                       {name: data[db_name] for db_name, name in STEP_PHASES.values()}, source.files["analysis_db"], warn)
+    phases = {name: data[db_name] for db_name, name in STEP_PHASES.values()}
+    return _step_table(source, "analysis.db", data["step"], data["deviceId"], phases, source.files["analysis_db"], warn)
 
 
 # --- communication.json, CommAnalyzerTime and CommAnalyzerBandwidth ---------------------------------------------------
@@ -326,7 +325,8 @@ def _db_bandwidth(db: sqlite3.Connection, ops: dict[str, pa.Array]) -> dict[tupl
         joined = con.sql(f"SELECT o._row, {pivot} FROM op_rows o LEFT JOIN bandwidth b ON "
                          + " AND ".join(f"o.{k} IS NOT DISTINCT FROM b.{k}" for k in keys)
                          + " GROUP BY o._row ORDER BY o._row").to_arrow_table()
-    return {(t, m): joined.column(f"{t}:{m}").combine_chunks() for t in TRANSPORTS for m in ("transit_size", "transit_time")}
+    return {(t, m): joined.column(f"{t}:{m}").combine_chunks()
+            for t in TRANSPORTS for m in ("transit_size", "transit_time")}
 
 
 # --- communication_matrix.json and CommAnalyzerMatrix -------------------------------------------------------------
@@ -367,14 +367,14 @@ def _link_table(source: Source, origin: str, keys: pa.Array, groups: pa.Array, k
     import polars as pl
     rows = len(keys)
     if links is not None:
-        split = pl.DataFrame({"l": links}).select(
-            pl.col("l").str.extract(_LINK.pattern, 1).alias("src"), pl.col("l").str.extract(_LINK.pattern, 2).alias("dst"))
+        link = pl.col("l").str.extract
+        split = pl.DataFrame({"l": links}).select(link(_LINK.pattern, 1).alias("src"), link(_LINK.pattern, 2).alias("dst"))
         src, dst = (split.get_column(c).to_arrow() for c in ("src", "dst"))
         bad_links = pc.or_(pc.is_null(src), pc.is_null(dst))
         src = pc.if_else(bad_links, "<no link>", src)  # left out below, as numbers that are no numbers
     else:
-        src, dst = (pl.DataFrame({"r": r}).select(pl.col("r").str.extract(f"^{_RANK.pattern}$", 1)).to_series().to_arrow()
-                    if r is not None else pa.nulls(rows, pa.string()) for r in (src, dst))
+        src, dst = (pl.DataFrame({"r": r}).select(pl.col("r").str.extract(f"^{_RANK.pattern}$", 1)).to_series()
+                    .to_arrow() if r is not None else pa.nulls(rows, pa.string()) for r in (src, dst))
         src, dst = (pc.if_else(pc.is_null(r), "<no rank>", r) for r in (src, dst))
     parts = pl.DataFrame({"k": keys}).select(pl.col("k").str.extract(f"^{_MATRIX_KEY.pattern}$", 1).alias("type"),
                                              pl.col("k").str.extract(f"^{_MATRIX_KEY.pattern}$", 2).alias("stat"))
@@ -425,7 +425,8 @@ def _groups(source: Source, warn: Warn) -> pa.Table | None:
                  check="malformed_record", action="dropped", path=path, example=repr(group)[:120])
             continue
         label = group.get("group_name") if isinstance(group.get("group_name"), str) else None
-        rows += [(str(double_hash(key)), key, label, local, member) for local, member in enumerate(sorted(set(members)))]
+        rows += [(str(double_hash(key)), key, label, local, member)
+                 for local, member in enumerate(sorted(set(members)))]
     columns = list(zip(*rows)) if rows else [[]] * 5
     return pa.table({"rank": _constant(source.rank, len(rows), pa.int32()),
                      "group_id": pa.array(columns[0], pa.string()), "group_key": pa.array(columns[1], pa.string()),
@@ -462,7 +463,8 @@ def _db_texts(db: sqlite3.Connection, table: str, names: list[str]) -> dict[str,
     present = {row[1] for row in db.execute(f'PRAGMA table_info("{table}")')}
     selected = [n for n in names if n in present]
     parts = ", ".join(f"CASE typeof(\"{n}\") WHEN 'real' THEN \"{n}\" END, "
-                      f"CASE WHEN typeof(\"{n}\") IN ('integer', 'text') THEN CAST(\"{n}\" AS TEXT) END" for n in selected)
+                      f"CASE WHEN typeof(\"{n}\") IN ('integer', 'text') THEN CAST(\"{n}\" AS TEXT) END"
+                      for n in selected)
     rows = db.execute(f'SELECT {parts} FROM "{table}"').fetchall() if selected else []
     columns = list(zip(*rows)) if rows else [()] * (2 * len(selected))
     result = {}
