@@ -473,10 +473,9 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
     elif (directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES
           or directory.name == "FRAMEWORK" and filename in MEMORY_FRAMEWORK_ROLES):
         role = MEMORY_OUTPUT_ROLES.get(filename) or MEMORY_FRAMEWORK_ROLES[filename]
-        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
-                                             os.listdir(directory.parent)) if m]
+        rank = ascend_result_rank(directory.parent)[0]
         named = re.match(r"rank-(\d+)_", directory.parent.name)
-        rank = ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+        rank = rank if rank >= 0 else int(named.group(1)) if named else 0
     else:
         for name, pattern in MEMORY_FILE_PATTERNS.items():
             match = pattern.fullmatch(filename)
