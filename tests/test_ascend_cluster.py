@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO, assert_generator_reproduces, query, realdata, run
-from fuzzing import FUZZ
+from fuzzing import FUZZ, byte_flips, line_edits, read_damaged, truncations
 from profpipe import ingest
 from profpipe.batch import BatchOptions, batch, find_runs
 from profpipe.discover import ascend_result_rank, discover
@@ -391,3 +391,24 @@ def test_damaged_analysis_db_keeps_exact_numbers_and_reports_what_it_drops(tmp_p
            for row in tables["ascend_step_summary"].to_pylist()]
     assert sorted(got, key=repr) == sorted(expected, key=repr)
     assert sum(e.rows or 0 for e in ledger.events if e.action == "dropped") == lost
+
+
+_TRIMMED_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json", "analysis.db")
+
+
+@FUZZ
+@given(data=st.data())
+def test_byte_damage_to_a_trimmed_ranks_files_is_read_or_named(tmp_path_factory, data) -> None:
+    """Truncated, flipped or edited bytes in any of a trimmed rank's files (fuzzing.py's strategies): no failure at all
+    (the reader reports what it cannot read in trace_health and goes on), the input untouched, no scratch left."""
+    folder = tmp_path_factory.mktemp("bytes") / "rank_3_ascend_pt"
+    shutil.copytree(CLUSTER / "rank_3_ascend_pt", folder)
+    name = data.draw(st.sampled_from(_TRIMMED_FILES))
+    path = folder / "ASCEND_PROFILER_OUTPUT" / name
+    original = path.read_bytes()
+    damaged = data.draw(st.one_of(truncations(original), byte_flips(original), line_edits(original)))
+    path.write_bytes(damaged)
+    outcome = read_damaged(folder)
+    assert not outcome.errors, outcome.errors  # the reader names damage itself (trace_health), never fails
+    if damaged == original:
+        assert not outcome.lossy

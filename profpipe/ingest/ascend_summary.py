@@ -23,6 +23,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
@@ -71,35 +72,61 @@ _MS, _US, _MB = 1_000_000, 1_000, 1_000_000
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
-    """Yield run_info, then ascend_step_summary, ascend_comm_op_summary, ascend_comm_link_summary and
-    ascend_comm_group pieces of one rank's derived files."""
-    db = _open_db(source.files.get("analysis_db"), warn)
-    try:
-        tables = _db_tables(db) if db is not None else {}
-        steps = (_db_steps(db, source, warn) if "StepTraceTime" in tables
-                 else _csv_steps(source.files["step_trace_csv"], source, warn) if "step_trace_csv" in source.files
-                 else None)
-        if steps is not None:
-            yield "ascend_step_summary", steps
-        ops = (_db_ops(db, tables, source, warn) if "CommAnalyzerTime" in tables
-               else _json_ops(source.files["communication"], source, warn) if "communication" in source.files
-               else None)
-        if ops is not None:
-            yield "ascend_comm_op_summary", ops
-        links = (_db_links(db, source, warn) if "CommAnalyzerMatrix" in tables
-                 else _json_links(source.files["communication_matrix"], source, warn)
-                 if "communication_matrix" in source.files else None)
-        if links is not None:
-            yield "ascend_comm_link_summary", links
-    finally:
-        if db is not None:
-            db.close()
+    """Yield ascend_step_summary, ascend_comm_op_summary, ascend_comm_link_summary and ascend_comm_group pieces of one
+    rank's derived files, then its run_info row."""
+    found = _read_db(source, warn)
+    for name, role, text_reader in (("ascend_step_summary", "step_trace_csv", _csv_steps),
+                                    ("ascend_comm_op_summary", "communication", _json_ops),
+                                    ("ascend_comm_link_summary", "communication_matrix", _json_links)):
+        table = found.get(name)
+        if table is None and role in source.files:
+            table = text_reader(source.files[role], source, warn)
+        if table is not None:
+            yield name, table
     groups = _groups(source, warn)
     if groups is not None:
         yield "ascend_comm_group", groups
     info = source.files.get("info")
     yield "run_info", run_info(source, device_type="ascend", framework=_framework(source), layout="ascend_summary",
                                metadata_json=_text(info, warn) if info is not None else None, **epoch_clock())
+
+
+def _read_db(source: Source, warn: Warn) -> dict[str, pa.Table]:
+    """The tables analysis.db holds (none when the source has no analysis.db). A database SQLite cannot read is
+    reported and the text files beside it are read instead; texts that are not UTF-8 are read with U+FFFD for the bad
+    bytes, and reported."""
+    path = source.files.get("analysis_db")
+    if path is None:
+        return {}
+    undecodable: list[bytes] = []
+
+    def decode(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable.append(raw)
+            return raw.decode("utf-8", "replace")
+
+    found = {}
+    try:
+        with closing(sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)) as db:
+            db.text_factory = decode
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "StepTraceTime" in tables:
+                found["ascend_step_summary"] = _db_steps(db, source, warn)
+            if "CommAnalyzerTime" in tables:
+                found["ascend_comm_op_summary"] = _db_ops(db, tables, source, warn)
+            if "CommAnalyzerMatrix" in tables:
+                found["ascend_comm_link_summary"] = _db_links(db, source, warn)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # SQLite's own message may quote damaged schema bytes
+        warn(f"{path}: not a readable SQLite database ({exc}); the text files beside it are read instead",
+             check="malformed_record", action="source_skipped", path=path)
+        return {}
+    if undecodable:
+        warn(f"{path}: {len(undecodable)} texts that are not UTF-8; read with U+FFFD in place of the bad bytes",
+             check="bad_encoding", action="repaired", rows=len(undecodable), path=path,
+             example=repr(undecodable[0][:60]))
+    return found
 
 
 def _framework(source: Source) -> str:
@@ -435,26 +462,6 @@ def _groups(source: Source, warn: Warn) -> pa.Table | None:
 
 
 # --- SQLite --------------------------------------------------------------------------------------------------------
-
-def _open_db(path: Path | None, warn: Warn) -> sqlite3.Connection | None:
-    if path is None:
-        return None
-    try:
-        db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as exc:
-        warn(f"{path}: not a readable SQLite database ({exc}); the text files beside it are read instead",
-             check="malformed_record", action="source_skipped", path=path)
-        return None
-    return db
-
-
-def _db_tables(db: sqlite3.Connection) -> set[str]:
-    try:
-        return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return set()
-
 
 def _db_texts(db: sqlite3.Connection, table: str, names: list[str]) -> dict[str, pa.Array]:
     """Each of `names` of `table` as text (null where the column is absent or the value NULL): TEXT and INTEGER values
