@@ -198,19 +198,19 @@ def _csv_steps(path: Path, source: Source, warn: Warn) -> pa.Table | None:
     import polars as pl
     try:
         frame = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True, encoding="utf8-lossy")
+        frame = frame.rename({c: c.strip() for c in frame.columns})
     except (pl.exceptions.PolarsError, OSError) as exc:
         warn(f"{path}: cannot be read as CSV ({exc}); its step trace is missing", check="malformed_record",
              action="source_skipped", path=path)
         return None
-    frame = frame.rename({c: c.strip() for c in frame.columns})
     if "Step" not in frame.columns or not set(STEP_PHASES) & set(frame.columns):
         warn(f"{path}: no Step column or no phase column; its step trace is missing", check="malformed_record",
              action="source_skipped", path=path, example=",".join(frame.columns[:4]))
         return None
-    data = frame.to_arrow()
 
-    def column(name: str) -> pa.Array:
-        return data.column(name).combine_chunks() if name in data.column_names else pa.nulls(len(data), pa.string())
+    def column(name: str) -> pa.Array:  # one by one: a damaged header may name other columns with bytes Arrow refuses
+        return (frame.get_column(name).to_arrow().cast(pa.string()) if name in frame.columns
+                else pa.nulls(frame.height, pa.string()))
 
     return _step_table(source, "step_trace_time.csv", column("Step"), column("Device_id"),
                        {name: column(csv_name) for csv_name, (_, name) in STEP_PHASES.items()}, path, warn)
