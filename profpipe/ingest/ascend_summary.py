@@ -158,10 +158,14 @@ def numbers_table(keys: dict[str, pa.Array], texts: dict[str, tuple[pa.Array, in
                   required: tuple[str, ...], what: str, path: Path, warn: Warn) -> pa.Table:
     """The table of `keys` (typed columns), `step` (step texts, see step_numbers) and `texts` (name -> (decimal texts,
     scale)) as exact int64. A row is left out, and reported once per kind (what, path), when a text is present but no
-    number, when a `required` text is absent, or when its step is no step."""
+    number, when a `required` text or key is absent, or when its step is no step."""
     columns = dict(keys)
     bad_number = pa.array([False] * len(next(iter(texts.values()))[0]), pa.bool_())
     example = None
+    for name in required:
+        if name in keys and keys[name].null_count:
+            bad_number = pc.or_(bad_number, pc.is_null(keys[name]))
+            example = example or f"{name}: None"
     for name, (values, scale) in texts.items():
         columns[name] = number = scaled(values, scale)
         lost = pc.is_null(number) if name in required else pc.and_(pc.is_null(number), pc.is_valid(values))
@@ -313,7 +317,7 @@ def _op_table(source: Source, origin: str, names: pa.Array, groups: pa.Array, ki
     rows = len(names)
     keys = {"rank": _constant(source.rank, rows, pa.int32()), "origin": _constant(origin, rows, pa.string()),
             "comm_kind": kinds, "op_name": names, "group_id": groups}
-    return numbers_table(keys, texts, steps, ("elapse_ns",), "communication ops", path, warn)
+    return numbers_table(keys, texts, steps, ("op_name", "elapse_ns"), "communication ops", path, warn)
 
 
 def _db_ops(db: sqlite3.Connection, tables: set[str], source: Source, warn: Warn) -> pa.Table:
