@@ -193,6 +193,9 @@ def test_the_cluster_is_one_run_of_four_ranks_with_the_planted_slow_rank_and_lin
     result = run(CLUSTER, out)
     assert result.exit_code == 0
     assert query(out, "SELECT DISTINCT rank FROM run_info ORDER BY rank") == [(0,), (1,), (2,), (3,)]
+    # rank != device: the step trace's Device_id is the summary source's device (ranks 2 and 3 on devices 4 and 5)
+    assert query(out, "SELECT rank, device_id FROM run_info WHERE layout = 'ascend_summary' ORDER BY rank") == [
+        (rank, generator.DEVICE[rank]) for rank in generator.RANKS]
     steps = query(out, "SELECT rank, device_id, origin, computing_ns, total_ns, slowdown FROM cluster_step_trace "
                        "ORDER BY rank")
     assert [(r, d, o) for r, d, o, *_ in steps] == [(0, 0, "step_trace_time.csv"), (1, 1, "analysis.db"),

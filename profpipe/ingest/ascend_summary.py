@@ -24,6 +24,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
@@ -75,6 +76,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield ascend_step_summary, ascend_comm_op_summary, ascend_comm_link_summary and ascend_comm_group pieces of one
     rank's derived files, then its run_info row."""
     found = _read_db(source, warn)
+    devices: set[int] = set()
     for name, role, text_reader in (("ascend_step_summary", "step_trace_csv", _csv_steps),
                                     ("ascend_comm_op_summary", "communication", _json_ops),
                                     ("ascend_comm_link_summary", "communication_matrix", _json_links)):
@@ -82,12 +84,16 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         if table is None and role in source.files:
             table = text_reader(source.files[role], source, warn)
         if table is not None:
+            if name == "ascend_step_summary":
+                devices = set(pc.unique(table.column("device_id").drop_null()).to_pylist())
             yield name, table
     groups = _groups(source, warn)
     if groups is not None:
         yield "ascend_comm_group", groups
     info = source.files.get("info")
-    yield "run_info", run_info(source, device_type="ascend", framework=_framework(source), layout="ascend_summary",
+    # the device the step trace names (S2's Device_id), where it names one; else discover's (the rank)
+    device = replace(source, device_id=devices.pop()) if len(devices) == 1 else source
+    yield "run_info", run_info(device, device_type="ascend", framework=_framework(source), layout="ascend_summary",
                                metadata_json=_text(info, warn) if info is not None else None, **epoch_clock())
 
 
