@@ -567,7 +567,7 @@ def _json_member(path: Path | None, *keys: str) -> object:
         return None
     try:
         value: object = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
