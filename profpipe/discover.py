@@ -500,10 +500,9 @@ def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path
     if ranked:
         role, rank = "op_range_2_4", int(ranked.group(1))
     else:
-        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, os.listdir(folder))
-                 if m]
+        rank = ascend_result_rank(folder)[0]
         named = re.match(r"rank-(\d+)_", folder.name)
-        role, rank = OP_RANGE_FILES[filename], ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+        role, rank = OP_RANGE_FILES[filename], rank if rank >= 0 else int(named.group(1)) if named else 0
     match = _ASCEND_MS_DIR.fullmatch(folder.name)
     source = op_range.setdefault((folder, rank), Source(
         family="mindspore_op_range", layout="op_range", rank=rank, device_id=rank, directory=folder,
