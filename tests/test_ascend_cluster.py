@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO, assert_generator_reproduces, query, realdata, run
 from fuzzing import FUZZ, byte_flips, line_edits, read_damaged, truncations
+from model_harness import model_rows
 from profpipe import ingest
 from profpipe.batch import BatchOptions, batch, find_runs
 from profpipe.discover import ascend_result_rank, discover
@@ -242,6 +243,78 @@ def test_a_trimmed_ranks_analysis_db_and_its_text_files_give_the_same_tables() -
 
 def _without_origin(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "origin"}
+
+
+# --- the cluster marts on rows written by hand ------------------------------------------------------------------
+
+def _step(rank: int, computing: int, not_overlapped: int, free: int, step: int | None = 5, capture: int = 0) -> dict:
+    return {"rank": rank, "capture": capture, "step": step, "origin": "analysis.db", "computing_ns": computing,
+            "communication_not_overlapped_ns": not_overlapped, "free_ns": free}
+
+
+#: Step 5 of three ranks (totals 100, 110, 100: rank 1 computes 30 longer, the others wait 20 longer), a capture 1
+#: of rank 0 alone, and rank 2's capture without steps.
+_STEPS = [_step(0, 50, 40, 10), _step(1, 80, 20, 10), _step(2, 50, 40, 10), _step(0, 70, 0, 30, capture=1),
+          _step(2, 1, 2, 3, step=None)]
+
+
+def test_cluster_step_trace_compares_each_rank_with_the_steps_fastest():
+    found = model_rows({"ascend_step_summary": _STEPS}, "cluster_step_trace")
+    by_key = {(r["rank"], r["capture"], r["step"]): r for r in found}
+    assert len(found) == 5
+    assert {k: (r["total_ns"], r["ranks"], r["fastest_total_ns"], r["slowest_total_ns"], r["slowest_rank"])
+            for k, r in by_key.items()} == {
+        (0, 0, 5): (100, 3, 100, 110, 1), (1, 0, 5): (110, 3, 100, 110, 1), (2, 0, 5): (100, 3, 100, 110, 1),
+        (0, 1, 5): (100, 1, 100, 100, 0), (2, 0, None): (6, 1, 6, 6, 2)}
+    assert by_key[(1, 0, 5)]["slowdown"] == pytest.approx(110 / 100 - 1) and by_key[(0, 0, 5)]["slowdown"] == 0
+
+
+def test_cluster_slow_rank_is_msprof_analyzes_gap_rule():
+    found = {(r["capture"], r["phase"]): r
+             for r in model_rows({"ascend_step_summary": _STEPS[:3]}, "cluster_slow_rank")}
+    mean_total = (100 + 110 + 100) / 3
+    computing, communication, free = (found[(0, p)] for p in ("computing", "communication_not_overlapped", "free"))
+    assert (computing["max_rank"], computing["min_rank"], computing["slow_rank"], computing["is_slow"]) == (1, 0, 1, True)
+    assert computing["gap_ratio"] == pytest.approx((80 - 50) / mean_total)
+    # communication: the rank that waits least (1) is the one the others wait for
+    assert (communication["max_rank"], communication["min_rank"], communication["slow_rank"]) == (0, 1, 1)
+    assert communication["gap_ratio"] == pytest.approx((40 - 20) / mean_total) and communication["is_slow"]
+    assert (free["gap_ratio"], free["is_slow"], free["rows"], free["ranks"]) == (0, False, 3, 3)
+
+
+def _link(rank: int, group: str, src: int, dst: int, transport: str, size: int, time: int, stat: str = "total",
+          kind: str = "allreduce") -> dict:
+    return {"rank": rank, "capture": 0, "step": 5, "origin": "analysis.db", "comm_kind": "collective",
+            "matrix_key": f"{kind}-{stat}", "collective_type": kind, "stat": stat, "group_id": group,
+            "src_rank": src, "dst_rank": dst, "transport": transport, "bytes": size, "time_ns": time}
+
+
+def test_cluster_comm_matrix_maps_group_ranks_to_global_ones():
+    """Group "1": parallel_group_info maps local 0, 1 to global 5, 7 (both report the link 0-1: the sender's is taken);
+    group "2" has no map: rank 3's own link 1-1 makes its local 1 global 3, local 0 stays unmapped."""
+    groups = [{"rank": 5, "group_id": "1", "group_key": "group_name_1", "local_rank": local, "global_rank": glob}
+              for local, glob in ((0, 5), (1, 7))]
+    links = [_link(5, "1", 0, 1, "HCCS", 1000, 100), _link(7, "1", 0, 1, "HCCS", 999, 90),
+             _link(5, "1", 0, 1, "HCCS", 1, 1, stat="top1"), _link(3, "2", 1, 1, "LOCAL", 50, 5),
+             _link(3, "2", 1, 0, "HCCS", 300, 0)]
+    found = model_rows({"ascend_comm_group": groups, "ascend_comm_link_summary": links}, "cluster_comm_matrix")
+    assert [(r["group_id"], r["src_local_rank"], r["dst_local_rank"], r["src_rank"], r["dst_rank"], r["transport"],
+             r["bytes"], r["time_ns"], r["bandwidth_bytes_per_second"], r["reported_by"]) for r in found] == [
+        ("1", 0, 1, 5, 7, "HCCS", 1000, 100, 1000 / (100 / 1e9), [5, 7]),
+        ("2", 1, 0, 3, None, "HCCS", 300, 0, None, [3]),
+        ("2", 1, 1, 3, 3, "LOCAL", 50, 5, 50 / (5 / 1e9), [3])]
+
+
+def test_cluster_link_bandwidth_compares_rank_pairs_with_their_transports_median():
+    groups = [{"rank": 0, "group_id": "1", "group_key": "k", "local_rank": r, "global_rank": r} for r in range(3)]
+    links = [_link(0, "1", 0, 1, "HCCS", 1000, 100), _link(1, "1", 1, 2, "HCCS", 1000, 200),
+             _link(2, "1", 2, 0, "HCCS", 1000, 100), _link(0, "1", 0, 0, "LOCAL", 1000, 1),
+             _link(0, "1", 0, 1, "HCCS", 500, 50, kind="send")]
+    found = model_rows({"ascend_comm_group": groups, "ascend_comm_link_summary": links}, "cluster_link_bandwidth")
+    # 0 -> 1 sums the allreduce and the send: 1500 bytes in 150 ns; the median of 1e10, 5e9, 1e10 is 1e10
+    assert [(r["src_rank"], r["dst_rank"], r["bytes"], r["time_ns"], r["entries"], r["links"]) for r in found] == [
+        (0, 1, 1500, 150, 2, 3), (1, 2, 1000, 200, 1, 3), (2, 0, 1000, 100, 1, 3)]
+    assert [r["median_ratio"] for r in found] == pytest.approx([1.0, 0.5, 1.0])
 
 
 # --- rank identity -----------------------------------------------------------------------------------------------
