@@ -22,11 +22,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 from urllib.request import pathname2url
 
 import pyarrow as pa
@@ -183,6 +182,7 @@ def numbers_table(keys: dict[str, pa.Array], texts: dict[str, tuple[pa.Array, in
         columns["step"], bad_step = step_numbers(step)
         _report(bad_step, f"{what} whose step is neither a number nor 'step<N>'", path, warn,
                 lambda: repr(step[pc.index(bad_step, True).as_py()].as_py()))
+        bad_number = pc.and_(bad_number, pc.invert(bad_step))  # each row left out is reported once
         bad = pc.or_(bad, bad_step)
     _report(bad_number, f"{what} with a value that is no number, or none where one is needed", path, warn,
             lambda: example)
@@ -190,7 +190,7 @@ def numbers_table(keys: dict[str, pa.Array], texts: dict[str, tuple[pa.Array, in
     return table.filter(pc.invert(bad)) if pc.any(bad).as_py() else table
 
 
-def _report(bad: pa.Array, what: str, path: Path, warn: Warn, example: Any) -> None:
+def _report(bad: pa.Array, what: str, path: Path, warn: Warn, example: Callable[[], str | None]) -> None:
     count = pc.sum(bad.cast(pa.int64())).as_py() or 0
     if count:
         warn(f"{path}: {count} {what}; left out", check="malformed_record", action="dropped", rows=count, path=path,
