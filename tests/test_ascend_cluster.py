@@ -199,8 +199,8 @@ def test_the_cluster_is_one_run_of_four_ranks_with_the_planted_slow_rank_and_lin
         (rank, generator.DEVICE[rank]) for rank in generator.RANKS]
     steps = query(out, "SELECT rank, device_id, origin, computing_ns, total_ns, slowdown FROM cluster_step_trace "
                        "ORDER BY rank")
-    assert [(r, d, o) for r, d, o, *_ in steps] == [(0, 0, "step_trace_time.csv"), (1, 1, "analysis.db"),
-                                                    (2, 4, "step_trace_time.csv"), (3, 5, "analysis.db")]
+    # every rank carries analysis.db (as S2's text export does): it wins over step_trace_time.csv
+    assert [(r, d, o) for r, d, o, *_ in steps] == [(r, generator.DEVICE[r], "analysis.db") for r in generator.RANKS]
     for rank, *_, computing, total, slowdown in steps:
         phases = generator.step_phases(rank)
         assert computing == phases["Computing"] * 1000
@@ -229,8 +229,8 @@ def test_the_cluster_matrix_is_in_global_ranks(tmp_path: Path) -> None:
     assert {(s, d) for _, t, _, _, s, d, _, _ in rows if t == "send"} == {(0, 2), (1, 3)}
 
 
-def test_a_trimmed_ranks_analysis_db_and_its_text_files_give_the_same_tables() -> None:
-    for rank in (1, 3):
+def test_a_ranks_analysis_db_and_its_text_files_give_the_same_tables() -> None:
+    for rank in generator.RANKS:
         folder = CLUSTER / f"rank_{rank}_ascend_pt"
         from_db, db_ledger = summaries(folder)
         from_text, text_ledger = summaries(folder, drop_roles=("analysis_db",))
@@ -239,6 +239,23 @@ def test_a_trimmed_ranks_analysis_db_and_its_text_files_give_the_same_tables() -
             db_rows, text_rows = (sorted((_without_origin(r) for r in t[name].to_pylist()), key=repr)
                                   for t in (from_db, from_text))
             assert db_rows == text_rows and db_rows, name
+
+
+def test_matrix_ranks_written_as_floats_and_a_db_without_step_or_type(tmp_path: Path) -> None:
+    """msprof-analyze's cluster db writes src/dst ranks "0.0"-style; MindSpore's comm tables have no step and no type
+    (a capture without steps: step NULL)."""
+    folder = _result_folder(tmp_path / "r_ascend_pt", {"profiler_info_2.json": {}})
+    db = sqlite3.connect(folder / "ASCEND_PROFILER_OUTPUT" / "analysis.db")
+    db.execute("CREATE TABLE CommAnalyzerMatrix (hccl_op_name TEXT, group_name TEXT, src_rank TEXT, dst_rank TEXT, "
+               "transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, bandwidth NUMERIC, op_name TEXT)")
+    db.execute("INSERT INTO CommAnalyzerMatrix VALUES ('allgather-total', '9', '2.0', '3.0', 'HCCS', 1.5, 0.25, 6, NULL)")
+    db.commit()
+    db.close()
+    tables, ledger = summaries(folder)
+    assert not ledger.events
+    (row,) = tables["ascend_comm_link_summary"].to_pylist()
+    assert (row["src_rank"], row["dst_rank"], row["bytes"], row["time_ns"], row["step"], row["comm_kind"],
+            row["collective_type"], row["stat"]) == (2, 3, 1_500_000, 250_000, None, None, "allgather", "total")
 
 
 def _without_origin(row: dict) -> dict:

@@ -63,7 +63,8 @@ COMM_TIMES = {
 TRANSPORTS = ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")
 #: A matrix key `<collective type>-<statistic>@<group id>` (analysis.db: without `@<group id>`).
 _MATRIX_KEY = re.compile(r"(?P<type>.+)-(?P<stat>top\d+|middle|bottom\d+|total)")
-#: A matrix link `<src>-<dst>` in group-local ranks (analysis.db writes "0.0"-style ranks).
+#: A matrix link `<src>-<dst>` in group-local ranks ("0.0"-style ranks, as msprof-analyze's cluster db writes them, are
+#: accepted too).
 _LINK = re.compile(r"(\d+)(?:\.0*)?-(\d+)(?:\.0*)?")
 _RANK = re.compile(r"(\d+)(?:\.0*)?")
 #: The entries of the JSON files that sum the others (left out: the models sum the ops themselves).
