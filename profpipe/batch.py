@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .database import configured
-from .discover import Source, is_trace_file, loose_files, trace_stem
+from .discover import Source, ascend_cluster_ranks, is_trace_file, loose_files, trace_stem
 from .errors import NoProfilerData, ProfpipeError, UsageError
 from .health import HealthEvent, HealthLedger
 from .ingest.scratch import sweep_scratch_folders
@@ -196,6 +196,13 @@ def _walk_runs(root: Path, run_depth: int, scan: RootScan) -> list[Path]:
         for folder in level:
             loose = loose_files(folder)
             subfolders = _subfolders(folder)
+            ranks = ascend_cluster_ranks(subfolders)
+            if ranks:
+                scan.notes.append(f"{folder} holds Ascend result folders of ranks {', '.join(map(str, ranks))}: one run "
+                                  "(a cluster, as `profpipe analyse` reads the folder); to batch each result folder as "
+                                  "a run of its own, pass --runs with a glob naming them")
+                runs.append(folder)
+                continue
             if loose.others:
                 shown = ", ".join(p.name for p in loose.others[:3]) + (", ..." if len(loose.others) > 3 else "")
                 scan.notes.append(f"{folder} holds profiler files directly ({shown}): it is one run (a dump whose "

@@ -115,6 +115,11 @@ ERA_F_OUTPUT_ROLES = {"kernel_details.csv": "csv:kernel_details", "trace_view.js
                       "l2_cache.csv": "pmu:l2_cache", "hbm.csv": "pmu:hbm", "pcie.csv": "pmu:pcie"}
 #: Role prefix of the files of the msprof export inside an era F folder (PROF_*/mindstudio_profiler_output/).
 ERA_F_EXPORT_PREFIX = "export:"
+#: The Ascend tools' own derived files in ASCEND_PROFILER_OUTPUT/ of a result folder, by role: a source of family
+#: `ascend_summary` (profpipe/ingest/ascend_summary.py), also the only files of a trimmed cluster rank.
+SUMMARY_FILES = {"step_trace_time.csv": "step_trace_csv", "communication.json": "communication",
+                 "communication_matrix.json": "communication_matrix", "analysis.db": "analysis_db"}
+_PROFILER_INFO_RANKED = re.compile(r"profiler_info_(\d+)\.json")
 
 #: Ascend db exports (formats-ascend-today.md §3): torch_npu's and MindSpore's in ASCEND_PROFILER_OUTPUT/ (group 2: the
 #: rank; none on a single card), msprof's in its PROF_* folder.
@@ -208,7 +213,7 @@ class Source:
 
     @property
     def device_type(self) -> str:
-        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export", "ascend_db"):
+        if self.family in ("ascend_raw", "mindspore_ascend_reports", "msprof_export", "ascend_db", "ascend_summary"):
             return "ascend"
         if self.family == "mindspore_memory":
             return "cpu" if set(self.slices) == {"ms_record"} else "ascend"
@@ -253,6 +258,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     host_info: dict[tuple[Path, int], Source] = {}
     op_range: dict[tuple[Path, int], Source] = {}
     dbs: list[Source] = []
+    summaries: dict[Path, Source] = {}
     traces: list[Source] = []
     metadata_files: list[Path] = []
     for dirpath, dirnames, filenames in walk:
@@ -273,6 +279,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
             else:
                 if not (_add_ascend_db(dbs, directory, filename)
                         or _add_report_file(reports, directory, filename)
+                        or _add_summary_file(summaries, directory, filename)
                         or _add_msprof_file(reports, directory, filename)
                         or _add_minddata_file(minddata, directory, filename)
                         or _add_memory_file(memory, directory, filename)
@@ -286,6 +293,7 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     found += [s for s in ascend.values() if any(r in s.slices for r in _ASCEND_PRIMARY_ROLES)]
     found += list(reports.values())
     found += list(memory.values())
+    found += list(summaries.values())
     found += _note_trace_views(list(op_range.values()), found)
     _mark_ranks_from_files(found)
     found += dbs
@@ -334,7 +342,7 @@ def _regular_input(path: Path, warn: Warn) -> bool:
     if mode is not None and stat.S_ISREG(mode):
         return True
     name = path.name
-    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES,
+    if not (name.endswith((*KINETO_SUFFIXES, *NSYS_SUFFIXES, *ERA_F_OUTPUT_ROLES, *SUMMARY_FILES, *MEMORY_OUTPUT_ROLES,
                            *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES))
             or any(p.fullmatch(name) for p in _INPUT_PATTERNS)):
         return False
@@ -415,10 +423,8 @@ def _add_msprof_file(sources: dict[tuple[Path, int], Source], directory: Path, f
     if directory.name == "ASCEND_PROFILER_OUTPUT" and is_ascend_result(directory.parent):
         if filename not in ERA_F_OUTPUT_ROLES:
             return False
-        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
-                                             os.listdir(directory.parent)) if m]
-        kind, device_id, folder, layout = ERA_F_OUTPUT_ROLES[filename], (ranks[0] if len(ranks) == 1 else 0), \
-            directory.parent, "ascend_era_f"
+        rank = ascend_result_rank(directory.parent)[0]
+        kind, device_id, folder, layout = ERA_F_OUTPUT_ROLES[filename], max(rank, 0), directory.parent, "ascend_era_f"
     elif directory.name == "mindstudio_profiler_output":
         match = MSPROF_OUTPUT.fullmatch(filename)
         if not match:
@@ -479,10 +485,9 @@ def _add_memory_file(memory: dict[tuple[Path, int], Source], directory: Path, fi
     elif (directory.name == "ASCEND_PROFILER_OUTPUT" and filename in MEMORY_OUTPUT_ROLES
           or directory.name == "FRAMEWORK" and filename in MEMORY_FRAMEWORK_ROLES):
         role = MEMORY_OUTPUT_ROLES.get(filename) or MEMORY_FRAMEWORK_ROLES[filename]
-        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch,
-                                             os.listdir(directory.parent)) if m]
+        rank = ascend_result_rank(directory.parent)[0]
         named = re.match(r"rank-(\d+)_", directory.parent.name)
-        rank = ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+        rank = rank if rank >= 0 else int(named.group(1)) if named else 0
     else:
         for name, pattern in MEMORY_FILE_PATTERNS.items():
             match = pattern.fullmatch(filename)
@@ -507,10 +512,9 @@ def _add_op_range_file(op_range: dict[tuple[Path, int], Source], directory: Path
     if ranked:
         role, rank = "op_range_2_4", int(ranked.group(1))
     else:
-        ranks = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, os.listdir(folder))
-                 if m]
+        rank = ascend_result_rank(folder)[0]
         named = re.match(r"rank-(\d+)_", folder.name)
-        role, rank = OP_RANGE_FILES[filename], ranks[0] if len(ranks) == 1 else int(named.group(1)) if named else 0
+        role, rank = OP_RANGE_FILES[filename], rank if rank >= 0 else int(named.group(1)) if named else 0
     match = _ASCEND_MS_DIR.fullmatch(folder.name)
     source = op_range.setdefault((folder, rank), Source(
         family="mindspore_op_range", layout="op_range", rank=rank, device_id=rank, directory=folder,
@@ -523,7 +527,7 @@ def _add_ascend_db(dbs: list[Source], directory: Path, filename: str) -> bool:
     """List an Ascend db export as a source of its own (family ascend_db, role db, and analysis_db: the
     analysis.db beside it): `ascend_(pytorch|mindspore)_profiler[_<N>].db` in ASCEND_PROFILER_OUTPUT/ (its
     folder: the result folder above), `msprof_<digits>.db` in a PROF_* folder. The rank: the N of the name, else
-    the profiler_info_<N>.json of the result folder, else the db's RANK_DEVICE_MAP rankId (-1: unset), else
+    the result folder's (ascend_result_rank), else the db's RANK_DEVICE_MAP rankId (-1: unset), else
     --rank-map or the only-source rule (_rank_unranked)."""
     match = ASCEND_DB.fullmatch(filename)
     if match and directory.name == "ASCEND_PROFILER_OUTPUT":
@@ -539,13 +543,12 @@ def _add_ascend_db(dbs: list[Source], directory: Path, filename: str) -> bool:
     infos = sorted(n for n in os.listdir(folder) if re.fullmatch(r"profiler_info(?:_\d+)?\.json", n))
     if infos:
         files["profiler_info"] = folder / infos[0]
-    ranked = [int(m.group(1)) for m in map(re.compile(r"profiler_info_(\d+)\.json").fullmatch, infos) if m]
     if named is not None:
         rank, rank_from = int(named), "name"
-    elif len(ranked) == 1:
-        rank, rank_from = ranked[0], "file"
     else:
-        rank, rank_from = _db_facts(path)[0], "file"
+        rank, rank_from, _ = ascend_result_rank(folder)
+        if rank < 0:
+            rank, rank_from = _db_facts(path)[0], "file"
     dbs.append(Source(family="ascend_db", layout="ascend_db", rank=rank, device_id=max(rank, 0), directory=folder,
                       files=files, rank_from=rank_from if rank >= 0 else ""))
     return True
@@ -601,6 +604,64 @@ def is_ascend_result(folder: Path) -> bool:
     except OSError:
         return False
     return "ASCEND_PROFILER_OUTPUT" in names and any(_RESULT_MARKERS.fullmatch(name) for name in names)
+
+
+def _add_summary_file(summaries: dict[Path, Source], directory: Path, filename: str) -> bool:
+    """File one of the Ascend tools' derived files (SUMMARY_FILES) in ASCEND_PROFILER_OUTPUT/ of an Ascend result
+    folder under that folder: one `ascend_summary` source per folder, ranked by ascend_result_rank."""
+    if filename not in SUMMARY_FILES or directory.name != "ASCEND_PROFILER_OUTPUT" \
+            or not is_ascend_result(directory.parent):
+        return False
+    folder = directory.parent
+    source = summaries.get(folder)
+    if source is None:
+        rank, rank_from, info = ascend_result_rank(folder)
+        source = summaries[folder] = Source(family="ascend_summary", layout="ascend_summary", rank=rank,
+                                            device_id=max(rank, 0), directory=folder, rank_from=rank_from)
+        if info is not None:
+            source.files["info"] = info
+    source.files[SUMMARY_FILES[filename]] = directory / filename
+    return True
+
+
+def ascend_result_rank(folder: Path) -> tuple[int, str, Path | None]:
+    """(rank, where it came from, the profiler_info file) of an Ascend result folder, by msprof-analyze's rule first:
+    the <N> of its one profiler_info_<N>.json name; else that file's (or a bare profiler_info.json's) `rank_id` (an int
+    or a text such as "0"; -1 is unset); else profiler_metadata.json's distributed_args.rank. (-1, "", file) when
+    none says: --rank-map, or being the only result folder of the input, ranks it (_rank_unranked)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return -1, "", None
+    ranked = [(int(m.group(1)), folder / m.group(0)) for m in map(_PROFILER_INFO_RANKED.fullmatch, names) if m]
+    if len(ranked) == 1:
+        return ranked[0][0], "name", ranked[0][1]
+    info = ranked[0][1] if ranked else folder / "profiler_info.json" if "profiler_info.json" in names else None
+    rank = _rank_number(_json_member(info, "rank_id"))
+    if rank is None:
+        rank = _rank_number(_json_member(folder / USER_METADATA_FILE if USER_METADATA_FILE in names else None,
+                                         "distributed_args", "rank"))
+    return (rank, "file", info) if rank is not None else (-1, "", info)
+
+
+def _json_member(path: Path | None, *keys: str) -> object:
+    """The member at `keys` of a small JSON object file (None when the file or a member is missing or unreadable)."""
+    if path is None:
+        return None
+    try:
+        value: object = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _rank_number(value: object) -> int | None:
+    """A rank written as an int or a decimal text ("0"); None for anything else, and for -1 (unset)."""
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,9}\s*", value):
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
 
 
 def _note_trace_views(op_range: list[Source], found: list[Source]) -> list[Source]:
@@ -820,8 +881,18 @@ def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base:
 
 
 def _rank_unranked(sources: list[Source]) -> None:
-    """A trace without a rank that is the only trace of the input is rank 0; any other gets a problem."""
-    unranked = [s for s in sources if s.rank < 0]
+    """A trace without a rank that is the only trace of the input is rank 0, and so is an Ascend result folder that
+    names no rank (single-card profiler_info.json) when it is the only one; any other gets a problem."""
+    summaries = [s for s in sources if s.family == "ascend_summary"]
+    if len(summaries) == 1 and summaries[0].rank < 0:
+        summaries[0].rank, summaries[0].device_id, summaries[0].rank_from = 0, 0, "only-source"
+    for source in summaries:
+        if source.rank < 0:
+            source.rank_from = ""
+            source.problem = ("cannot tell its rank: no profiler_info_<rank>.json, no rank_id in profiler_info.json and "
+                              "no distributed_args.rank in profiler_metadata.json, and it is not the only result folder; "
+                              "pass --rank-map FILE with a line '<folder or glob> <rank>' per result folder")
+    unranked = [s for s in sources if s.rank < 0 and s.family != "ascend_summary"]
     traces = [s for s in sources if s.family in ("kineto", "nsys", "ascend_db")]
     if len(unranked) == 1 and len(traces) == 1:
         unranked[0].rank, unranked[0].device_id, unranked[0].rank_from = 0, 0, "only-source"
@@ -1005,7 +1076,8 @@ def _check_stands_alone(path: Path) -> None:
         prof = next((f for f in (path.parent, *path.parents) if f.name.startswith("PROF_")), None)
         folder, kind = prof or folder, "a raw Ascend profiling file"
     elif (MSPROF_TIMELINE.fullmatch(name) or MSPROF_SUMMARY.fullmatch(name) or MSPROF_OUTPUT.fullmatch(name)
-          or MSPROF_PMU_SUMMARY.fullmatch(name) or name in ERA_F_OUTPUT_ROLES):
+          or MSPROF_PMU_SUMMARY.fullmatch(name) or name in ERA_F_OUTPUT_ROLES
+          or name in SUMMARY_FILES and path.parent.name == "ASCEND_PROFILER_OUTPUT"):
         folder = next((f for f in path.parents if f.name.startswith("PROF_") or is_ascend_result(f)),
                       path.parent.parent)
         kind = "an msprof export file"
@@ -1054,7 +1126,7 @@ class LooseFiles:
 
 
 #: Names (not patterns) of the files of a multi-file dump that discover reads.
-_NAMED_INPUTS = (*ERA_F_OUTPUT_ROLES, *MEMORY_OUTPUT_ROLES, *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES)
+_NAMED_INPUTS = (*ERA_F_OUTPUT_ROLES, *SUMMARY_FILES, *MEMORY_OUTPUT_ROLES, *MEMORY_FRAMEWORK_ROLES, *OP_RANGE_FILES)
 
 
 def loose_files(folder: Path) -> LooseFiles:
@@ -1071,6 +1143,15 @@ def loose_files(folder: Path) -> LooseFiles:
         else:
             _add_trace_file(loose.traces, folder, name)
     return loose
+
+
+def ascend_cluster_ranks(folders: list[Path]) -> list[int]:
+    """The ranks of the Ascend result folders among `folders` (the subfolders of one folder) when they are the ranks of
+    one run, a cluster: two or more, each rank known (ascend_result_rank) and none twice. Otherwise [] (result folders
+    that repeat a rank, e.g. single-card jobs that are each rank 0, are runs of their own)."""
+    results = [f for f in folders if is_ascend_result(f)]
+    ranks = [ascend_result_rank(f)[0] for f in results]
+    return sorted(ranks) if len(ranks) > 1 and min(ranks) >= 0 and len(set(ranks)) == len(ranks) else []
 
 
 def is_trace_file(path: Path) -> bool:

@@ -64,7 +64,8 @@ def _findings(out: Path) -> dict[str, dict]:
 def test_every_rule_is_documented_and_reads_marts_only():
     marts = {m.name for m in load_models() if m.layer == "marts"}
     assert set(RULES) == {"input_bound_steps", "gpu_idle", "launch_bound_stream", "host_device_sync",
-                          "comm_not_overlapped", "slow_rank_step", "collective_straggler", "slow_link", "iteration_gap",
+                          "comm_not_overlapped", "slow_rank_step", "slow_rank_phase", "collective_straggler",
+                          "slow_link", "iteration_gap",
                           "step_tail", "aicpu_ops", "memory_near_capacity", "small_kernels", "input_pipeline",
                           "kernel_fusion_candidate", "below_roofline", "critical_path_overhead"}
     for rule in RULES.values():
@@ -233,6 +234,9 @@ QUIET = {
                             ("step_overlap", "pure_communication_ns", 11)),
     "slow_rank_step": ({"cluster_step_phases": [{"rank": 1, "capture": 0, "step": 1, "ranks": 2, "slowdown": 0.05}]},
                        ("cluster_step_phases", "slowdown", 0.06)),
+    "slow_rank_phase": ({"cluster_slow_rank": [{"capture": 0, "phase": "computing", "ranks": 2, "gap_ratio": 0.05,
+                                                "slow_rank": 1, "max_step": 1}]},
+                        ("cluster_slow_rank", "gap_ratio", 0.06)),
     "collective_straggler": ({"collective_straggler": [{"rank": 1, "capture": 0, "is_slow": False,
                                                         "slow_test": "dixon"}]},
                              ("collective_straggler", "is_slow", True)),
@@ -290,7 +294,8 @@ def test_each_rule_is_quiet_at_its_threshold_and_fires_past_it(rule_id):
     fired_rows = {name: [dict(r) for r in table] for name, table in rows.items()}
     fired_rows[mart][0][column] = value
     fired = advise(_marts(fired_rows), [rule])[0]
-    assert fired.status == "fired" and fired.ranks == [fired_rows[mart][0]["rank"]], rule_id
+    row = fired_rows[mart][0]
+    assert fired.status == "fired" and fired.ranks == [row.get("rank", row.get("slow_rank"))], rule_id
     assert advise(_marts({}), [rule])[0].status == "not_applicable"
 
 

@@ -35,10 +35,14 @@ def test_parent_folder_is_analysed_rank_by_rank(tmp_path: Path) -> None:
     assert result.ranks == [0, 1] and not result.skipped
     manifest = json.loads((out / "manifest.json").read_text())
     assert not manifest["warnings"]
-    # FRAMEWORK/ belongs to its *_ascend_ms source (trace_view.json holds its host ops): one source per rank
-    assert [(s["family"], s["rank"]) for s in manifest["sources"]] == [("msprof_export", 0), ("msprof_export", 1)]
-    assert all("framework:cpu_op_timestamp" in {f["role"] for f in s["files"]} for s in manifest["sources"])
-    assert query(out, "SELECT rank, layout, clock, metadata_json->>'$.rank_size' FROM run_info ORDER BY rank") == [
+    # FRAMEWORK/ belongs to its *_ascend_ms source (trace_view.json holds its host ops): one source per rank, and the
+    # tools' own step_trace_time.csv beside it (ascend_summary)
+    assert [(s["family"], s["rank"]) for s in manifest["sources"]] == [
+        ("msprof_export", 0), ("ascend_summary", 0), ("msprof_export", 1), ("ascend_summary", 1)]
+    assert all("framework:cpu_op_timestamp" in {f["role"] for f in s["files"]} for s in manifest["sources"]
+               if s["family"] == "msprof_export")
+    assert query(out, "SELECT rank, layout, clock, metadata_json->>'$.rank_size' FROM run_info "
+                      "WHERE layout <> 'ascend_summary' ORDER BY rank") == [
         (0, "ascend_era_f", "unix_epoch", "2"), (1, "ascend_era_f", "unix_epoch", "2")]
     # host ops: the "CPU OP" process only (framework launch events are not ops)
     assert query(out, "SELECT rank, op_name, dur_ns FROM host_op WHERE category IS DISTINCT FROM 'marker' "
@@ -94,8 +98,9 @@ def test_broken_trace_view_skips_that_rank_only(tmp_path: Path) -> None:
     broken = _rank_dirs(folder)[1] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     broken.write_bytes(broken.read_bytes()[:3000])
     result = run(folder, tmp_path / "out")
-    assert result.ranks == [0]
-    assert str(broken) in result.skipped[0]["error"] and "unexpected end of data" in result.skipped[0]["error"]
+    assert result.ranks == [0, 1]  # rank 1 keeps the tools' own step trace (its ascend_summary source)
+    assert len(result.skipped) == 1 and str(broken) in result.skipped[0]["error"]
+    assert "unexpected end of data" in result.skipped[0]["error"]
 
 
 def test_empty_trace_view_is_named_not_read_as_no_events(tmp_path: Path) -> None:
@@ -104,7 +109,8 @@ def test_empty_trace_view_is_named_not_read_as_no_events(tmp_path: Path) -> None
     empty = _rank_dirs(folder)[0] / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     empty.write_bytes(b"")
     result = run(folder, tmp_path / "out")
-    assert result.ranks == [1]
+    assert result.ranks == [0, 1]  # rank 0 keeps the tools' own step trace (its ascend_summary source)
+    assert len(result.skipped) == 1
     assert result.skipped[0]["error"] == f"{empty}: empty file, expected an msprof Chrome-trace JSON array"
 
 
@@ -114,8 +120,8 @@ def test_profiler_info_that_is_not_an_object_is_named(tmp_path: Path) -> None:
     info = _rank_dirs(folder)[0] / "profiler_info_0.json"
     info.write_text("[1, 2]")
     result = run(folder, tmp_path / "out")
-    assert result.ranks == [1]
-    assert result.skipped[0]["error"] == f"{info}: expected MindSpore's profiler_info JSON object"
+    assert result.ranks == [0, 1]  # rank 0 keeps the tools' own step trace (its ascend_summary source)
+    assert len(result.skipped) == 1 and result.skipped[0]["error"] == f"{info}: expected MindSpore's profiler_info JSON object"
 
 
 def test_hccl_stragglers_across_ranks(tmp_path: Path) -> None:

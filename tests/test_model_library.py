@@ -21,8 +21,8 @@ from profpipe.tables import catalog
 
 #: One folder per format family: the model tests run on each one's output.
 FIXTURE_RUNS = ["mindspore_cpu/lenet_graph", "mindspore_gpu/two_ranks", "mindspore_hccl", "ascend_raw/era_a",
-                "ascend_ms_era_f", "ascend_ms_cluster", "msprof_timeline", "msprof_tx", "kineto", "kineto_nccl",
-                "kineto_nccl_straggler", "kineto_async", "paddle", "nsys",
+                "ascend_ms_era_f", "ascend_ms_cluster", "ascend_pt_cluster", "msprof_timeline", "msprof_tx", "kineto",
+                "kineto_nccl", "kineto_nccl_straggler", "kineto_async", "paddle", "nsys",
                 "minddata_mindspore", "minddata_sink", "ascend_pmu", "ascend_memory", "ascend_memory_pb", "mindspore_stack",
                 "host_info", "mindspore_fwk_tlv"]
 #: Unit endings no normalized or mart column may carry (docs/models.md, "Units"): other time and size units, percents,

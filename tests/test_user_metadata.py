@@ -70,6 +70,8 @@ def test_discovery_walks_once_and_gives_each_source_its_nearest_file(tmp_path, m
     ranks = sorted((source / "cluster").iterdir())
     assert owners == {("msprof_export", 0): f"cluster/{ranks[0].name}/profiler_metadata.json",
                       ("msprof_export", 1): f"cluster/{ranks[1].name}/profiler_metadata.json",
+                      ("ascend_summary", 0): f"cluster/{ranks[0].name}/profiler_metadata.json",
+                      ("ascend_summary", 1): f"cluster/{ranks[1].name}/profiler_metadata.json",
                       ("mindspore_framework", 0): "profiler_metadata.json"}
     walked.clear()
     out = run(source, tmp_path / "out").output
@@ -79,6 +81,7 @@ def test_discovery_walks_once_and_gives_each_source_its_nearest_file(tmp_path, m
         "profiler_metadata.json"]
     assert sorted(query(out, "SELECT rank, layout, metadata_json->'$.profiler_metadata' FROM run_info"), key=str) == sorted([
         (0, "ascend_era_f", '{"rank_id":"0"}'), (1, "ascend_era_f", '{"rank_id":"1"}'),
+        (0, "ascend_summary", '{"rank_id":"0"}'), (1, "ascend_summary", '{"rank_id":"1"}'),
         (0, "flat", json.dumps(METADATA, ensure_ascii=False, separators=(",", ":")))], key=str)
 
 

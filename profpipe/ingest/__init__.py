@@ -16,8 +16,8 @@ Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]
 #: The source families, each read by the `read` of the module of the same name in this package. A module
 #: is imported when a source of its family is met, so a run loads only the libraries its formats need
 #: (polars, for the line readers, is not loaded for PyTorch traces or Nsight exports).
-FAMILIES = ("mindspore_framework", "ascend_raw", "mindspore_ascend_reports", "msprof_export", "minddata", "kineto",
-            "nsys", "mindspore_memory", "host_info", "mindspore_op_range", "ascend_db")
+FAMILIES = ("mindspore_framework", "ascend_raw", "mindspore_ascend_reports", "msprof_export", "ascend_summary", "minddata",
+            "kineto", "nsys", "mindspore_memory", "host_info", "mindspore_op_range", "ascend_db")
 
 
 def _reader(family: str) -> Reader:

@@ -1,5 +1,7 @@
 -- Communication links whose bandwidth (bytes over link time, summed over the op executions of a rank's capture,
--- comm_link_stats) is below the threshold times the median bandwidth of all links of the same transport.
+-- comm_link_stats) is below the threshold times the median bandwidth of all links of the same transport; and the rank
+-- pairs of the Ascend tools' own communication matrix (cluster_link_bandwidth) below the threshold times their
+-- transport's median.
 WITH links AS (
     SELECT rank, capture, link, transport, sum(bytes) AS bytes, sum(time_ns) AS time_ns,
            sum(bytes) / (sum(time_ns) / 1e9) AS bandwidth_bytes_per_second
@@ -14,3 +16,8 @@ SELECT l.rank, l.capture, NULL::BIGINT AS step, l.bandwidth_bytes_per_second / m
        l.link, l.transport, l.bandwidth_bytes_per_second, m.median_bytes_per_second, l.bytes, l.time_ns, m.links
 FROM links l JOIN medians m USING (transport)
 WHERE m.links > 1 AND l.bandwidth_bytes_per_second < {{ threshold }} * m.median_bytes_per_second
+UNION ALL
+SELECT src_rank::INTEGER, capture, NULL::BIGINT, median_ratio, src_rank || '-' || dst_rank, transport,
+       bandwidth_bytes_per_second, median_bytes_per_second, bytes, time_ns, links
+FROM {{ ref('cluster_link_bandwidth') }}
+WHERE links > 1 AND bytes > 0 AND median_ratio < {{ threshold }}
