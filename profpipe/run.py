@@ -34,6 +34,7 @@ from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
+from .unread import DESCRIPTIVE_TABLES, inventory, nothing_read, report_unread
 from .meter import StageMeter, peak_rss_bytes
 from .options import Options
 from .parallel import local_workers, process_pool, stop_workers, submit
@@ -204,6 +205,9 @@ def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Sou
                        health.for_source(str(path), -1), options.rank_map)
     if not sources:
         wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
+        unread = inventory(path, [])
+        if unread:
+            raise NoProfilerData(nothing_read(path, unread, [], [], health) + wanted)
         raise NoProfilerData(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
@@ -278,9 +282,18 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
 
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
+    unread = inventory(path, sources)
+    read = [s for s, o in zip(sources, outcomes) if o.part_dir is not None or s.superseded_by is not None]
+    report_unread(unread, read, path, health)
+    failed = [str(o.skipped["error"]) for o in outcomes if o.skipped is not None]
+    if not any(o.part_dir is not None for o in outcomes):
+        raise NoProfilerData(nothing_read(path, unread, failed, [], health))
     with meter.stage("merge"):
         tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices,
                                                          user_metadata)
+    if not any(count for table, count in row_counts.items() if table not in DESCRIPTIVE_TABLES):
+        empty = [s for s, o in zip(sources, outcomes) if o.part_dir is not None]
+        raise NoProfilerData(nothing_read(path, unread, failed, empty, health))
     con = None
     try:
         with meter.stage("models"):
@@ -391,9 +404,6 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
     skipped = [o.skipped for o in outcomes if o.skipped is not None]
     ranks_read = sorted({sources[i].rank for i in part_dirs})
     captures = _number_captures(sources, part_dirs, health)
-    if not part_dirs:
-        raise ProfpipeError("every source failed to read:\n" +
-                            "\n".join(f"  {s['error']}" for s in skipped))
     if options.strict and health.lossy:
         first = health.lossy[0]
         raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
