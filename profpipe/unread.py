@@ -40,10 +40,13 @@ class Kind:
     redundant: bool
     #: Why profpipe does not read it, and what to do instead.
     why: str
+    #: Redundant with what any source of the run gives, not only one of its own result folder (MindSpore's reports
+    #: and their copies, which tests and users keep in folders of their own).
+    run_wide: bool = False
 
 
-def _kind(name: str, pattern: str, redundant: bool, why: str) -> Kind:
-    return Kind(name, re.compile(pattern), redundant, why)
+def _kind(name: str, pattern: str, redundant: bool, why: str, run_wide: bool = False) -> Kind:
+    return Kind(name, re.compile(pattern), redundant, why, run_wide)
 
 
 _OUTPUT = r"/ASCEND_PROFILER_OUTPUT/"
@@ -82,7 +85,7 @@ KINDS: tuple[Kind, ...] = (
                               r"timeline_display|timeline_summary|flops|flops_summary|hccl_raw|"
                               r"minddata_pipeline_raw|minddata_pipeline_summary|op_intermediate|"
                               r"ascend_cluster_analyse)_[^/]*\.(?:csv|txt|json)$", True,
-          "MindSpore's own report of the raw data beside it, which profpipe recomputes"),
+          "MindSpore's own report of the raw data, which profpipe recomputes", run_wide=True),
 )
 #: Names that are never data on their own: run metadata and the profiler's marks.
 _METADATA = re.compile(r"(?:.*\.done|info\.json(?:\.\d+)?|(?:start|end)_info(?:\.\d+)?|host_start\.log|"
@@ -117,7 +120,7 @@ def inventory(root: Path, sources: Sequence[Source]) -> list[Unread]:
         kind = next((k for k in KINDS if k.pattern.search(relative)), None)
         if kind is None:
             continue
-        home = _home(path, base)
+        home = base if kind.run_wide else _home(path, base)
         found.setdefault((home, kind.name), Unread(kind, home, [])).files.append(path)
     return list(found.values())
 
