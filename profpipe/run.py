@@ -201,11 +201,12 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
 
 def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
     """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for."""
+    seen: list[Path] = []
     sources = discover(path, options.ranks, options.msprof_models, options.step_range_name,
-                       health.for_source(str(path), -1), options.rank_map)
+                       health.for_source(str(path), -1), options.rank_map, seen)
+    unread = inventory(path, sources, seen)
     if not sources:
         wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
-        unread = inventory(path, [])
         if unread:
             raise NoProfilerData(nothing_read(path, unread, [], [], health) + wanted)
         raise NoProfilerData(f"{path}: no profiler data found{wanted} (looked for MindSpore "
@@ -213,6 +214,8 @@ def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Sou
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
                             "exports, MindData logs, PyTorch and Paddle profiler traces and Nsight Systems "
                             "SQLite exports)")
+    if options.ranks is None:  # with --ranks, the files of the other ranks are left out on purpose
+        report_unread(unread, sources, path, health)
     return sources
 
 
@@ -282,18 +285,15 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
 
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
-    unread = inventory(path, sources)
-    read = [s for s, o in zip(sources, outcomes) if o.part_dir is not None or s.superseded_by is not None]
-    report_unread(unread, read, path, health)
     failed = [str(o.skipped["error"]) for o in outcomes if o.skipped is not None]
     if not any(o.part_dir is not None for o in outcomes):
-        raise NoProfilerData(nothing_read(path, unread, failed, [], health))
+        raise NoProfilerData(nothing_read(path, [], failed, [], health))
     with meter.stage("merge"):
         tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices,
                                                          user_metadata)
     if not any(count for table, count in row_counts.items() if table not in DESCRIPTIVE_TABLES):
         empty = [s for s, o in zip(sources, outcomes) if o.part_dir is not None]
-        raise NoProfilerData(nothing_read(path, unread, failed, empty, health))
+        raise NoProfilerData(nothing_read(path, [], failed, empty, health))
     con = None
     try:
         with meter.stage("models"):

@@ -4,9 +4,11 @@ message. Called by run.py between discover and the trace-health ledger (discover
 The inventory is one list (KINDS): each kind of file a known profiler writes that profpipe may leave unread, with
 whether it is *redundant* (the profiler's own summary or another copy of data profpipe reads beside it: op_statistic,
 step_trace_time, an msprof .db beside the text export, the raw PROF_* data below an export) and why profpipe does
-not read it (or how to turn it into something profpipe reads). A file of a kind no source holds is
+not read it (or how to turn it into something profpipe reads). It is taken from the files discover's walk met (the
+input is walked once). A file of a kind no source holds is
 
-* silent when it is redundant and a source of its result folder (its *home*) was read: nothing is lost;
+* silent when it is redundant and its result folder (its *home*) holds a source: nothing is lost (a source there
+  that fails is a source_failed row of its own);
 * a trace_health row (`unread_file`, `source_skipped`: exit 3) naming the files otherwise;
 * named in the error (exit 1) of a run that read no event (see `nothing_read`), with the failed sources, the
   sources that gave no rows and the ledger's lossy rows.
@@ -15,7 +17,6 @@ Metadata (info.json, start_info, profiler_info, logs, `.done` marks) is no kind:
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -106,14 +107,13 @@ class Unread:
         return f"{len(self.files)} {self.kind.name} file{'s' if len(self.files) > 1 else ''} ({names}{more}): {self.kind.why}"
 
 
-def inventory(root: Path, sources: Sequence[Source]) -> list[Unread]:
-    """The files of known kinds under `root` (a folder or one file) that none of `sources` holds, by home and kind
-    (in path order)."""
+def inventory(root: Path, sources: Sequence[Source], seen: Iterable[Path]) -> list[Unread]:
+    """The files of known kinds among `seen` (the files discover's walk of `root` met) that none of `sources` holds,
+    by home and kind (in path order)."""
     held = {path.resolve() for source in sources for _, path in source.all_files()}
     base = root if root.is_dir() else root.parent
-    files = [root] if root.is_file() else (Path(folder) / name for folder, _, names in os.walk(root) for name in names)
     found: dict[tuple[Path, str], Unread] = {}
-    for path in sorted(files):
+    for path in sorted(seen):
         if _METADATA.fullmatch(path.name) or path.resolve() in held:
             continue
         relative = "/" + path.relative_to(base).as_posix()
@@ -137,34 +137,35 @@ def _home(path: Path, base: Path) -> Path:
     return home
 
 
-def report_unread(unread: Iterable[Unread], read: Sequence[Source], root: Path, health: HealthLedger) -> None:
-    """A trace_health row (unread_file, source_skipped) for each group of files that holds data no read source
-    gives: not redundant, or redundant in a home where nothing was read. `read`: the sources read (or superseded by
-    one read)."""
+def report_unread(unread: Iterable[Unread], sources: Sequence[Source], root: Path, health: HealthLedger) -> None:
+    """A trace_health row (unread_file, source_skipped) for each group of files that holds data no source gives: not
+    redundant, or redundant in a home that holds no source (a source there that fails is a row of its own)."""
     for group in unread:
-        if group.kind.redundant and _home_read(group.home, read):
+        if group.kind.redundant and _home_read(group.home, sources):
             continue
         health.add(HealthEvent(source=str(group.home), rank=-1, check="unread_file", action="source_skipped",
                                message=f"not read: {group.sentence(root)}", rows=len(group.files),
                                path=str(group.files[0]), example=group.files[0].name))
 
 
-def _home_read(home: Path, read: Sequence[Source]) -> bool:
-    return any(path.is_relative_to(home) for source in read for _, path in source.all_files())
+def _home_read(home: Path, sources: Sequence[Source]) -> bool:
+    return any(path.is_relative_to(home) for source in sources for _, path in source.all_files())
 
 
 def nothing_read(root: Path, unread: Sequence[Unread], failed: Sequence[str], empty: Sequence[Source],
                  health: HealthLedger) -> str:
     """The message of a run that read no event: what it found and why none of it gave a row: the files of known
-    kinds not read and why, the errors of the sources that `failed`, the sources read that gave no rows (`empty`)
-    and the ledger's lossy rows."""
+    kinds not read and why (`unread`, or the ledger's unread_file rows), the errors of the sources that `failed`, the
+    sources read that gave no rows (`empty`) and the ledger's other lossy rows."""
     lines = [f"{root}: read no event" + ("; every source failed to read" if failed and not empty else "")]
     by_kind: dict[str, Unread] = {}
     for group in unread:  # one line per kind, whatever the homes
         by_kind.setdefault(group.kind.name, Unread(group.kind, root, [])).files.extend(group.files)
-    if by_kind:
+    named = [f"{group.sentence(root)}" for group in by_kind.values()] + [
+        event.message.removeprefix("not read: ") for event in health.events if event.check == "unread_file"]
+    if named:
         lines.append("found files that profpipe does not read:")
-        lines += [f"  {group.sentence(root)}" for group in by_kind.values()]
+        lines += [f"  {sentence}" for sentence in named]
     if failed:
         lines.append("found sources that could not be read:")
         lines += [f"  {error}" for error in failed]
