@@ -76,6 +76,8 @@ KINDS: tuple[Kind, ...] = (
     _kind("msprof raw data", rf"{_PROF}(?:device_\d+|host)/data/[^/]+$", True,
           "raw CANN data of a kind profpipe does not read (or whose export was read instead); export it with "
           "`msprof --export=on --output=<PROF_ folder>` to read its mindstudio_profiler_output/"),
+    _kind("MindSpore framework data", r"/FRAMEWORK/[^/]+$", True,
+          "MindSpore's raw framework data of a kind profpipe does not read (or whose export beside it was read)"),
     _kind("Nsight Systems report", r"\.(?:nsys-rep|qdrep)$", False,
           "the binary report is not read: export it with `nsys export --type sqlite --output <name>.sqlite "
           "<report>` and analyse the .sqlite"),
