@@ -7,7 +7,8 @@ names by contract (kernel_details.csv, op_execute_timestamp_<device>.txt, hwts.d
 info.json.<id>, PROF_*'s mindstudio_profiler_output/): the format's own tools (MindSpore, MindInsight, msprof,
 msprof-analyze) find the data by those names too. Per family, RENAMES lists the renames it tolerates and why the
 others are not a user's rename; each renamed copy is analysed once (the originals are shared with the other tests,
-conftest.shared_analysis), one family per test so that pytest-xdist spreads them.
+conftest.shared_analysis), one family per test so that pytest-xdist spreads them. The real torch_npu pair of
+../shared/realdata is renamed too (skipped when it is absent).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run
+from conftest import FIXTURES, realdata, run
 from profpipe.errors import EXIT_NOTHING_USABLE, EXIT_PARTIAL, ProfpipeError
 from profpipe.unread import DESCRIPTIVE_TABLES
 
@@ -192,3 +193,27 @@ def test_a_rename_that_breaks_the_format_is_named(name: str, tmp_path: Path) -> 
     named = [r for r in renamed.health["rows"] if r["check_name"] in ("unread_file", "source_failed")]
     assert named and _events(renamed.row_counts), f"{name}: {_events(renamed.row_counts)}, {renamed.health['rows']}"
     assert renamed.exit_code == EXIT_PARTIAL
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_the_real_torch_npu_results_renamed_are_read_or_named(export: str, tmp_path: Path) -> None:
+    """The real Level 1 pair (../shared/realdata) with its rank folders renamed as users do (rank0_ascend_pt ->
+    rank_0, into a folder of runs): the same rows as the original, or, while its export is not read, the same exit 1
+    naming the same files."""
+    source = realdata(f"Ascend-msinsight/test/data/pytorch/{export}/level1")
+    copy = tmp_path / "renamed"
+    shutil.copytree(source, copy)
+    for rename in (folders(r"rank(\d)_ascend_pt", r"rank_\1"), into("job_2025")):
+        rename(copy)
+    try:
+        original = run(source, tmp_path / "original")
+    except ProfpipeError as error:
+        with pytest.raises(ProfpipeError) as renamed_error:
+            run(copy, tmp_path / "out", timeline="none")
+        assert renamed_error.value.exit_code == error.exit_code == EXIT_NOTHING_USABLE
+        assert sorted(re.findall(r"[\w.]+\.db", str(renamed_error.value))) == sorted(re.findall(r"[\w.]+\.db",
+                                                                                                 str(error)))
+        return
+    renamed = run(copy, tmp_path / "out", timeline="none")
+    assert _events(renamed.row_counts) == _events(original.row_counts) and _events(renamed.row_counts)
+    assert renamed.ranks == original.ranks == [0, 1] and renamed.exit_code == original.exit_code
