@@ -106,36 +106,41 @@ class Unread:
     def sentence(self, root: Path) -> str:
         names = ", ".join(_shown(path, root) for path in self.files[:4])
         more = f" and {len(self.files) - 4} more" if len(self.files) > 4 else ""
-        return f"{len(self.files)} {self.kind.name} file{'s' if len(self.files) > 1 else ''} ({names}{more}): {self.kind.why}"
+        plural = "s" if len(self.files) > 1 else ""
+        return f"{len(self.files)} {self.kind.name} file{plural} ({names}{more}): {self.kind.why}"
 
 
 def inventory(root: Path, sources: Sequence[Source], seen: Iterable[Path]) -> list[Unread]:
     """The files of known kinds among `seen` (the files discover's walk of `root` met) that none of `sources` holds,
-    by home and kind (in path order)."""
-    held = {path.resolve() for source in sources for _, path in source.all_files()}
+    by home and kind (in path order). Paths are compared as the walk made them (discover builds the sources' paths
+    from the same walk): no file is opened or resolved."""
+    held = {path for source in sources for _, path in source.all_files()}
     base = root if root.is_dir() else root.parent
+    homes: dict[Path, Path] = {}
     found: dict[tuple[Path, str], Unread] = {}
     for path in sorted(seen):
-        if _METADATA.fullmatch(path.name) or path.resolve() in held:
+        if _METADATA.fullmatch(path.name):
             continue
         relative = "/" + path.relative_to(base).as_posix()
         kind = next((k for k in KINDS if k.pattern.search(relative)), None)
-        if kind is None:
+        if kind is None or path in held:
             continue
-        home = base if kind.run_wide else _home(path, base)
+        if path.parent not in homes:
+            homes[path.parent] = _home(path.parent, base)
+        home = base if kind.run_wide else homes[path.parent]
         found.setdefault((home, kind.name), Unread(kind, home, [])).files.append(path)
     return list(found.values())
 
 
-def _home(path: Path, base: Path) -> Path:
-    """The result folder a file belongs to: the outermost Ascend result or PROF_* folder above it inside the input,
-    else its own folder."""
-    home = path.parent
-    for folder in path.parents:
-        if not folder.is_relative_to(base):
+def _home(folder: Path, base: Path) -> Path:
+    """The result folder of the files of `folder`: the outermost Ascend result or PROF_* folder at or above it inside
+    the input, else `folder` itself."""
+    home = folder
+    for above in (folder, *folder.parents):
+        if not above.is_relative_to(base):
             break
-        if folder.name.startswith("PROF_") or is_ascend_result(folder):
-            home = folder
+        if above.name.startswith("PROF_") or is_ascend_result(above):
+            home = above
     return home
 
 
