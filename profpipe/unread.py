@@ -44,10 +44,14 @@ class Kind:
     #: Redundant with what any source of the run gives, not only one of its own result folder (MindSpore's reports
     #: and their copies, which tests and users keep in folders of their own).
     run_wide: bool = False
+    #: Suffixes of the export that replaces the file (report1.nsys-rep -> report1.sqlite): a file whose export beside
+    #: it is held is left alone.
+    exported_as: tuple[str, ...] = ()
 
 
-def _kind(name: str, pattern: str, redundant: bool, why: str, run_wide: bool = False) -> Kind:
-    return Kind(name, re.compile(pattern), redundant, why, run_wide)
+def _kind(name: str, pattern: str, redundant: bool, why: str, run_wide: bool = False,
+          exported_as: tuple[str, ...] = ()) -> Kind:
+    return Kind(name, re.compile(pattern), redundant, why, run_wide, exported_as)
 
 
 _OUTPUT = r"/ASCEND_PROFILER_OUTPUT/"
@@ -80,7 +84,7 @@ KINDS: tuple[Kind, ...] = (
           "MindSpore's raw framework data of a kind profpipe does not read (or whose export beside it was read)"),
     _kind("Nsight Systems report", r"\.(?:nsys-rep|qdrep)$", False,
           "the binary report is not read: export it with `nsys export --type sqlite --output <name>.sqlite "
-          "<report>` and analyse the .sqlite"),
+          "<report>` and analyse the .sqlite", exported_as=(".sqlite", ".sqlite3")),
     _kind("Nsight Compute report", r"\.ncu-rep$", False,
           "Nsight Compute's per-kernel report is not read (profpipe reads Nsight Systems' SQLite export)"),
     _kind("MindSpore report", r"/(?:aicore_intermediate|framework_raw|output_timeline_data|output_op_compute_time|"
@@ -123,7 +127,7 @@ def inventory(root: Path, sources: Sequence[Source], seen: Iterable[Path]) -> li
             continue
         relative = "/" + path.relative_to(base).as_posix()
         kind = next((k for k in KINDS if k.pattern.search(relative)), None)
-        if kind is None or path in held:
+        if kind is None or path in held or any(path.with_suffix(suffix) in held for suffix in kind.exported_as):
             continue
         if path.parent not in homes:
             homes[path.parent] = _home(path.parent, base)

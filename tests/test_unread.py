@@ -79,6 +79,15 @@ def test_an_unexported_nsys_report_beside_a_trace_is_a_health_row(tmp_path: Path
     assert result.exit_code == EXIT_PARTIAL
 
 
+def test_a_report_beside_its_sqlite_export_is_silent(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    shutil.copy(FIXTURES / "nsys" / "report1.sqlite", tmp_path / "in")
+    (tmp_path / "in" / "report1.nsys-rep").write_bytes(b"\0" * 16)
+    result = run(tmp_path / "in", tmp_path / "out")
+    assert not [r for r in result.health["rows"] if r["check_name"] == "unread_file"]
+    assert result.exit_code == run(FIXTURES / "nsys", tmp_path / "original").exit_code
+
+
 def test_summaries_beside_read_data_are_silent_and_unknown_result_files_are_named(tmp_path: Path) -> None:
     copy = tmp_path / "in"
     shutil.copytree(STACK, copy)
