@@ -7,11 +7,16 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, REPO, run
+from fuzzing import FUZZ, analyse_damaged
 from profpipe.cli import app
-from profpipe.errors import EXIT_COMPLETE, EXIT_NOTHING_USABLE, EXIT_PARTIAL
+from profpipe.errors import EXIT_NOTHING_USABLE, EXIT_PARTIAL, ProfpipeError
 from profpipe.tables import catalog
 from profpipe.unread import DESCRIPTIVE_TABLES, KINDS
 
@@ -125,3 +130,24 @@ def test_no_profiler_file_at_all_keeps_the_looked_for_message(tmp_path: Path) ->
     (tmp_path / "in" / "notes.txt").write_text("nothing here")
     code, output = _analyse(tmp_path / "in", tmp_path / "out")
     assert code == EXIT_NOTHING_USABLE and "no profiler data found" in output
+
+
+CLUSTER = FIXTURES / "ascend_ms_cluster"  # two *_ascend_ms ranks: text export, PROF_* export, FRAMEWORK, summaries
+CLUSTER_FILES = sorted(p.relative_to(CLUSTER) for p in CLUSTER.rglob("*") if p.is_file())
+
+
+@settings(FUZZ, max_examples=max(FUZZ.max_examples // 5, 5))
+@given(removed=st.sets(st.sampled_from(CLUSTER_FILES), min_size=1))
+def test_files_removed_never_give_an_empty_success(removed: set[Path], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Any files of a two-rank result removed (a trimmed or half-copied result): the run reads events or says why not
+    (exit 1 naming what it found); never "wrote OUT" with no event, and what is left unread is named."""
+    folder = tmp_path_factory.mktemp("removed")
+    shutil.copytree(CLUSTER, folder / "in")
+    for relative in removed:
+        (folder / "in" / relative).unlink()
+    outcome = analyse_damaged(folder / "in", folder / "out")
+    if isinstance(outcome, ProfpipeError):
+        assert outcome.exit_code == EXIT_NOTHING_USABLE
+        assert "read no event" in str(outcome) or "no profiler data found" in str(outcome)
+        return
+    assert any(rows for table, rows in outcome.row_counts.items() if table not in DESCRIPTIVE_TABLES)
