@@ -200,7 +200,9 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
 
 
 def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
-    """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for."""
+    """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for and which files of
+    known profilers it found unread. Files of known profilers that no source reads go to `health` (profpipe/unread.py).
+    """
     seen: list[Path] = []
     sources = discover(path, options.ranks, options.msprof_models, options.step_range_name,
                        health.for_source(str(path), -1), options.rank_map, seen)
@@ -208,7 +210,8 @@ def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Sou
     if not sources:
         wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
         if unread:
-            raise NoProfilerData(nothing_read(path, unread, [], [], health) + wanted)
+            raise NoProfilerData(nothing_read(path, unread, [], [], health).replace(" read no event",
+                                                                                  f" read no event{wanted}", 1))
         raise NoProfilerData(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
@@ -293,7 +296,7 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                                                          user_metadata)
     if not any(count for table, count in row_counts.items() if table not in DESCRIPTIVE_TABLES):
         empty = [s for s, o in zip(sources, outcomes) if o.part_dir is not None]
-        raise NoProfilerData(nothing_read(path, [], failed, empty, health))
+        raise NoProfilerData("\n".join([nothing_read(path, [], failed, empty, health), *notices]))
     con = None
     try:
         with meter.stage("models"):
