@@ -26,14 +26,15 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +55,7 @@ def copy_ranks(source: Path, target: Path, shift: int = 0) -> None:
         rank = int(folder.name.removeprefix("rank").split("_", 1)[0])
         copy = target / f"rank{rank + shift}_ascend_pt"
         shutil.copytree(folder, copy)
-        for path in [*copy.rglob("*")]:
+        for path in copy.rglob("*"):
             path.chmod(path.stat().st_mode | 0o200)
         if not shift:
             continue
@@ -66,7 +67,7 @@ def copy_ranks(source: Path, target: Path, shift: int = 0) -> None:
         for db in copy.glob(f"ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_{rank}.db"):
             renamed = db.with_name(f"ascend_pytorch_profiler_{rank + shift}.db")
             db.rename(renamed)
-            with sqlite3.connect(renamed) as con:
+            with closing(sqlite3.connect(renamed)) as con, con:
                 if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'RANK_DEVICE_MAP'").fetchone():
                     con.execute("UPDATE RANK_DEVICE_MAP SET rankId = rankId + ? WHERE rankId >= 0", (shift,))
 
