@@ -171,8 +171,9 @@ def analyse(
     (or with --force); inputs are never written. After the run a health summary lists every value
     dropped, clamped or repaired (table trace_health).
 
-    Exit status: 0 complete; 3 partial (a source skipped, or data dropped or repaired: see the health
-    summary); 1 nothing usable (no source could be read, or --strict met data loss); 2 usage error
+    Exit status: 0 complete; 3 partial (a source skipped, files of a known profiler not read, or data dropped
+    or repaired: see the health summary); 1 nothing usable (no event read: the message says what was found and
+    why none was read; or --strict met data loss); 2 usage error
     (bad option, an OUTPUT that must not be replaced); 130 / 143 interrupted by SIGINT / SIGTERM.
     """
     with _errors_as_exit("nothing was written, the earlier output is kept"):

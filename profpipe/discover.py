@@ -223,7 +223,7 @@ class Source:
 
 def discover(path: str | Path, ranks: list[int] | None = None, models: list[int] | None = None,
              step_range: str | None = None, warn: Warn | None = None,
-             rank_map: str | Path | None = None) -> list[Source]:
+             rank_map: str | Path | None = None, seen: list[Path] | None = None) -> list[Source]:
     """List the sources under `path` (a folder, or one file of a format that stands alone), optionally
     only the given ranks, ordered by rank.
 
@@ -240,7 +240,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
     family that hold the same bytes (a copy under another name or in another folder), the first is read and the
     others are marked superseded by it. A rank comes from the file, then the file name, then
     `rank_map` (a file mapping paths or globs relative to `path` to ranks, see `load_rank_map`); a source
-    with none gets a `problem` naming what to do.
+    with none gets a `problem` naming what to do. `seen`, when given, receives every file the walk met (for
+    profpipe/unread.py's inventory, so that the input is walked once).
     """
     root = Path(path)
     if not root.exists():
@@ -267,6 +268,8 @@ def discover(path: str | Path, ranks: list[int] | None = None, models: list[int]
         if root.is_file() or USER_METADATA_FILE in filenames:  # a file's folder is not walked: look beside it
             _add_user_metadata(metadata_files, directory / USER_METADATA_FILE)
         for filename in sorted(filenames):
+            if seen is not None:
+                seen.append(directory / filename)
             if not _regular_input(directory / filename, warn):
                 continue
             for role, pattern in MINDSPORE_FILE_PATTERNS.items():

@@ -33,6 +33,8 @@ CHECKS: dict[str, str] = {
     "superseded": "a source left out because another holds the same data (more completely, or byte for byte)",
     "source_failed": "a whole source that could not be read; its rank has nothing from it",
     "not_regular_file": "an input path that is a FIFO, device, socket or broken link; never opened",
+    "unread_file": "files of a known profiler that profpipe does not read and whose data no source read gives "
+                   "(profpipe/unread.py: the kinds, and how to export them to a form profpipe reads)",
     "ambiguous": "the data allows several readings; the one taken is named",
     "other": "a recoverable problem not covered by another check",
 }

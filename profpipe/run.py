@@ -34,6 +34,7 @@ from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
 from .ingest.scratch import sweep_scratch_folders
+from .unread import DESCRIPTIVE_TABLES, inventory, nothing_read, report_unread
 from .meter import StageMeter, peak_rss_bytes
 from .options import Options
 from .parallel import local_workers, process_pool, stop_workers, submit
@@ -199,16 +200,25 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
 
 
 def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
-    """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for."""
+    """The sources of the run at `path` (discover), or a ProfpipeError saying what was looked for and which files of
+    known profilers it found unread. Files of known profilers that no source reads go to `health` (profpipe/unread.py).
+    """
+    seen: list[Path] = []
     sources = discover(path, options.ranks, options.msprof_models, options.step_range_name,
-                       health.for_source(str(path), -1), options.rank_map)
+                       health.for_source(str(path), -1), options.rank_map, seen)
+    unread = inventory(path, sources, seen)
     if not sources:
         wanted = f" for ranks {list(options.ranks)}" if options.ranks else ""
+        if unread:
+            raise NoProfilerData(nothing_read(path, unread, [], [], health).replace(" read no event",
+                                                                                  f" read no event{wanted}", 1))
         raise NoProfilerData(f"{path}: no profiler data found{wanted} (looked for MindSpore "
                             "cpu/gpu op_execute_timestamp and activity_execute_timestamp files, raw "
                             "Ascend hwts, training_trace, ts_track, Framework and AICPU files, msprof "
                             "exports, MindData logs, PyTorch and Paddle profiler traces and Nsight Systems "
                             "SQLite exports)")
+    if options.ranks is None:  # with --ranks, the files of the other ranks are left out on purpose
+        report_unread(unread, sources, path, health)
     return sources
 
 
@@ -278,9 +288,15 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
 
     notices = notices if notices is not None else []
     user_metadata = _user_metadata(path, sources, health)
+    failed = [str(o.skipped["error"]) for o in outcomes if o.skipped is not None]
+    if not any(o.part_dir is not None for o in outcomes):
+        raise NoProfilerData(nothing_read(path, [], failed, [], health))
     with meter.stage("merge"):
         tables, ranks_read, skipped, row_counts = _merge(tmp, sources, outcomes, options, health, notices,
                                                          user_metadata)
+    if not any(count for table, count in row_counts.items() if table not in DESCRIPTIVE_TABLES):
+        empty = [s for s, o in zip(sources, outcomes) if o.part_dir is not None]
+        raise NoProfilerData("\n".join([nothing_read(path, [], failed, empty, health), *notices]))
     con = None
     try:
         with meter.stage("models"):
@@ -391,9 +407,6 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
     skipped = [o.skipped for o in outcomes if o.skipped is not None]
     ranks_read = sorted({sources[i].rank for i in part_dirs})
     captures = _number_captures(sources, part_dirs, health)
-    if not part_dirs:
-        raise ProfpipeError("every source failed to read:\n" +
-                            "\n".join(f"  {s['error']}" for s in skipped))
     if options.strict and health.lossy:
         first = health.lossy[0]
         raise ProfpipeError(f"--strict: {len(health.lossy)} reports of data dropped or changed; the first: "
