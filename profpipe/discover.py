@@ -19,7 +19,6 @@ import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.request import pathname2url
 
 from .errors import InputError, UsageError
 from .health import Warn
@@ -559,8 +558,10 @@ def _add_ascend_db(dbs: list[Source], directory: Path, filename: str) -> bool:
 
 def _db_facts(path: Path) -> tuple[int, int]:
     """(RANK_DEVICE_MAP's rankId or -1, TASK rows or -1) of an Ascend db export; (-1, -1) when it cannot be read."""
+    from .ingest.scratch import open_sqlite  # as for read_head: the one reader helper needed here
+
     try:
-        db = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+        db = open_sqlite(path)
         try:
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             tasks = db.execute("SELECT count(*) FROM TASK").fetchone()[0] if "TASK" in tables else -1
@@ -885,8 +886,14 @@ def _apply_rank_map(sources: list[Source], mapping: list[tuple[str, int]], base:
 
 def _rank_unranked(sources: list[Source]) -> None:
     """A trace without a rank that is the only trace of the input is rank 0, and so is an Ascend result folder that
-    names no rank (single-card profiler_info.json) when it is the only one; any other gets a problem."""
+    names no rank (single-card profiler_info.json) when it is the only one; any other gets a problem. The summaries
+    of a folder whose db export names its rank take that rank."""
     summaries = [s for s in sources if s.family == "ascend_summary"]
+    ranked = {s.directory: s for s in sources if s.family != "ascend_summary" and s.rank >= 0}
+    for source in summaries:  # the summaries of a folder whose export names its rank (a db's RANK_DEVICE_MAP)
+        if source.rank < 0 and source.directory in ranked:
+            source.rank, source.device_id, source.rank_from = (ranked[source.directory].rank,
+                                                               ranked[source.directory].device_id, "file")
     if len(summaries) == 1 and summaries[0].rank < 0:
         summaries[0].rank, summaries[0].device_id, summaries[0].rank_from = 0, 0, "only-source"
     for source in summaries:

@@ -21,8 +21,8 @@ times as TEXT (cast here). The tables, with the same columns and meaning as the 
 * host_op: PYTORCH_API rows of type op (ENUM_API_TYPE 'op'; category cpu_op, nested per thread, call stack from
   PYTORCH_CALLCHAINS, input shapes and dtypes as JSON lists); python_frame: rows of type trace; host_api:
   CANN_API (category cann_<level>: cann_acl, cann_node, cann_hccl, cann_runtime);
-* step_point: STEP_TIME (step start and end, and as FP point the step's first compute kernel, as era F's
-  ProfilerStep rule in msprof_export.py);
+* step_point: STEP_TIME (step start and end, as FP point the step's first compute kernel, and the step's window on
+  the device, device_step_start / device_step_end, as the ProfilerStep rule of the text export in msprof_export.py);
 * memory_record (MEMORY_RECORD, plus the APP samples of NPU_MEM: reserved = hbm), memory_block (OP_MEMORY,
   component PTA), memory_module (NPU_MODULE_MEM by ENUM_MODULE), all in bytes;
 * run_info: NPU_INFO chip, SESSION_TIME_INFO, META_DATA, RANK_DEVICE_MAP and the profiler_info JSON beside
@@ -304,20 +304,33 @@ FROM cann {_join_string('cann', 'name')} LEFT JOIN enum_api e ON e.id = cann.typ
 ORDER BY cann.startNs
 """
 
-#: STEP_TIME is the host ProfilerStep#<id> range; the FP point is the step's first compute kernel (era F's rule).
+#: STEP_TIME is the host ProfilerStep#<id> range; the FP point is the step's first compute kernel (era F's rule); the
+#: compute kernels and whole HCCL ops starting inside the range (as msprof-analyze takes them for analysis.db's
+#: StepTraceTime) give device_step_start (their first start) and device_step_end (their last end), the step's window on
+#: the device, as the text export's reader gives them (msprof_export._PROFILER_STEP_SQL).
 _STEP_POINT_SQL = f"""
 WITH steps AS (
     SELECT id AS step, startNs AS start_ns, endNs AS end_ns FROM step_time
+), work AS (
+    SELECT {_string('compute', 'name')} AS name, t.startNs AS ts_ns, t.endNs AS end_ns, true AS is_task
+    FROM tasks t JOIN compute USING (globalTaskId) {_join_string('compute', 'name')}
+    UNION ALL
+    SELECT NULL, startNs, endNs, false FROM comm_op
 ), first_ops AS (
-    SELECT s.step, arg_min({_string('compute', 'name')}, t.startNs) AS op_name, min(t.startNs) AS ts_ns
-    FROM steps s JOIN tasks t ON t.startNs >= s.start_ns AND t.startNs < s.end_ns
-    JOIN compute USING (globalTaskId) {_join_string('compute', 'name')}
+    SELECT s.step, arg_min(w.name, w.ts_ns) FILTER (WHERE w.is_task) AS op_name,
+           min(w.ts_ns) FILTER (WHERE w.is_task) AS ts_ns, min(w.ts_ns) AS work_start_ns, max(w.end_ns) AS work_end_ns
+    FROM steps s JOIN work w ON w.ts_ns >= s.start_ns AND w.ts_ns < s.end_ns
     GROUP BY s.step
+), points AS (
+    SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS rank_in_tie, start_ns AS ts_ns FROM steps
+    UNION ALL SELECT step, 'device_step_start', NULL, 1, work_start_ns FROM first_ops
+    UNION ALL SELECT step, 'fp_start', op_name, 2, ts_ns FROM first_ops WHERE ts_ns IS NOT NULL
+    UNION ALL SELECT step, 'device_step_end', NULL, 3, work_end_ns FROM first_ops
+    UNION ALL SELECT step, 'step_end', NULL, 4, end_ns FROM steps
 )
-SELECT step, kind, op_name, seq::INTEGER AS seq, NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
-FROM (SELECT step, 'step_start' AS kind, NULL AS op_name, 0 AS seq, start_ns AS ts_ns FROM steps
-      UNION ALL SELECT step, 'fp_start', op_name, 1, ts_ns FROM first_ops
-      UNION ALL SELECT step, 'step_end', NULL, 2, end_ns FROM steps)
+SELECT step, kind, op_name, (row_number() OVER (PARTITION BY step ORDER BY ts_ns, rank_in_tie) - 1)::INTEGER AS seq,
+       NULL::BIGINT AS stream_id, NULL::BIGINT AS tag, ts_ns
+FROM points
 ORDER BY step, seq
 """
 
@@ -506,10 +519,10 @@ def _identity(con: duckdb.DuckDBPyConnection, source: Source, path: Path, warn: 
 
 
 def _run_info(con: duckdb.DuckDBPyConnection, source: Source, path: Path, columns: dict[str, set[str]]) -> pa.Table:
-    """run_info: the framework by file name (torch_npu, mindspore, msprof), metadata_json with the file's own
+    """run_info: the framework by file name (pytorch for torch_npu's, mindspore, msprof), metadata_json with the file's own
     identity tables and the profiler_info JSON beside ASCEND_PROFILER_OUTPUT."""
     name = path.name
-    framework = ("torch_npu" if name.startswith("ascend_pytorch_profiler") else
+    framework = ("pytorch" if name.startswith("ascend_pytorch_profiler") else
                  "mindspore" if name.startswith("ascend_mindspore_profiler") else "msprof")
     chips = dict(con.execute("SELECT id, name FROM npu_info").fetchall())
     session = con.execute("SELECT min(startTimeNs), max(endTimeNs) FROM session").fetchall()[0]

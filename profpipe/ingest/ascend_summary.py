@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
-from urllib.request import pathname2url
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,8 +33,8 @@ import pyarrow.compute as pc
 from ..clocks import epoch_clock
 from ..discover import Source
 from ..health import Warn
-from .run_info import run_info
-from .scratch import memory_database
+from .run_info import ascend_framework, run_info
+from .scratch import memory_database, open_sqlite
 from .units import scaled_decimal
 
 #: step_trace_time.csv column -> (analysis.db StepTraceTime column, ascend_step_summary column), in the files' order.
@@ -115,7 +114,7 @@ def _read_db(source: Source, warn: Warn) -> dict[str, pa.Table]:
 
     found = {}
     try:
-        with closing(sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1", uri=True)) as db:
+        with closing(open_sqlite(path)) as db:
             db.text_factory = decode
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "StepTraceTime" in tables:
@@ -136,7 +135,15 @@ def _read_db(source: Source, warn: Warn) -> dict[str, pa.Table]:
 
 
 def _framework(source: Source) -> str:
-    return "mindspore" if source.directory.name.endswith("_ascend_ms") else "torch_npu"
+    """The framework that wrote the result folder: by its profiler_info JSON (run_info.ascend_framework), else by the
+    folder's suffix (MindSpore's `_ascend_ms`, else torch_npu's PyTorch)."""
+    info = source.files.get("info")
+    if info is not None:
+        try:
+            return ascend_framework(json.loads(info.read_bytes()))
+        except (OSError, ValueError):
+            pass
+    return "mindspore" if source.directory.name.endswith("_ascend_ms") else "pytorch"
 
 
 # --- exact numbers -----------------------------------------------------------------------------------------------
