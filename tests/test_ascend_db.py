@@ -8,7 +8,6 @@ _TEXT_DIFFERENCES. A hypothesis damage test breaks rows of a copy of the fixture
 """
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import subprocess
@@ -276,12 +275,11 @@ def test_memory_and_identity() -> None:
     assert conv["call_stack"] == "train.py(10): train;main.py(3): <module>"
     step = ops.filter(pl.col("op_name") == "ProfilerStep#1")["op_index"][0]
     assert conv["parent_index"] == step
-    kernel = tables["op_desc"].filter(pl.col("op_name") == "Conv2D1").row(0, named=True)
-    assert kernel["op_type"] == "Conv2D" and json.loads(kernel["tensors_json"]) == {
-        "input_0": {"format": "ND", "data_type": "FLOAT", "shape": "32,3,224,224"},
-        "input_1": {"format": "ND", "data_type": "FLOAT", "shape": "64,3,11,11"},
-        "output_0": {"format": "ND", "data_type": "FLOAT", "shape": "32,3,224,224"}}
-    assert tables["op_desc"].height == len(ascend_today.capture()["kernels"])
+    kernel = tables["task_desc"].filter(pl.col("op_name") == "Conv2D1").row(0, named=True)
+    assert (kernel["op_type"], kernel["input_shapes"], kernel["input_types"], kernel["input_formats"],
+            kernel["output_shapes"], kernel["output_types"], kernel["output_formats"]) == (
+        "Conv2D", "32,3,224,224;64,3,11,11", "FLOAT;FLOAT", "ND;ND", "32,3,224,224", "FLOAT", "ND")
+    assert tables["task_desc"].height == len(ascend_today.capture()["kernels"])
 
 
 # --- text == db ----------------------------------------------------------------------------------------------------
@@ -290,16 +288,16 @@ def test_memory_and_identity() -> None:
 #: * device_exec: the db has the runtime's tasks of no op (MEMCPY_ASYNC, EVENT_RECORD: kernel_details has no row for
 #:   them) and correlation / op_index / device_id; kernel_details' DSA_SQE rows are 'sync' for the text reader today,
 #:   'task' for the db reader (op_statistic counts them as compute, §4.1): compared on name, ids and times;
-#: * comm_task: the trace's plane is its HCCL thread (Plane k = tid k + 1), the db's planeId: compared by order;
 #: * device_exec_metric: kernel_details' cube_utilization(%) has no db counterpart (the fixture does not write it).
 _TEXT_DIFFERENCES = {
     "device_exec": (["name", "stream_id", "task_id", "start_ns", "dur_ns"], None),
     "comm_task": (["op_name", "op_type", "iteration", "seq", "stream_id", "task_id", "task_type", "src_rank",
-                   "dst_rank", "transport", "bytes", "start_ns", "dur_ns", "plane_order"], None),
+                   "dst_rank", "transport", "bytes", "start_ns", "dur_ns", "plane"], None),
     "host_op": (["side", "tid", "op_name", "start_ns", "dur_ns"], None),
     "step_point": (["step", "kind", "op_name", "ts_ns"], None),
     "device_exec_metric": (["stream_id", "task_id", "start_ns", "core", "metric", "unit", "value"], None),
-    "op_desc": (["op_name", "op_type", "tensors"], None),
+    "task_desc": (["op_name", "task_id", "stream_id", "block_dim", "op_type", "task_type", "input_shapes",
+                   "input_types", "input_formats", "output_shapes", "output_types", "output_formats"], None),
 }
 
 
@@ -319,15 +317,10 @@ def test_text_equals_db(pair_tables, table: str) -> None:
         frame = side[table]
         if table == "device_exec" and side is db:  # kernel_details' rows: compute kernels and whole HCCL ops
             frame = frame.filter((pl.col("kind") == "task") | pl.col("name").str.starts_with("hcom_"))
-        if table == "comm_task":
-            frame = frame.with_columns(plane_order=pl.col("plane").rank("dense"))
         if where is not None:
             frame = frame.filter(where)
         if "value" in columns:
             frame = frame.with_columns(pl.col("value").round(6))
-        if table == "op_desc":  # the same JSON, however spaced
-            frame = frame.with_columns(tensors=pl.col("tensors_json").map_elements(
-                lambda text: json.dumps(json.loads(text), sort_keys=True), return_dtype=pl.String))
         frames.append(frame.select(columns).sort(columns, nulls_last=True))
     assert frames[0].to_dicts() == frames[1].to_dicts()
 
@@ -446,8 +439,7 @@ def test_null_ids_and_names(tmp_path: Path) -> None:
     outcome = read_damaged(tmp_path)
     assert not outcome.errors
     dropped = {e.tables: e.rows for e in outcome.health if e.action == "dropped"}
-    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 5, "device_exec": 1, "device_exec_metric": 1,
-                       "op_desc": 1}
+    assert dropped == {"task_desc": 1, "comm_task": 1, "step_point": 5, "device_exec": 1, "device_exec_metric": 1}
     assert outcome.tables["comm_task"].num_rows == len(ascend_today.capture()["comm_tasks"]) - 1
     assert sorted(set(outcome.tables["step_point"]["step"].to_pylist())) == [1]
 

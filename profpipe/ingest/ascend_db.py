@@ -14,7 +14,7 @@ times as TEXT (cast here). The tables, with the same columns and meaning as the 
   CONNECTION_IDS -> TASK.connectionId); COMMUNICATION_OP -> one 'sync' row per whole HCCL op (as kernel_details'
   HCCL rows: no stream or task id); other TASK rows that are no HCCL sub-task (event, memcpy, profiling tasks)
   -> kind 'sync' named by their task type. task_desc gives each compute kernel its op type, core type and block
-  dim; op_desc its tensors (formats, data types, shapes); device_exec_metric the TASK_PMU_INFO values (`*_time`
+  dim and its tensors (shapes, data types, formats, as kernel_details writes them); device_exec_metric the TASK_PMU_INFO values (`*_time`
   ns; aic_total_time is kernel_details' aicore_time, aiv_total_time its aiv_time);
 * comm_task: COMMUNICATION_TASK_INFO ⋈ TASK under its COMMUNICATION_OP (group-local src/dst ranks, bytes,
   transport by ENUM_HCCL_TRANSPORT_TYPE);
@@ -102,7 +102,9 @@ _INTERVALS = {"task": ("startNs", "endNs", "device_exec,comm_task"), "comm_op": 
 #: String ids per table (scratch table, column, the normalized table that shows the name).
 _NAMED = (("task", "taskType", "device_exec"), ("compute", "name", "device_exec"), ("compute", "opType", "task_desc"),
           ("compute", "taskType", "task_desc"), ("comm_op", "opName", "comm_task"), ("comm", "taskType", "comm_task"),
-          ("cann", "name", "host_api"), ("torch", "name", "host_op"), ("pmu", "name", "device_exec_metric"))
+          ("cann", "name", "host_api"), ("torch", "name", "host_op"), ("pmu", "name", "device_exec_metric"),
+          *(("compute", column, "task_desc") for column in ("inputShapes", "inputDataTypes", "inputFormats",
+                                                            "outputShapes", "outputDataTypes", "outputFormats")))
 #: ENUM_API_TYPE names of PYTORCH_API rows (by name: the ids drift) and their fallback ids (S1's).
 _OP_TYPE, _TRACE_TYPE = ("op", 50001), ("trace", 50003)
 
@@ -203,48 +205,25 @@ FROM tasks t WHERE NOT t.is_compute AND NOT t.is_comm
 ORDER BY start_ns, stream_id, task_id
 """
 
+#: The tensor columns of task_desc (as kernel_details.csv writes them: msprof_csv.TENSOR_COLUMNS) by their
+#: COMPUTE_TASK_INFO column.
+_TENSOR_COLUMNS = {"input_shapes": "inputShapes", "input_types": "inputDataTypes", "input_formats": "inputFormats",
+                   "output_shapes": "outputShapes", "output_types": "outputDataTypes", "output_formats": "outputFormats"}
+_TENSORS = ", ".join(f"trim(arg_min({_string('compute', theirs)}, t.startNs), '\"') AS {ours}"
+                     for ours, theirs in _TENSOR_COLUMNS.items())
+_TENSOR_JOINS = " ".join(_join_string("compute", theirs) for theirs in _TENSOR_COLUMNS.values())
+
+#: Each compute kernel's task (op name, task and stream ids): its type, block dim and its tensors' ';'-joined shapes,
+#: data types and formats (STRING_IDS keeps shapes in literal quotes, which are stripped), those of the task's first
+#: execution.
 _TASK_DESC_SQL = f"""
 SELECT row_number() OVER (ORDER BY min(t.startNs), t.streamId, t.taskId) - 1 AS seq, op_name, t.taskId AS task_id,
        t.streamId AS stream_id, any_value(coalesce(compute.blockNum, compute.blockDim)) AS block_dim,
        any_value(t.modelId) AS graph_id, any_value({_string('compute', 'opType')}) AS op_type,
-       any_value({_string('compute', 'taskType')}) AS task_type
+       any_value({_string('compute', 'taskType')}) AS task_type, {_TENSORS}
 FROM (SELECT *, {_string('compute', 'name')} AS op_name FROM compute {_join_string('compute', 'name')}) compute
-JOIN tasks t USING (globalTaskId) {_join_string('compute', 'opType')} {_join_string('compute', 'taskType')}
+JOIN tasks t USING (globalTaskId) {_join_string('compute', 'opType')} {_join_string('compute', 'taskType')} {_TENSOR_JOINS}
 GROUP BY op_name, t.taskId, t.streamId
-ORDER BY seq
-"""
-
-#: Each compute kernel's tensors (the first execution of a name): formats, data types and shapes are ';'-joined lists
-#: per side (shapes in literal quotes), as JSON {"input_<i>": {format, data_type, shape}, "output_<i>": ...}.
-_OP_DESC_SQL = f"""
-WITH kernels AS (
-    SELECT DISTINCT ON (op_name) *
-    FROM (SELECT {_string('compute', 'name')} AS op_name, {_string('compute', 'opType')} AS op_type, t.startNs,
-                 s_inputFormats.value AS in_f, s_inputDataTypes.value AS in_t, s_inputShapes.value AS in_s,
-                 s_outputFormats.value AS out_f, s_outputDataTypes.value AS out_t, s_outputShapes.value AS out_s
-          FROM compute JOIN tasks t USING (globalTaskId) {_join_string('compute', 'name')}
-          {_join_string('compute', 'opType')} {_join_string('compute', 'inputFormats')}
-          {_join_string('compute', 'inputDataTypes')} {_join_string('compute', 'inputShapes')}
-          {_join_string('compute', 'outputFormats')} {_join_string('compute', 'outputDataTypes')}
-          {_join_string('compute', 'outputShapes')})
-    ORDER BY op_name, startNs
-), sides AS (
-    SELECT op_name, op_type, startNs, side, string_split(f, ';') AS formats, string_split(t, ';') AS types,
-           string_split(trim(s, '"'), ';') AS shapes
-    FROM kernels, (VALUES ('input'), ('output')) v(side),
-         LATERAL (SELECT CASE side WHEN 'input' THEN in_f ELSE out_f END AS f,
-                         CASE side WHEN 'input' THEN in_t ELSE out_t END AS t,
-                         CASE side WHEN 'input' THEN in_s ELSE out_s END AS s)
-    WHERE coalesce(f, t, s) IS NOT NULL
-), tensors AS (
-    SELECT op_name, op_type, startNs, side, i,
-           {{'format': formats[i], 'data_type': types[i], 'shape': shapes[i]}} AS tensor
-    FROM sides, range(1, greatest(len(formats), len(types), len(shapes)) + 1) r(i)
-)
-SELECT row_number() OVER (ORDER BY min(startNs), op_name) - 1 AS seq, op_name, any_value(op_type) AS op_type,
-       to_json(map_from_entries(list(struct_pack(k := side || '_' || (i - 1), v := tensor) ORDER BY side, i)))::VARCHAR
-           AS tensors_json
-FROM tensors GROUP BY op_name
 ORDER BY seq
 """
 
@@ -412,7 +391,7 @@ def _tables(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> Iterator[
         con.execute("CREATE VIEW op_frames_or_none AS SELECT call_id, op_index FROM op_frames")
     else:
         con.execute("CREATE VIEW op_frames_or_none AS SELECT NULL::BIGINT AS call_id, NULL::BIGINT AS op_index WHERE false")
-    queries = [("device_exec", _DEVICE_EXEC_SQL), ("task_desc", _TASK_DESC_SQL), ("op_desc", _OP_DESC_SQL),
+    queries = [("device_exec", _DEVICE_EXEC_SQL), ("task_desc", _TASK_DESC_SQL),
                ("device_exec_metric", _METRIC_SQL),
                ("comm_task", _COMM_TASK_SQL), ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
                ("step_point", _STEP_POINT_SQL), ("memory_record", _MEMORY_RECORD_SQL),

@@ -249,7 +249,8 @@ FROM (SELECT *, json_extract_string(args, ['$."Python id"', '$."Python parent id
       FROM events WHERE process IN ('MindSpore', 'Python') AND cat = 'python_function' AND name IS NOT NULL)
 """
 
-#: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them.
+#: HCCL plane tasks under the communication op whose span (thread "Communication Kernel") holds them; the plane is k of
+#: the task's thread "Plane <k>" (torch_npu writes plane k on thread k + 1, as the db's planeId), else its thread id.
 _COMM_TASK_SQL = """
 WITH threads AS (
     SELECT DISTINCT pid, tid FROM events
@@ -262,7 +263,8 @@ WITH threads AS (
            row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
 ), tasks AS (  -- one JSON parse per task for all the args it needs
-    SELECT filename, tid, ts_ns, dur_ns, a[1] AS task_type, a[2]::BIGINT AS stream_id, a[3]::BIGINT AS task_id,
+    SELECT filename, tid, coalesce(try_cast(regexp_extract(thread, '^Plane (\d+)$', 1) AS BIGINT), tid::BIGINT) AS plane,
+           ts_ns, dur_ns, a[1] AS task_type, a[2]::BIGINT AS stream_id, a[3]::BIGINT AS task_id,
            a[4]::BIGINT AS src_rank, a[5]::BIGINT AS dst_rank, a[6] AS transport, a[7]::BIGINT AS bytes
     FROM (SELECT *, json_extract_string(args, ['$."task type"', '$."stream id"', '$."task id"', '$."src rank"',
                                                '$."dst rank"', '$."transport type"', '$."size(Byte)"']) AS a
@@ -272,7 +274,7 @@ WITH threads AS (
 SELECT coalesce(o.op_name, 'unknown') AS op_name, coalesce(o.op_type, 'unknown') AS op_type, NULL::BIGINT AS op_ordinal,
        o.execution AS iteration, NULL::BIGINT AS step,
        (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.tid, t.task_id) - 1)::INTEGER AS seq,
-       t.tid::BIGINT AS plane, t.stream_id, t.task_id, replace(t.task_type, '_', ' ') AS task_type,
+       t.plane, t.stream_id, t.task_id, replace(t.task_type, '_', ' ') AS task_type,
        nullif(t.src_rank, 4294967295) AS src_rank, nullif(t.dst_rank, 4294967295) AS dst_rank,
        t.transport, nullif(t.bytes, 0) AS bytes, t.ts_ns AS start_ns, t.dur_ns
 FROM tasks t
