@@ -63,16 +63,14 @@ _PROF = r"/PROF_[^/]+/"
 #: The first kind whose pattern matches a file is its kind.
 KINDS: tuple[Kind, ...] = (
     _kind("Ascend result summary", rf"{_OUTPUT}(?:{_DERIVED_OUTPUT})\.(?:csv|json|db)$", True,
-          "the profiler's summary of the kernel, trace and communication data beside it, which profpipe recomputes; "
-          "alone (a trimmed rank) it is not read"),
+          "the profiler's summary of the kernel, trace and communication data beside it, which profpipe recomputes "
+          "(step_trace_time, communication*.json and analysis.db are read as the tool's own numbers: ascend_summary)"),
     _kind("Ascend db export", rf"{_OUTPUT}ascend_(?:pytorch|mindspore)_profiler(?:_\d+)?\.db$", True,
-          "the db export (export_type db) is not read: export the text files too (torch_npu experimental_config "
-          "export_type=[text, db], MindSpore export_type=['text', 'db']) or analyse its text export"),
+          "a db export that no source holds: the text export beside it is read instead (the db holds no task)"),
     _kind("Ascend result file", rf"{_OUTPUT}[^/]+$", False,
           "a file of ASCEND_PROFILER_OUTPUT/ of a kind profpipe does not read"),
     _kind("msprof db", rf"{_PROF}(?:.*/)?msprof_\d+\.db$", True,
-          "msprof's unified db is not read: export it as text (`msprof --export=on --output=<PROF_ folder>` writes "
-          "mindstudio_profiler_output/)"),
+          "msprof's unified db that no source holds: the export or the result folder around it is read instead"),
     _kind("msprof summary", rf"{_PROF}(?:.*/)?(?:mindstudio_profiler_output|summary)/"
                             r"(?:op_statistic|api_statistic|task_time|communication_statistic|fusion_op|prof_rule|"
                             r"ai_core_utilization|aicpu|op_summary|step_trace)[^/]*\.(?:csv|json)$", True,
