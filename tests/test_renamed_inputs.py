@@ -85,6 +85,15 @@ RENAMES: dict[str, Family] = {
     "ascend_pmu": Family("ascend_pmu", (folders(ASCEND_RESULT, "rank0_ascend_pt"), into("pmu_job")),
                          "PROF_* and device_<id> name the msprof job and the device (msprof-analyze finds PROF_* by "
                          "name); the PMU CSV names are the export's"),
+    "ascend_pt_cluster": Family("ascend_pt_cluster", (folders(ASCEND_RESULT, "node{i}"), into("cluster_run")),
+                                "rank folders under any name (rank from profiler_info_<rank>.json), trimmed ranks too; "
+                                "the derived files' names are the tool's contract"),
+    "ascend_pt_pair": Family("ascend_pt_pair", (folders(ASCEND_RESULT, "rank_{i}"), into("pair")),
+                             "result folders under any name; ascend_pytorch_profiler_<rank>.db and kernel_details.csv "
+                             "are torch_npu's names (msprof-analyze finds them by name)",
+                             (files(r"ascend_pytorch_profiler_0\.db", "profile.db"),)),
+    "ascend_pt_text_min": Family("ascend_pt_text_min", (folders(ASCEND_RESULT, "npu0"), into("run")),
+                                 "the result folder under any name", (files("trace_view.json", "trace.json"),)),
     "ascend_raw": Family("ascend_raw", (folders("era_(.+)", r"job_\1"), into("raw")),
                          "raw slices are named by kind, device and slice: msprof's contract"),
     "host_info": Family("host_info", (folders("profiler", "profiler_rank0"),),
