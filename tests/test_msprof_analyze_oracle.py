@@ -1,8 +1,8 @@
 """msprof-analyze 26.2's cluster numbers on the real torch_npu Level 1 pair (fixtures/msprof_analyze/level1.json,
 written by fixtures/generators/msprof_analyze.py, which runs the peer) are a second oracle for issue 43's step
 phases and communication: here they are checked against the tool's own per-rank files (step_trace_time.csv,
-analysis.db's StepTraceTime), so that a comparison with either is a comparison with both, and against their own
-sums."""
+analysis.db's StepTraceTime), so that a comparison with either is a comparison with both, against their own
+sums, and against profpipe's step_overlap computed from each rank's events."""
 from __future__ import annotations
 
 import csv
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, realdata
+from conftest import FIXTURES, query, realdata, run
 
 EXPECTED = json.loads((FIXTURES / "msprof_analyze" / "level1.json").read_text(encoding="utf-8"))
 SAMPLE = "Ascend-msinsight/test/data/pytorch"
@@ -63,3 +63,27 @@ def test_the_peer_s_phases_add_up(export: str) -> None:
 def test_the_fixture_names_its_peer() -> None:
     assert EXPECTED["msprof_analyze"] == "26.2.0" and set(EXPECTED) >= {"text", "db"}
     assert Path(FIXTURES.parent / "fixtures" / "generators" / "msprof_analyze.py").is_file()
+
+
+#: step_overlap's columns for msprof-analyze's phases (docs/formats.md, sql/marts/step_overlap.yml).
+OURS = {"Computing": "computation_ns", "Communication(Not Overlapped)": "pure_communication_ns",
+        "Overlapped": "overlapped_communication_ns", "Communication": "communication_ns", "Free": "free_ns",
+        "Stage": "stage_ns", "Bubble": "bubble_ns", "Preparing": "preparing_ns"}
+#: µs: the text tool sums float µs from kernel_details' 0.001 µs (§4.4), and quantizes Stage and Preparing to 0.25 µs
+#: at the epoch's magnitude; the db tool works in integer ns (exact).
+TOLERANCE = {"text": {"Stage": Decimal("0.25"), "Preparing": Decimal("0.25")}, "db": {}}
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_profpipe_s_step_overlap_is_the_peer_s_cluster_step_trace(export: str, tmp_path: Path) -> None:
+    """profpipe's step_overlap, computed from the events of each rank of the real pair, against msprof-analyze's
+    cluster_step_trace_time (fixtures/msprof_analyze/level1.json)."""
+    result = run(realdata(f"{SAMPLE}/{export}/level1"), tmp_path / export)
+    assert result.ranks == [0, 1]
+    for row in EXPECTED[export]["step_trace"]:
+        (got,) = query(result.output, f"SELECT {', '.join(OURS.values())} FROM step_overlap "
+                                      f"WHERE rank = {row['index']} AND step = {int(row['step'])}")
+        for (phase, column), value in zip(OURS.items(), got):
+            expected = Decimal(str(row[phase]))
+            tolerance = TOLERANCE[export].get(phase, Decimal("0.03") if export == "text" else Decimal("0.0005"))
+            assert abs(Decimal(value) / 1000 - expected) <= tolerance, (export, row["index"], phase, value, expected)
