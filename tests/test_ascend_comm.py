@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, query, realdata, run
+from model_harness import model_rows
 
 S1 = "Ascend-msinsight/test/data/pytorch"
 TASK_NS = 8
@@ -269,3 +270,40 @@ def test_invariants(analysed, kind: str, rank: object) -> None:
                               FROM comm_op_bandwidth GROUP BY ALL) WHERE sdma IS DISTINCT FROM links""") == [(0,)]
     assert query(out, "SELECT sum(bytes) FROM comm_link_matrix WHERE stat = 'total'") == query(
         out, "SELECT sum(bytes) FROM comm_task WHERE task_type IN ('Memcpy', 'Reduce Inline', 'RDMASend')")
+
+
+def _task(plane: int, seq: int, task_type: str, start: int, dur: int, dst: int, transport: str,
+          link_type: str | None = None, bytes_: int | None = None) -> dict:
+    return {"op_name": "hcom_allReduce__1_0_1", "op_type": "AllReduce", "op_ordinal": None, "iteration": 1, "step": 1,
+            "seq": seq, "plane": plane, "stream_id": 5, "task_id": seq, "task_type": task_type, "src_rank": 0,
+            "dst_rank": dst, "transport": transport, "link_type": link_type, "bytes": bytes_, "start_ns": start,
+            "dur_ns": dur}
+
+
+#: One allreduce of rank 0, no whole-op row (elapse = first task start to last task end, 0-5000): plane 0 holds only
+#: an ON_CHIP copy, so plane 1 is the master: a 400 ns wait before any transit (synchronization), an RDMA payload
+#: (RDMASend, RDMASend, then a Notify Wait that is transit), an HCCS copy, a 50 ns wait; plane 2 (not the master)
+#: waits 5000 ns and copies over PCIE.
+RDMA_OP = [_task(0, 0, "Memcpy", 0, 50, 0, "SDMA", "ON_CHIP", 100),
+           _task(1, 1, "Notify Wait", 0, 400, 2, "RDMA"),
+           _task(1, 3, "RDMASend", 500, 100, 2, "RDMA", None, 1_000),
+           _task(1, 4, "RDMASend", 600, 100, 2, "RDMA", None, 24),
+           _task(1, 5, "Notify Wait", 700, 300, 2, "RDMA"),
+           _task(1, 6, "Memcpy", 1_000, 200, 1, "SDMA", "HCCS", 2_000),
+           _task(1, 7, "Notify Wait", 1_200, 50, 1, "SDMA"),
+           _task(2, 2, "Notify Wait", 0, 5_000, 3, "SDMA"),
+           _task(2, 8, "Memcpy", 100, 100, 3, "SDMA", "PCIE", 500)]
+
+
+def test_rdma_payload_waits_are_transit_and_only_the_master_plane_counts() -> None:
+    [time] = model_rows({"comm_task": RDMA_OP}, "comm_op_time")
+    assert (time["master_plane"], time["elapse_ns"], time["transit_ns"], time["wait_ns"], time["synchronization_ns"],
+            time["idle_ns"]) == (1, 5_000, 100 + 100 + 300 + 200, 400 + 50, 400, 5_000 - 700 - 450)
+    bandwidth = {r["transport"]: (r["tasks"], r["bytes"], r["time_ns"])
+                 for r in model_rows({"comm_task": RDMA_OP}, "comm_op_bandwidth")}
+    assert bandwidth == {"RDMA": (1, 1_024, 500), "HCCS": (1, 2_000, 200), "PCIE": (1, 500, 100),
+                         "SDMA": (2, 2_500, 300)}
+    matrix = {(r["src_rank"], r["dst_rank"]): (r["transport"], r["bytes"], r["time_ns"])
+              for r in model_rows({"comm_task": RDMA_OP}, "comm_link_matrix") if r["stat"] == "total"}
+    assert matrix == {(0, 0): ("LOCAL", 100, 50), (0, 1): ("HCCS", 2_000, 200), (0, 2): ("RDMA", 1_024, 200),
+                      (0, 3): ("PCIE", 500, 100)}
