@@ -104,6 +104,31 @@ def test_op_times_equal_communication_json(analysed, rank: int) -> None:
 
 
 @pytest.mark.parametrize("rank", [0, 1])
+def test_step_totals_equal_total_op_info(analysed, rank: int) -> None:
+    """communication.json's Total Op Info per step and kind: comm_step_time, and comm_op_bandwidth summed."""
+    out = analysed("text", rank)
+    data = json.loads((_output("text", rank) / "communication.json").read_text())
+    ours = {(r["step"], r["comm_kind"]): r for r in _mart(out, "comm_step_time")}
+    sums = {(step, transport): (size, time) for step, transport, size, time in query(
+        out, "SELECT step, transport, sum(bytes)::BIGINT, sum(time_ns)::BIGINT FROM comm_op_bandwidth GROUP BY ALL")}
+    totals = [(int(step.removeprefix("step")), kind, ops["Total Op Info"])
+              for step, kinds in data.items() for kind, ops in kinds.items() if ops]
+    assert sorted((step, kind) for step, kind, _ in totals) == sorted(ours)
+    for step, kind, total in totals:
+        row, info = ours[step, kind], total["Communication Time Info"]
+        for column, key in (("elapse_ns", "Elapse Time(ms)"), ("transit_ns", "Transit Time(ms)"),
+                            ("wait_ns", "Wait Time(ms)"), ("synchronization_ns", "Synchronization Time(ms)"),
+                            ("idle_ns", "Idle Time(ms)")):
+            assert _close(row[column], ns(info[key]), 4 * TASK_NS), (column, row[column], info[key])
+        assert abs(row["wait_ratio"] - info["Wait Time Ratio"]) <= 1.5e-4
+        assert abs(row["synchronization_ratio"] - info["Synchronization Time Ratio"]) <= 1.5e-4
+        for transport, link in total["Communication Bandwidth Info"].items():
+            size, time = sums.get((step, transport), (0, 0))
+            assert size == mb_bytes(link["Transit Size(MB)"])
+            assert _close(time, ns(link["Transit Time(ms)"]), 4 * TASK_NS)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
 def test_op_times_equal_comm_analyzer_time(analysed, rank: int) -> None:
     tool = {row[0]: row for row in _analysis_db(rank, "SELECT hccl_op_name, elapse_time, transit_time, wait_time, "
                                                       "synchronization_time, idle_time, step FROM CommAnalyzerTime")}
