@@ -292,7 +292,7 @@ def test_memory_and_identity() -> None:
 _TEXT_DIFFERENCES = {
     "device_exec": (["name", "stream_id", "task_id", "start_ns", "dur_ns"], None),
     "comm_task": (["op_name", "op_type", "iteration", "seq", "stream_id", "task_id", "task_type", "src_rank",
-                   "dst_rank", "transport", "bytes", "start_ns", "dur_ns", "plane"], None),
+                   "dst_rank", "transport", "link_type", "bytes", "start_ns", "dur_ns", "plane"], None),
     "host_op": (["side", "tid", "op_name", "start_ns", "dur_ns"], None),
     "step_point": (["step", "kind", "op_name", "ts_ns"], None),
     "device_exec_metric": (["stream_id", "task_id", "start_ns", "core", "metric", "unit", "value"], None),

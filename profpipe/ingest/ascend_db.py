@@ -69,7 +69,7 @@ _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
     "pmu": ("TASK_PMU_INFO", ("globalTaskId", "name", "value")),
     "comm_op": ("COMMUNICATION_OP", ("opName", "startNs", "endNs", "connectionId", "opId", "opType")),
     "comm": ("COMMUNICATION_TASK_INFO", ("globalTaskId", "taskType", "planeId", "srcRank", "dstRank", "transportType",
-                                         "size", "opId")),
+                                         "linkType", "size", "opId")),
     "cann": ("CANN_API", ("startNs", "endNs", "type", "globalTid", "connectionId", "name")),
     "torch": ("PYTORCH_API", ("startNs", "endNs", "globalTid", "connectionId", "name", "inputDtypes", "inputShapes",
                               "callchainId", "type")),
@@ -86,6 +86,7 @@ _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
     "enum_api": ("ENUM_API_TYPE", _ENUM),
     "enum_module": ("ENUM_MODULE", _ENUM),
     "enum_transport": ("ENUM_HCCL_TRANSPORT_TYPE", _ENUM),
+    "enum_link": ("ENUM_HCCL_LINK_TYPE", _ENUM),
     "npu_info": ("NPU_INFO", ("id", "name")),
     "session": ("SESSION_TIME_INFO", ("startTimeNs", "endTimeNs")),
     "meta": ("META_DATA", ("name", "value")),
@@ -93,6 +94,7 @@ _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 #: TEXT columns (PYTORCH_API's times are TEXT in the files: cast after the copy); REAL ones (PMU values).
 _TEXT = {"strings": {"value"}, "enum_api": {"name"}, "enum_module": {"name"}, "enum_transport": {"name"},
+         "enum_link": {"name"},
          "npu_info": {"name"}, "meta": {"name", "value"}, "torch": {"startNs", "endNs"}}
 _REAL = {"pmu": {"value"}}
 #: Intervals checked per table: scratch table -> (start column, end column, the normalized tables they feed).
@@ -268,10 +270,12 @@ SELECT coalesce(o.op_name, 'unknown') AS op_name, coalesce(o.op_type, 'unknown')
        replace({_string('c', 'taskType')}, '_', ' ') AS task_type,
        nullif(c.srcRank, 4294967295) AS src_rank, nullif(c.dstRank, 4294967295) AS dst_rank,
        CASE WHEN e.name NOT IN ('INVALID_TYPE', 'N/A') THEN e.name END AS transport, nullif(c.size, 0) AS bytes,
-       t.startNs AS start_ns, t.dur_ns
+       t.startNs AS start_ns, t.dur_ns,
+       CASE WHEN l.name NOT IN ('INVALID_TYPE', 'N/A') THEN l.name END AS link_type
 FROM comm c JOIN tasks t USING (globalTaskId) {_join_string('c', 'taskType')}
 LEFT JOIN executions o ON o.opId = c.opId
 LEFT JOIN enum_transport e ON e.id = c.transportType
+LEFT JOIN enum_link l ON l.id = c.linkType
 ORDER BY iteration, op_name, seq
 """
 

@@ -263,11 +263,13 @@ WITH threads AS (
            row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
 ), tasks AS (  -- one JSON parse per task for all the args it needs
-    SELECT filename, tid, coalesce(try_cast(regexp_extract(thread, '^Plane (\d+)$', 1) AS BIGINT), tid::BIGINT) AS plane,
+    SELECT filename, tid, coalesce(try_cast(regexp_extract(thread, '^Plane (\\d+)$', 1) AS BIGINT), tid::BIGINT) AS plane,
            ts_ns, dur_ns, a[1] AS task_type, a[2]::BIGINT AS stream_id, a[3]::BIGINT AS task_id,
-           a[4]::BIGINT AS src_rank, a[5]::BIGINT AS dst_rank, a[6] AS transport, a[7]::BIGINT AS bytes
+           a[4]::BIGINT AS src_rank, a[5]::BIGINT AS dst_rank, a[6] AS transport, a[7]::BIGINT AS bytes,
+           a[8] AS link_type
     FROM (SELECT *, json_extract_string(args, ['$."task type"', '$."stream id"', '$."task id"', '$."src rank"',
-                                               '$."dst rank"', '$."transport type"', '$."size(Byte)"']) AS a
+                                               '$."dst rank"', '$."transport type"', '$."size(Byte)"',
+                                               '$."link type"']) AS a
           FROM events WHERE process = 'HCCL' AND args IS NOT NULL)
     WHERE task_type IS NOT NULL
 )
@@ -276,7 +278,8 @@ SELECT coalesce(o.op_name, 'unknown') AS op_name, coalesce(o.op_type, 'unknown')
        (row_number() OVER (PARTITION BY o.op_name, o.execution ORDER BY t.ts_ns, t.tid, t.task_id) - 1)::INTEGER AS seq,
        t.plane, t.stream_id, t.task_id, replace(t.task_type, '_', ' ') AS task_type,
        nullif(t.src_rank, 4294967295) AS src_rank, nullif(t.dst_rank, 4294967295) AS dst_rank,
-       t.transport, nullif(t.bytes, 0) AS bytes, t.ts_ns AS start_ns, t.dur_ns
+       t.transport, nullif(t.bytes, 0) AS bytes, t.ts_ns AS start_ns, t.dur_ns,
+       CASE WHEN t.link_type NOT IN ('INVALID_TYPE', 'N/A', '') THEN t.link_type END AS link_type
 FROM tasks t
 ASOF LEFT JOIN ops o ON o.filename = t.filename AND t.ts_ns >= o.op_start_ns
 ORDER BY iteration, op_name, seq

@@ -14,6 +14,7 @@ SELECT
     src_rank,
     dst_rank,
     transport,
+    link_type,
     bytes,
     start_ns,
     dur_ns
