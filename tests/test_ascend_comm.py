@@ -63,7 +63,7 @@ def _output(kind: str, rank: int) -> Path:
 
 def _analysis_db(rank: int, sql: str) -> list[tuple]:
     path = _output("db", rank) / "analysis.db"
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as con:
         return con.execute(sql).fetchall()
 
 

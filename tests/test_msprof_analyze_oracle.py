@@ -34,7 +34,7 @@ def test_cluster_step_trace_is_each_rank_s_step_trace_time(rank: int) -> None:
 @pytest.mark.parametrize("rank", [0, 1])
 def test_cluster_step_trace_of_the_db_is_each_rank_s_analysis_db(rank: int) -> None:
     path = realdata(f"{SAMPLE}/db/level1/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/analysis.db")
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as con:
         own = con.execute("SELECT * FROM StepTraceTime").fetchall()
     cluster = [row for row in EXPECTED["db"]["step_trace"] if row["index"] == rank]
     assert [(str(row[0]), list(row[1:])) for row in own] == [(row["step"], [row[p] for p in PHASES])
