@@ -4,13 +4,15 @@ device tasks only): the expected alignment is written out here by hand from the 
 (fixtures/generators/mindspore_gpu.py NETWORK, fixtures/generators/msprof_timeline.py TASKS and REDUCE).
 And a matched pair, one model on both devices: the real PyTorch trace fixtures/pytorch_cuda (SmallNet on an
 H100) aligned with fixtures/msprof_smallnet (the same training step as MindSpore would run it on Ascend,
-fixtures/generators/msprof_smallnet.py OPS), and with fixtures/mindspore_cpu/smallnet_graph (the same net recorded by
-MindSpore itself on a CPU)."""
+fixtures/generators/msprof_smallnet.py OPS), with fixtures/mindspore_cpu/smallnet_graph (the same net recorded by
+MindSpore itself on a CPU), and with fixtures/ascend_pt_smallnet (the same script as torch_npu records it on Ascend,
+fixtures/generators/ascend_pt_smallnet.py STEP; text and db export)."""
 from __future__ import annotations
 
 import importlib.util
 import json
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow.csv as pa_csv
@@ -602,3 +604,22 @@ def test_torch_npu_pair_is_aligned_by_default(torch_npu_alignments, pair_gpu_out
     document = json.loads(result.stdout)
     assert [(r["status"], r["op_type_a"], r["op_type_b"]) for r in document["ops"]] == \
         [("both", op, op) for _, op in EXPECTED_TORCH_NPU]
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_torch_npu_smallnet_is_healthy_and_its_steps_are_the_tools(torch_npu_alignments, export):
+    """The fixture reads without a health row, and profpipe's step overlap is its step_trace_time.csv (§4.4, the
+    generator's own oracle: computing, free and preparing per step, µs to the ns)."""
+    import duckdb
+
+    con = duckdb.connect(str(torch_npu_alignments[1][export] / "profile.duckdb"), read_only=True)
+    assert con.sql("SELECT count(*) FROM trace_health").fetchall() == [(0,)]
+    got = con.sql("SELECT step, computation_ns, free_ns, preparing_ns FROM step_overlap ORDER BY step").fetchall()
+    table = pa_csv.read_csv(TORCH_NPU / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv",
+                            convert_options=pa_csv.ConvertOptions(strings_can_be_null=False,
+                                                                  column_types={c: "string" for c in (
+                                                                      "Computing", "Free", "Preparing")}))
+    ns = lambda text: int(Decimal(text) * 1000)  # noqa: E731
+    assert got == [(row["Step"], ns(row["Computing"]), ns(row["Free"]), ns(row["Preparing"]))
+                   for row in table.to_pylist()]
+    assert len(got) == 2
