@@ -32,8 +32,8 @@ Canonical op types (`canonical_type`): the type is lower-cased and reduced to le
 stripping a namespace (aten::, c10d::, nccl:, hcom_, Hcom...), a trailing in-place underscore, a MindSpore
 '-opN' suffix, a CANN version suffix (V2, V3) and the number of a PyTorch autograd node (ReluBackward0); then
 CANONICAL maps the known spellings of both frameworks onto one name (conv2d, conv2d_backward, matmul, relu,
-relu_backward, max_pool2d(_backward), avg_pool2d(_backward), cross_entropy, softmax, layer_norm, batch_norm,
-...). Any other type stays its reduced form, so Add and aten::add meet as 'add'. Only ops computing the same
+relu_backward, max_pool2d(_backward), avg_pool2d(_backward), cross_entropy, nll_loss(_backward),
+log_softmax(_backward), softmax, layer_norm, batch_norm, ...; CANN's scalar forms Muls and Adds are mul and add). Any other type stays its reduced form, so Add and aten::add meet as 'add'. Only ops computing the same
 thing meet, however each framework splits the work:
 
 * the backward of a matrix product is 'matmul' (PyTorch's AddmmBackward0 / MmBackward0 nodes run the products
@@ -75,6 +75,8 @@ CANONICAL = {
     "gelu": "gelu", "fastgelu": "gelu", "gelubackward": "gelu_backward", "gelugrad": "gelu_backward",
     "softmax": "softmax", "logsoftmax": "log_softmax", "softmaxbackwarddata": "softmax_backward",
     "softmaxgrad": "softmax_backward",
+    "logsoftmaxbackward": "log_softmax_backward", "logsoftmaxbackwarddata": "log_softmax_backward",
+    "logsoftmaxgrad": "log_softmax_backward",
     "layernorm": "layer_norm", "nativelayernorm": "layer_norm", "layernormbackward": "layer_norm_backward",
     "nativelayernormbackward": "layer_norm_backward", "layernormgrad": "layer_norm_backward",
     "batchnorm": "batch_norm", "nativebatchnorm": "batch_norm", "cudnnbatchnorm": "batch_norm",
@@ -90,7 +92,9 @@ CANONICAL = {
     # losses
     "crossentropyloss": "cross_entropy", "softmaxcrossentropywithlogits": "cross_entropy",
     "sparsesoftmaxcrossentropywithlogits": "cross_entropy",
-    "add": "add", "biasadd": "bias_add", "mul": "mul", "sub": "sub", "div": "div", "realdiv": "div",
+    "nllloss": "nll_loss", "nlllossnd": "nll_loss", "nlllossforward": "nll_loss",
+    "nlllossbackward": "nll_loss_backward", "nlllossgrad": "nll_loss_backward",
+    "add": "add", "adds": "add", "biasadd": "bias_add", "mul": "mul", "muls": "mul", "sub": "sub", "div": "div", "realdiv": "div",
     "dropout": "dropout", "dropoutdomask": "dropout", "nativedropout": "dropout",
     "embedding": "embedding", "gather": "embedding", "gatherv2": "embedding",
     # collectives
