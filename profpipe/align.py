@@ -8,12 +8,16 @@ Per side (one analysed run; its lowest rank with ops):
    unit): the framework ops of host_op in start order, top-level only (an op inside another selected op of the
    same thread, e.g. aten::cudnn_convolution inside aten::conv2d, is left out). Which ops: MindSpore GPU's
    device-side ops (side 'Device') when the rank has any, else PyTorch's cpu_op and MindSpore's ops (category
-   NULL); the step spans (ProfilerStep#N) never. A rank without framework ops (an msprof export) uses its device
-   ops instead: the device executions grouped by their owning op (int_device_exec.op_name), typed by
-   device_op_stats.op_type, plus the collectives of collective_exec (typed by collective_type) not already there.
+   NULL); the step spans (ProfilerStep#N) never, nor the autograd engine's wrappers (autograd::engine::
+   evaluate_function: <node>, category 'backward' in Kineto but a plain cpu_op in a torch_npu result), so that
+   the autograd node and what runs beside it (the bias gradient's aten::sum) are ops on both sides. A rank without
+   framework ops (an msprof export) uses its device ops instead: the device executions grouped by their owning op
+   (int_device_exec.op_name), typed by device_op_stats.op_type, plus the collectives of collective_exec (typed by
+   collective_type) not already there.
 2. The kernels each op launched (device_exec, through int_device_exec): a kernel whose owning op name is one op
-   of the unit's sequence belongs to it; else the top-level op whose host interval holds the kernel's launch
-   (the runtime call with its correlation id, else the kernel's start).
+   of the unit's sequence belongs to it; else the top-level op whose host interval holds the kernel's launch: the
+   start of the host op that launched it (device_exec.op_index: Kineto's External id, torch_npu's connection),
+   else the runtime call with its correlation id, else the kernel's start.
 3. The representative step: the unit whose canonical type sequence is the most common one (the earliest of
    them). An op of it is identified by (op name, occurrence of that name in the unit); its times are averaged
    over all units of the side, per step (a unit without it counts 0).
@@ -28,8 +32,8 @@ Canonical op types (`canonical_type`): the type is lower-cased and reduced to le
 stripping a namespace (aten::, c10d::, nccl:, hcom_, Hcom...), a trailing in-place underscore, a MindSpore
 '-opN' suffix, a CANN version suffix (V2, V3) and the number of a PyTorch autograd node (ReluBackward0); then
 CANONICAL maps the known spellings of both frameworks onto one name (conv2d, conv2d_backward, matmul, relu,
-relu_backward, max_pool2d(_backward), avg_pool2d(_backward), cross_entropy, softmax, layer_norm, batch_norm,
-...). Any other type stays its reduced form, so Add and aten::add meet as 'add'. Only ops computing the same
+relu_backward, max_pool2d(_backward), avg_pool2d(_backward), cross_entropy, nll_loss(_backward),
+log_softmax(_backward), softmax, layer_norm, batch_norm, ...; CANN's scalar forms Muls and Adds are mul and add). Any other type stays its reduced form, so Add and aten::add meet as 'add'. Only ops computing the same
 thing meet, however each framework splits the work:
 
 * the backward of a matrix product is 'matmul' (PyTorch's AddmmBackward0 / MmBackward0 nodes run the products
@@ -71,6 +75,8 @@ CANONICAL = {
     "gelu": "gelu", "fastgelu": "gelu", "gelubackward": "gelu_backward", "gelugrad": "gelu_backward",
     "softmax": "softmax", "logsoftmax": "log_softmax", "softmaxbackwarddata": "softmax_backward",
     "softmaxgrad": "softmax_backward",
+    "logsoftmaxbackward": "log_softmax_backward", "logsoftmaxbackwarddata": "log_softmax_backward",
+    "logsoftmaxgrad": "log_softmax_backward",
     "layernorm": "layer_norm", "nativelayernorm": "layer_norm", "layernormbackward": "layer_norm_backward",
     "nativelayernormbackward": "layer_norm_backward", "layernormgrad": "layer_norm_backward",
     "batchnorm": "batch_norm", "nativebatchnorm": "batch_norm", "cudnnbatchnorm": "batch_norm",
@@ -86,7 +92,9 @@ CANONICAL = {
     # losses
     "crossentropyloss": "cross_entropy", "softmaxcrossentropywithlogits": "cross_entropy",
     "sparsesoftmaxcrossentropywithlogits": "cross_entropy",
-    "add": "add", "biasadd": "bias_add", "mul": "mul", "sub": "sub", "div": "div", "realdiv": "div",
+    "nllloss": "nll_loss", "nlllossnd": "nll_loss", "nlllossforward": "nll_loss",
+    "nlllossbackward": "nll_loss_backward", "nlllossgrad": "nll_loss_backward",
+    "add": "add", "adds": "add", "biasadd": "bias_add", "mul": "mul", "muls": "mul", "sub": "sub", "div": "div", "realdiv": "div",
     "dropout": "dropout", "dropoutdomask": "dropout", "nativedropout": "dropout",
     "embedding": "embedding", "gather": "embedding", "gatherv2": "embedding",
     # collectives
@@ -182,8 +190,11 @@ def read_side(con: duckdb.DuckDBPyConnection) -> Side:
                     params=[rank]).fetchall()
     ops, source = _host_ops(con, rank), "host_op"
     kernels = con.sql(
-        "SELECT d.capture, d.name, d.op_name, d.dur_ns, coalesce(a.start_ns, d.start_ns) AS placed_ns, d.start_ns "
+        "SELECT d.capture, d.name, d.op_name, d.dur_ns, coalesce(h.start_ns, a.start_ns, d.start_ns) AS placed_ns, "
+        "  d.start_ns "
         "FROM (SELECT * FROM int_device_exec WHERE rank = $1 AND dur_ns IS NOT NULL) d "
+        "LEFT JOIN (SELECT capture, op_index, start_ns FROM stg_host_op WHERE rank = $1 AND op_index IS NOT NULL) h "
+        "  ON h.capture = d.capture AND h.op_index = d.op_index "
         "LEFT JOIN (SELECT capture, correlation, min(start_ns) AS start_ns FROM stg_host_api WHERE rank = $1 "
         "  AND correlation IS NOT NULL GROUP BY ALL) a ON a.capture = d.capture AND a.correlation = d.correlation "
         "ORDER BY d.start_ns", params=[rank]).fetchall()
@@ -236,7 +247,8 @@ def _host_ops(con, rank: int) -> list[dict]:
     """The rank's top-level framework ops (module docstring, step 1)."""
     rows = con.sql(
         "WITH ops AS (SELECT * FROM stg_host_op WHERE rank = $1 AND op_type IS NOT NULL AND dur_ns IS NOT NULL "
-        "  AND NOT regexp_matches(op_name, '^Profiler?Step#[0-9]+$')) "
+        "  AND NOT regexp_matches(op_name, '^Profiler?Step#[0-9]+$') "
+        "  AND NOT starts_with(op_name, 'autograd::engine::evaluate_function:')) "
         "SELECT capture, tid, op_name, op_type, start_ns, dur_ns FROM ops "
         "WHERE CASE WHEN (SELECT count(*) FROM ops WHERE side = 'Device') > 0 THEN side = 'Device' "
         "  ELSE category IS NULL OR category = 'cpu_op' END "

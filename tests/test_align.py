@@ -4,12 +4,15 @@ device tasks only): the expected alignment is written out here by hand from the 
 (fixtures/generators/mindspore_gpu.py NETWORK, fixtures/generators/msprof_timeline.py TASKS and REDUCE).
 And a matched pair, one model on both devices: the real PyTorch trace fixtures/pytorch_cuda (SmallNet on an
 H100) aligned with fixtures/msprof_smallnet (the same training step as MindSpore would run it on Ascend,
-fixtures/generators/msprof_smallnet.py OPS), and with fixtures/mindspore_cpu/smallnet_graph (the same net recorded by
-MindSpore itself on a CPU)."""
+fixtures/generators/msprof_smallnet.py OPS), with fixtures/mindspore_cpu/smallnet_graph (the same net recorded by
+MindSpore itself on a CPU), and with fixtures/ascend_pt_smallnet (the same script as torch_npu records it on Ascend,
+fixtures/generators/ascend_pt_smallnet.py STEP; text and db export)."""
 from __future__ import annotations
 
 import importlib.util
 import json
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow.csv as pa_csv
@@ -91,6 +94,11 @@ def test_canonical_types():
         (("aten::cross_entropy_loss", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"),
          "cross_entropy"),
         (("aten::sum", "BiasAddGrad", "ReduceSum"), "sum"),
+        (("aten::nll_loss", "aten::nll_loss_forward", "NLLLoss"), "nll_loss"),
+        (("NllLossBackward0", "aten::nll_loss_backward", "NLLLossGrad"), "nll_loss_backward"),
+        (("aten::log_softmax", "aten::_log_softmax", "LogSoftmaxV2"), "log_softmax"),
+        (("LogSoftmaxBackward0", "aten::_log_softmax_backward_data", "LogSoftmaxGrad"), "log_softmax_backward"),
+        (("aten::mul", "Mul", "Muls"), "mul"),
     ]:
         assert {canonical_type(s) for s in spellings} == {canonical}, spellings
 
@@ -229,8 +237,8 @@ EXPECTED_PAIR = [
     *_ZERO,
     ("only_a", "oneslike", "aten::ones_like", None),
     ("only_a", "addbackward", "AddBackward0", None),
-    ("only_a", "nlllossbackward", "NllLossBackward0", None),
-    ("only_a", "logsoftmaxbackward", "LogSoftmaxBackward0", None),
+    ("only_a", "nll_loss_backward", "NllLossBackward0", None),
+    ("only_a", "log_softmax_backward", "LogSoftmaxBackward0", None),
     ("only_b", "sum", None, "BiasAddGrad"),
     ("both", "matmul", "AddmmBackward0", "MatMulV2"),
     ("only_b", "matmul", None, "MatMulV2"),
@@ -391,8 +399,8 @@ EXPECTED_CPU_PAIR = [
     *_ZERO,
     ("only_a", "oneslike", "aten::ones_like", None),
     ("only_a", "addbackward", "AddBackward0", None),
-    ("only_a", "nlllossbackward", "NllLossBackward0", None),
-    ("only_a", "logsoftmaxbackward", "LogSoftmaxBackward0", None),
+    ("only_a", "nll_loss_backward", "NllLossBackward0", None),
+    ("only_a", "log_softmax_backward", "LogSoftmaxBackward0", None),
     ("only_b", "cross_entropy", None, "SparseSoftmaxCrossEntropyWithLogits"),
     ("both", "matmul", "AddmmBackward0", "MatMul"),
     ("both", "sum", "aten::sum", "BiasAddGrad"),
@@ -476,3 +484,147 @@ def test_alignment_of_a_gpu_run_and_a_mindspore_cpu_run(cpu_pair_outputs):
         # MindSpore prints 6 significant digits
         assert row["time_b_ns"] == pytest.approx(float(expected["op_total_time(ms)"]) * 1e6, rel=2e-5)
         assert row["difference_ns"] == pytest.approx(row["time_b_ns"] - row["time_a_ns"])
+
+
+TORCH_NPU = FIXTURES / "ascend_pt_smallnet"
+
+#: The third matched pair: the PyTorch GPU step (A, the 55 top-level ops listed above EXPECTED_PAIR) against the
+#: same script run by torch_npu on Ascend (fixtures/ascend_pt_smallnet, fixtures/generators/ascend_pt_smallnet.py
+#: STEP), written out by hand: both sides are PyTorch host ops of the same names (the autograd engine's
+#: evaluate_function wrappers left out on both), so every op pairs with its namesake and nothing is one-sided.
+#: (canonical type, op type of both sides).
+EXPECTED_TORCH_NPU = [
+    ("to", "aten::to"), ("to", "aten::to"), ("matmul", "aten::matmul"), ("sum", "aten::sum"),
+    ("conv2d", "aten::conv2d"), ("relu", "aten::relu"), ("max_pool2d", "aten::max_pool2d"),
+    ("conv2d", "aten::conv2d"), ("relu", "aten::relu"), ("avg_pool2d", "aten::adaptive_avg_pool2d"),
+    ("flatten", "aten::flatten"), ("matmul", "aten::linear"), ("relu", "aten::relu"), ("matmul", "aten::linear"),
+    ("cross_entropy", "aten::cross_entropy_loss"), ("mul", "aten::mul"), ("add", "aten::add"),
+    *[("zero", "aten::zero_")] * 8,
+    ("oneslike", "aten::ones_like"), ("addbackward", "AddBackward0"), ("nll_loss_backward", "NllLossBackward0"),
+    ("log_softmax_backward", "LogSoftmaxBackward0"),
+    ("matmul", "AddmmBackward0"), ("sum", "aten::sum"), ("view", "aten::view"),
+    ("autogradaccumulategrad", "torch::autograd::AccumulateGrad"), ("tbackward", "TBackward0"),
+    ("autogradaccumulategrad", "torch::autograd::AccumulateGrad"), ("relu_backward", "ReluBackward0"),
+    ("matmul", "AddmmBackward0"), ("sum", "aten::sum"), ("view", "aten::view"),
+    ("autogradaccumulategrad", "torch::autograd::AccumulateGrad"), ("tbackward", "TBackward0"),
+    ("autogradaccumulategrad", "torch::autograd::AccumulateGrad"), ("viewbackward", "ViewBackward0"),
+    ("avg_pool2d_backward", "AdaptiveAvgPool2DBackward0"), ("relu_backward", "ReluBackward0"),
+    ("conv2d_backward", "ConvolutionBackward0"),
+    *[("autogradaccumulategrad", "torch::autograd::AccumulateGrad")] * 2,
+    ("max_pool2d_backward", "MaxPool2DWithIndicesBackward0"), ("relu_backward", "ReluBackward0"),
+    ("conv2d_backward", "ConvolutionBackward0"),
+    *[("autogradaccumulategrad", "torch::autograd::AccumulateGrad")] * 2,
+    ("foreachadd", "aten::_foreach_add_"), ("item", "aten::item"),
+]
+
+
+def _torch_npu_generator():
+    spec = importlib.util.spec_from_file_location("ascend_pt_smallnet",
+                                                  FIXTURES / "generators" / "ascend_pt_smallnet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def torch_npu_alignments(tmp_path_factory, pair_gpu_output):
+    """The GPU step aligned with the torch_npu step, per export (text, db), and the analysed outputs."""
+    outputs = {export: _analysed(tmp_path_factory, TORCH_NPU / export / "rank0_ascend_pt") for export in ("text", "db")}
+    return {export: _aligned((pair_gpu_output, out)) for export, out in outputs.items()}, outputs
+
+
+def test_torch_npu_smallnet_generator_is_deterministic(tmp_path):
+    assert_generator_reproduces("ascend_pt_smallnet.py", TORCH_NPU, tmp_path)
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_alignment_of_a_gpu_trace_and_a_torch_npu_result(torch_npu_alignments, export):
+    """Both sides PyTorch host ops: the aten ops and autograd nodes pair by name, op by op (EXPECTED_TORCH_NPU)."""
+    alignment = torch_npu_alignments[0][export]
+    rows = alignment["ops"].to_pylist()
+    assert len(EXPECTED_TORCH_NPU) == 55
+    assert [(r["status"], r["canonical_type"], r["op_type_a"], r["op_type_b"]) for r in rows] == \
+        [("both", canonical, op, op) for canonical, op in EXPECTED_TORCH_NPU]
+    assert [r["index_a"] for r in rows] == [r["index_b"] for r in rows] == list(range(55))
+    assert (alignment["a"]["source"], alignment["b"]["source"]) == ("host_op", "host_op")
+    assert (alignment["a"]["steps"], alignment["b"]["steps"]) == (3, 2)
+
+
+def _top_level(node):
+    """The ops the alignment sees of one top-level node of the generator's STEP (a wrapper gives its children)."""
+    name, _, children = node
+    return list(children) if name.startswith("autograd::engine::evaluate_function:") else [node]
+
+
+def _kernels(node) -> list[tuple[str, str, int]]:
+    name, kernels, children = node
+    return list(kernels) + [k for child in children for k in _kernels(child)]
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_torch_npu_side_times(torch_npu_alignments, export):
+    """The torch_npu side's figures per op against the generator's description: its kernels are those launched
+    from inside it (through the launching op, device_exec.op_index), its device time their summed durations
+    (both steps alike); an op that launched none is timed by its host span."""
+    generator = _torch_npu_generator()
+    ops = [op for _, node in generator.STEP for op in _top_level(node)]
+    assert len(ops) == 55
+    events = generator.capture()
+    step1 = [o for o in events["ops"] if o["step"] == 1]
+    rows = torch_npu_alignments[0][export]["ops"].to_pylist()
+    for row, op in zip(rows, ops):
+        kernels = _kernels(op)
+        assert row["op_name_b"] == op[0]
+        assert row["kernels_b"] == len(kernels), op[0]
+        if kernels:
+            assert row["time_b_ns"] == row["device_b_ns"] == sum(dur for *_, dur in kernels), op[0]
+            per_name = Counter()
+            for api, op_type, dur in kernels:
+                per_name[f"{api}_{op_type}"] += dur
+            assert row["top_kernel_b"] == max(per_name, key=per_name.get)  # the first of the longest
+        else:
+            assert row["time_b_ns"] == row["host_b_ns"]
+        assert row["difference_ns"] == pytest.approx(row["time_b_ns"] - row["time_a_ns"])
+    host = {(o["name"], o["start"]): o["end"] - o["start"] for o in step1}
+    item = rows[-1]  # aten::item: no kernel on the NPU, its host span (the same in both steps)
+    assert item["kernels_b"] == 0 and item["time_b_ns"] == next(d for (n, _), d in host.items() if n == "aten::item")
+    conv_grad = rows[45]  # conv2's ConvolutionBackward0: input, filter and bias gradients
+    assert (conv_grad["op_type_b"], conv_grad["kernels_b"], conv_grad["time_b_ns"]) == \
+        ("ConvolutionBackward0", 3, 26_750 + 31_480 + 4_260)
+
+
+def test_torch_npu_text_and_db_align_identically(torch_npu_alignments):
+    """The text export and the db export of one capture give the same alignment, every column."""
+    alignments = torch_npu_alignments[0]
+    assert alignments["text"]["ops"].equals(alignments["db"]["ops"])
+    assert alignments["text"]["op_types"].equals(alignments["db"]["op_types"])
+    assert alignments["text"]["b"] == alignments["db"]["b"]
+
+
+def test_torch_npu_pair_is_aligned_by_default(torch_npu_alignments, pair_gpu_output):
+    """`profpipe diff GPU NPU` without --align: a gpu run and an ascend run, op by op."""
+    result = CliRunner().invoke(app, ["diff", str(pair_gpu_output), str(torch_npu_alignments[1]["db"]), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "A ran on gpu and B on ascend: aligned op by op" in result.stderr
+    document = json.loads(result.stdout)
+    assert [(r["status"], r["op_type_a"], r["op_type_b"]) for r in document["ops"]] == \
+        [("both", op, op) for _, op in EXPECTED_TORCH_NPU]
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_torch_npu_smallnet_is_healthy_and_its_steps_are_the_tools(torch_npu_alignments, export):
+    """The fixture reads without a health row, and profpipe's step overlap is its step_trace_time.csv (§4.4, the
+    generator's own oracle: computing, free and preparing per step, µs to the ns)."""
+    import duckdb
+
+    con = duckdb.connect(str(torch_npu_alignments[1][export] / "profile.duckdb"), read_only=True)
+    assert con.sql("SELECT count(*) FROM trace_health").fetchall() == [(0,)]
+    got = con.sql("SELECT step, computation_ns, free_ns, preparing_ns FROM step_overlap ORDER BY step").fetchall()
+    table = pa_csv.read_csv(TORCH_NPU / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv",
+                            convert_options=pa_csv.ConvertOptions(strings_can_be_null=False,
+                                                                  column_types={c: "string" for c in (
+                                                                      "Computing", "Free", "Preparing")}))
+    ns = lambda text: int(Decimal(text) * 1000)  # noqa: E731
+    assert got == [(row["Step"], ns(row["Computing"]), ns(row["Free"]), ns(row["Preparing"]))
+                   for row in table.to_pylist()]
+    assert len(got) == 2
