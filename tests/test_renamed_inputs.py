@@ -92,6 +92,8 @@ RENAMES: dict[str, Family] = {
                              "result folders under any name; ascend_pytorch_profiler_<rank>.db and kernel_details.csv "
                              "are torch_npu's names (msprof-analyze finds them by name)",
                              (files(r"ascend_pytorch_profiler_0\.db", "profile.db"),)),
+    "ascend_pt_smallnet": Family("ascend_pt_smallnet/text", (folders(ASCEND_RESULT, "smallnet_npu0"), into("run")),
+                                 "the result folder under any name"),
     "ascend_pt_text_min": Family("ascend_pt_text_min", (folders(ASCEND_RESULT, "npu0"), into("run")),
                                  "the result folder under any name", (files("trace_view.json", "trace.json"),)),
     "ascend_raw": Family("ascend_raw", (folders("era_(.+)", r"job_\1"), into("raw")),
