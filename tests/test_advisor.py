@@ -299,6 +299,23 @@ def test_each_rule_is_quiet_at_its_threshold_and_fires_past_it(rule_id):
     assert advise(_marts({}), [rule])[0].status == "not_applicable"
 
 
+def test_slow_link_leaves_local_copies_out_and_judges_a_rank_once():
+    """A rank's copy to itself (link i-i, on-chip, hundreds of GB/s) is no peer of the links between ranks: with it in
+    the transport's median, both HCCS links of a healthy 2-rank all-reduce would be slow. A rank with HCCL tasks is
+    judged from them, not again from the tools' matrix."""
+    link = lambda rank, name, bytes_: {"rank": rank, "capture": 0, "link": name, "transport": "SDMA",  # noqa: E731
+                                       "bytes": bytes_, "time_ns": 100}
+    healthy = {"comm_link_stats": [link(0, "0-0", 4200), link(1, "1-1", 4200), link(0, "0-1", 150),
+                                   link(1, "1-0", 150)]}
+    assert advise(_marts(healthy), [RULES["slow_link"]])[0].status == "passed"
+    matrix = {"capture": 0, "src_rank": 0, "dst_rank": 1, "transport": "HCCS", "links": 2, "bytes": 10, "time_ns": 100,
+              "bandwidth_bytes_per_second": 1e8, "median_bytes_per_second": 1e9, "median_ratio": 0.1}
+    both = {**healthy, "cluster_link_bandwidth": [matrix]}
+    assert advise(_marts(both), [RULES["slow_link"]])[0].status == "passed"
+    trimmed = {"cluster_link_bandwidth": [matrix]}
+    assert advise(_marts(trimmed), [RULES["slow_link"]])[0].status == "fired"
+
+
 def test_console_and_advise_command(outputs):
     out = outputs["mindspore_gpu/two_ranks"]
     printed = CliRunner().invoke(app, ["advise", str(out)])
