@@ -214,7 +214,8 @@ def test_torch_npu_step_trace_is_step_trace_time_csv(outputs: dict[str, Path]) -
 
 def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dict[str, Path]) -> None:
     """The operators page lists the device tasks per op type and core type as op_statistic.csv does (count, total
-    within 0.01 µs), and the ops table gives torch_npu's host ops the device time they launched (host_op_stats)."""
+    within 0.01 µs) and per op as kernel_details.csv does, and the ops table gives torch_npu's host ops the device
+    time they launched (host_op_stats)."""
     out = outputs["ascend_pt_pair/text"]
     expected = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
                     "op_statistic.csv")
@@ -227,6 +228,16 @@ def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dic
         assert _close(mine["total_ms"], row["Total Time(us)"], "0.01"), row["OP Type"]
         assert _close(mine["max_ms"], row["Max Time(us)"], "0.01"), row["OP Type"]
     assert sum(r["share"] for r in got.values()) == pytest.approx(1)
+    tasks: dict[str, list[Decimal]] = {}
+    for row in _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                    "kernel_details.csv"):
+        if row["Task ID"] != "N/A":  # HCCL ops: on the Communication page
+            tasks.setdefault(row["Name"], []).append(Decimal(row["Duration(us)"]))
+    device_ops = {r["op_name"]: r for r in _records(page["device-ops"])}
+    assert device_ops.keys() == tasks.keys()
+    for name, durations in tasks.items():
+        assert device_ops[name]["tasks"] == len(durations)
+        assert _close(device_ops[name]["total_ms"], str(sum(durations)), "0.001"), name
     device = dict(query(out, "SELECT op_name, device_total_ns / 1e6 FROM host_op_stats"))
     ops = _records(page["ops"])
     assert {r["side"] for r in ops} == {"Host"}

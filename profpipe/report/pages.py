@@ -248,6 +248,15 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("device_ms", "device ms", "ms")], ops, total=_count(con, "op_detail_stats"),
             drill=drill("Kernels of", [0, 2], kernel_columns, kernels, ["rank", "op_name"],
                         "No kernel is linked to this op (host-only op, or a dump without op-kernel links).")))
+    device_ops = rows(con, "report_device_ops", top=TOP_ROWS)
+    if device_ops:
+        sections.append(table("device-ops", "Device ops (Ascend tasks)", [
+            column("rank", "rank", "int"), column("op_name", "op", search=True), column("op_type", "type", search=True),
+            column("stream_id", "stream", "int"), column("executions", "calls", "int"), column("tasks", "tasks", "int"),
+            column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("max_ms", "max ms", "ms"),
+            column("share", "share", "pct")], device_ops, total=_count(con, "device_op_stats"),
+            note="device_op_stats: each op timed by its device tasks (torch_npu's kernel_details.csv, msprof's "
+                 "op_summary), its share of the rank's device op time."))
     kernel_rows = rows(con, "report_kernels", top=TOP_ROWS)
     if kernel_rows:
         sections.append(table("kernels", "Kernels", [
