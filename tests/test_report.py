@@ -245,6 +245,23 @@ def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dic
     assert max(r["device_ms"] for r in ops) > 0  # torch_npu's ops launch the tasks: not all 0
 
 
+def test_torch_npu_pmu_per_op_on_the_roof_chart(outputs: dict[str, Path]) -> None:
+    """torch_npu's PMU columns of kernel_details.csv (aic_mac_ratio, aiv_vec_ratio) put each AI Core op on the roof
+    chart: its compute share is its busiest pipe's ratio (ties to the cube: op_bound's order), no PMU no point."""
+    rows_ = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                 "kernel_details.csv")
+    expected = {r["Name"]: ("mac" if float(r["aic_mac_ratio"]) >= float(r["aiv_vec_ratio"]) else "vec",
+                            max(float(r["aic_mac_ratio"]), float(r["aiv_vec_ratio"])))
+                for r in rows_ if r["aic_mac_ratio"] != "N/A"}
+    page = sections(outputs["ascend_pt_pair/text"] / "report.html", "operators")
+    got = {r["op_name"]: (r["kind"], r["compute_share"]) for r in _records(page["roof-shares-ops"])
+           if r["device"] == "ascend"}
+    assert got == expected
+    drawn = {name for trace in page["roof-shares"]["figure"]["data"] if trace["name"].startswith("Ascend")
+             for name in (text.split()[2] for text in trace["text"])}
+    assert drawn == expected.keys()
+
+
 def test_torch_npu_cluster_pages(outputs: dict[str, Path]) -> None:
     """The 4-rank torch_npu cluster (2 ranks trimmed to their summaries): the step trace page lists every rank's
     step as its analysis.db has it and the slow-rank test per phase; the communication page draws the tools' matrix
