@@ -215,7 +215,7 @@ def test_torch_npu_step_trace_is_step_trace_time_csv(outputs: dict[str, Path]) -
 def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dict[str, Path]) -> None:
     """The operators page lists the device tasks per op type and core type as op_statistic.csv does (count, total
     within 0.01 µs) and per op as kernel_details.csv does, and the ops table gives torch_npu's host ops the device
-    time they launched (host_op_stats)."""
+    time they launched (host_op_stats) and, clicked, the tasks they launched."""
     out = outputs["ascend_pt_pair/text"]
     expected = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
                     "op_statistic.csv")
@@ -238,6 +238,10 @@ def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dic
     for name, durations in tasks.items():
         assert device_ops[name]["tasks"] == len(durations)
         assert _close(device_ops[name]["total_ms"], str(sum(durations)), "0.001"), name
+    launched = {row[0]: row[2] for rows_ in page["ops"]["drill"]["rows"].values() for row in rows_}  # drill-down
+    assert launched.keys() == tasks.keys()  # every task under the host op that launched it (torch_to_npu)
+    for name, durations in tasks.items():
+        assert _close(launched[name], str(sum(durations)), "0.001"), name
     device = dict(query(out, "SELECT op_name, device_total_ns / 1e6 FROM host_op_stats"))
     ops = _records(page["ops"])
     assert {r["side"] for r in ops} == {"Host"}
