@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from browser import ARTIFACTS, browser, open_report
-from conftest import FIXTURES, query, run
+from conftest import FIXTURES, query, realdata, run
 from profpipe.cli import app
 from profpipe.report import write_report
 
@@ -247,6 +247,45 @@ def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dic
     assert {r["side"] for r in ops} == {"Host"}
     assert [r["device_ms"] for r in ops] == [device[r["op_name"]] for r in ops]
     assert max(r["device_ms"] for r in ops) > 0  # torch_npu's ops launch the tasks: not all 0
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_torch_npu_real_report_is_the_tools_own_files(tmp_path: Path, export: str) -> None:
+    """The real two-rank torch_npu results, text and db exports (the same analysis as test_ascend_pt_text.py's and
+    test_ascend_db.py's, its report written after): per rank, the step trace table is the tools' own step trace
+    (ascend_step_summary: the text export's step_trace_time.csv, the db export's analysis.db StepTraceTime; within
+    0.03 µs, stage and preparing 0.25 µs), and the text export's tasks per op type and core type are op_statistic.csv (count; total within
+    0.01 µs); the roof chart carries every op with PMU ratios (op_bound)."""
+    out = tmp_path / "out"
+    run(realdata(f"Ascend-msinsight/test/data/pytorch/{export}/level1"), out)
+    write_report(out)
+    utilisation = sections(out / "report.html", "utilisation")
+    got = {(r["rank"], r["step"]): r for r in _records(utilisation["step-trace"])}
+    ranks = sorted({rank for rank, _ in got})
+    assert ranks == [0, 1]
+    columns = [("computation_ms", "computing_ns", "0.03"),
+               ("pure_communication_ms", "communication_not_overlapped_ns", "0.03"),
+               ("overlapped_communication_ms", "overlapped_ns", "0.03"), ("free_ms", "free_ns", "0.03"),
+               ("stage_ms", "stage_ns", "0.25"), ("bubble_ms", "bubble_ns", "0"),
+               ("preparing_ms", "preparing_ns", "0.25")]
+    expected = query(out, f"SELECT rank, step, {', '.join(c for _, c, _ in columns)} FROM ascend_step_summary")
+    assert {(r[0], r[1]) for r in expected} == got.keys()
+    for rank, step, *values in expected:  # the tools' own numbers, ns
+        for (key, name, within), value in zip(columns, values):
+            assert _close(got[(rank, step)][key], str(Decimal(value) / 1000), within), (rank, step, name)
+    operators = sections(out / "report.html", "operators")
+    assert {(r["device"], r["op_name"]) for r in _records(operators["roof-shares-ops"])} == {
+        ("ascend", name) for (name,) in query(out, "SELECT DISTINCT op_name FROM op_bound")}
+    if export == "db":
+        return
+    cores = {(r["rank"], r["op_type"], r["core_type"]): r for r in _records(operators["op-core-types"])}
+    for rank in ranks:
+        for row in _csv(realdata(f"Ascend-msinsight/test/data/pytorch/text/level1/rank{rank}_ascend_pt/"
+                                 "ASCEND_PROFILER_OUTPUT/op_statistic.csv")):
+            mine = cores.pop((rank, row["OP Type"], row["Core Type"]))
+            assert mine["executions"] == int(row["Count"])
+            assert _close(mine["total_ms"], row["Total Time(us)"], "0.01"), row["OP Type"]
+    assert cores == {}
 
 
 def test_torch_npu_pmu_per_op_on_the_roof_chart(outputs: dict[str, Path]) -> None:
