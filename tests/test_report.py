@@ -255,7 +255,8 @@ def test_torch_npu_real_report_is_the_tools_own_files(tmp_path: Path, export: st
     test_ascend_db.py's, its report written after): per rank, the step trace table is the tools' own step trace
     (ascend_step_summary: the text export's step_trace_time.csv, the db export's analysis.db StepTraceTime; within
     0.03 µs, stage and preparing 0.25 µs), and the text export's tasks per op type and core type are op_statistic.csv (count; total within
-    0.01 µs); the roof chart carries every op with PMU ratios (op_bound)."""
+    0.01 µs); the roof chart carries every op with PMU ratios (op_bound); the memory page has one PTA+GE curve
+    per rank (the db export's MEMORY_RECORD holds its derived PTA+GE rows too: left out, as the text export's)."""
     out = tmp_path / "out"
     run(realdata(f"Ascend-msinsight/test/data/pytorch/{export}/level1"), out)
     write_report(out)
@@ -273,6 +274,9 @@ def test_torch_npu_real_report_is_the_tools_own_files(tmp_path: Path, export: st
     for rank, step, *values in expected:  # the tools' own numbers, ns
         for (key, name, within), value in zip(columns, values):
             assert _close(got[(rank, step)][key], str(Decimal(value) / 1000), within), (rank, step, name)
+    peaks = _records(sections(out / "report.html", "memory")["memory-peaks"])  # PTA+GE once: recomputed, not read
+    assert sorted((r["rank"], r["component"]) for r in peaks if r["kind"] == "component") == [
+        (rank, component) for rank in ranks for component in ("APP", "GE", "PTA", "PTA+GE")]
     operators = sections(out / "report.html", "operators")
     assert {(r["device"], r["op_name"]) for r in _records(operators["roof-shares-ops"])} == {
         ("ascend", name) for (name,) in query(out, "SELECT DISTINCT op_name FROM op_bound")}
