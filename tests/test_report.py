@@ -2,8 +2,10 @@
 that it draws every chart with data, filters its tables, switches its step chart, and loads nothing."""
 from __future__ import annotations
 
+import csv
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -11,12 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from browser import ARTIFACTS, browser, open_report
-from conftest import FIXTURES, query, run
+from conftest import FIXTURES, query, realdata, run
 from profpipe.cli import app
 from profpipe.report import write_report
 
-#: Fixtures whose reports the browser opens: GPU (Kineto with memory), an Ascend cluster with HCCL, MindData.
-BROWSED = ["pytorch_cuda", "ascend_ms_cluster", "minddata_mindspore/slow_map"]
+#: Fixtures whose reports the browser opens: GPU (Kineto with memory), an Ascend cluster with HCCL, MindData,
+#: torch_npu's text export (one rank) and a torch_npu cluster of 4 ranks, 2 of them trimmed to the tools' summaries.
+BROWSED = ["pytorch_cuda", "ascend_ms_cluster", "minddata_mindspore/slow_map", "ascend_pt_pair/text",
+           "ascend_pt_cluster"]
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +169,171 @@ def test_roof_share_chart_puts_gpu_and_ascend_ops_on_one_plane(outputs: dict[str
     assert {r[0] for r in rows_} == {"ascend"} and len(rows_) == len(expected)
     other = sections(outputs["ascend_ms_cluster"] / "report.html", "operators")
     assert "roof-shares" not in other and "roof-shares-ops" not in other
+
+
+def _records(section: dict) -> list[dict]:
+    """A table section's rows as dicts keyed by its columns' keys."""
+    keys = [c["key"] for c in section["columns"]]
+    return [dict(zip(keys, row)) for row in section["rows"]]
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _close(got: float, expected_us: str, within_us: str) -> bool:
+    """A report value in ms against a tool's µs cell, within `within_us` µs."""
+    return abs(Decimal(repr(got)) * 1000 - Decimal(expected_us)) <= Decimal(within_us)
+
+
+def test_torch_npu_step_trace_is_step_trace_time_csv(outputs: dict[str, Path]) -> None:
+    """The utilisation page's step trace: every column of torch_npu's step_trace_time.csv, step for step (within the
+    tool's float arithmetic: 0.03 µs, stage and preparing 0.25 µs; formats-ascend-today.md §4.4), and the per-step
+    chart draws the overlapped communication and preparing beside the stacked phases."""
+    expected = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                    "step_trace_time.csv")
+    page = sections(outputs["ascend_pt_pair/text"] / "report.html", "utilisation")
+    got = {r["step"]: r for r in _records(page["step-trace"])}
+    assert sorted(got) == sorted(int(r["Step"]) for r in expected)
+    columns = [("computation_ms", "Computing", "0.03"),
+               ("pure_communication_ms", "Communication(Not Overlapped)", "0.03"),
+               ("overlapped_communication_ms", "Overlapped", "0.03"), ("communication_ms", "Communication", "0.03"),
+               ("free_ms", "Free", "0.03"), ("stage_ms", "Stage", "0.25"), ("bubble_ms", "Bubble", "0"),
+               ("exclude_receive_ms", "Communication(Not Overlapped and Exclude Receive)", "0.03"),
+               ("preparing_ms", "Preparing", "0.25")]
+    for row in expected:
+        for key, name, within in columns:
+            assert _close(got[int(row["Step"])][key], row[name], within), (row["Step"], name)
+    [figure] = [v["figure"] for v in page["utilisation-steps"]["variants"]]
+    lines = {t["name"]: t["y"] for t in figure["data"] if t["type"] == "scatter"}
+    assert lines["communication overlapped"] == [got[s]["overlapped_communication_ms"] for s in sorted(got)]
+    assert lines["preparing (before the window)"] == [got[s]["preparing_ms"] for s in sorted(got)]
+    assert "bubble (pipeline Receive)" not in lines  # no Receive op: nothing to draw
+
+
+def test_torch_npu_tasks_per_op_type_and_core_type_are_op_statistic(outputs: dict[str, Path]) -> None:
+    """The operators page lists the device tasks per op type and core type as op_statistic.csv does (count, total
+    within 0.01 µs) and per op as kernel_details.csv does, and the ops table gives torch_npu's host ops the device
+    time they launched (host_op_stats) and, clicked, the tasks they launched."""
+    out = outputs["ascend_pt_pair/text"]
+    expected = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                    "op_statistic.csv")
+    page = sections(out / "report.html", "operators")
+    got = {(r["op_type"], r["core_type"]): r for r in _records(page["op-core-types"])}
+    assert got.keys() == {(r["OP Type"], r["Core Type"]) for r in expected}
+    for row in expected:
+        mine = got[(row["OP Type"], row["Core Type"])]
+        assert mine["executions"] == int(row["Count"])
+        assert _close(mine["total_ms"], row["Total Time(us)"], "0.01"), row["OP Type"]
+        assert _close(mine["max_ms"], row["Max Time(us)"], "0.01"), row["OP Type"]
+    assert sum(r["share"] for r in got.values()) == pytest.approx(1)
+    tasks: dict[str, list[Decimal]] = {}
+    for row in _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                    "kernel_details.csv"):
+        if row["Task ID"] != "N/A":  # HCCL ops: on the Communication page
+            tasks.setdefault(row["Name"], []).append(Decimal(row["Duration(us)"]))
+    device_ops = {r["op_name"]: r for r in _records(page["device-ops"])}
+    assert device_ops.keys() == tasks.keys()
+    for name, durations in tasks.items():
+        assert device_ops[name]["tasks"] == len(durations)
+        assert _close(device_ops[name]["total_ms"], str(sum(durations)), "0.001"), name
+    launched = {row[0]: row[2] for rows_ in page["ops"]["drill"]["rows"].values() for row in rows_}  # drill-down
+    assert launched.keys() == tasks.keys()  # every task under the host op that launched it (torch_to_npu)
+    for name, durations in tasks.items():
+        assert _close(launched[name], str(sum(durations)), "0.001"), name
+    device = dict(query(out, "SELECT op_name, device_total_ns / 1e6 FROM host_op_stats"))
+    ops = _records(page["ops"])
+    assert {r["side"] for r in ops} == {"Host"}
+    assert [r["device_ms"] for r in ops] == [device[r["op_name"]] for r in ops]
+    assert max(r["device_ms"] for r in ops) > 0  # torch_npu's ops launch the tasks: not all 0
+
+
+@pytest.mark.parametrize("export", ["text", "db"])
+def test_torch_npu_real_report_is_the_tools_own_files(tmp_path: Path, export: str) -> None:
+    """The real two-rank torch_npu results, text and db exports (the same analysis as test_ascend_pt_text.py's and
+    test_ascend_db.py's, its report written after): per rank, the step trace table is the tools' own step trace
+    (ascend_step_summary: the text export's step_trace_time.csv, the db export's analysis.db StepTraceTime; within
+    0.03 µs, stage and preparing 0.25 µs), and the text export's tasks per op type and core type are op_statistic.csv (count; total within
+    0.01 µs); the roof chart carries every op with PMU ratios (op_bound); the memory page has one PTA+GE curve
+    per rank (the db export's MEMORY_RECORD holds its derived PTA+GE rows too: left out, as the text export's)."""
+    out = tmp_path / "out"
+    run(realdata(f"Ascend-msinsight/test/data/pytorch/{export}/level1"), out)
+    write_report(out)
+    utilisation = sections(out / "report.html", "utilisation")
+    got = {(r["rank"], r["step"]): r for r in _records(utilisation["step-trace"])}
+    ranks = sorted({rank for rank, _ in got})
+    assert ranks == [0, 1]
+    columns = [("computation_ms", "computing_ns", "0.03"),
+               ("pure_communication_ms", "communication_not_overlapped_ns", "0.03"),
+               ("overlapped_communication_ms", "overlapped_ns", "0.03"), ("free_ms", "free_ns", "0.03"),
+               ("stage_ms", "stage_ns", "0.25"), ("bubble_ms", "bubble_ns", "0"),
+               ("preparing_ms", "preparing_ns", "0.25")]
+    expected = query(out, f"SELECT rank, step, {', '.join(c for _, c, _ in columns)} FROM ascend_step_summary")
+    assert {(r[0], r[1]) for r in expected} == got.keys()
+    for rank, step, *values in expected:  # the tools' own numbers, ns
+        for (key, name, within), value in zip(columns, values):
+            assert _close(got[(rank, step)][key], str(Decimal(value) / 1000), within), (rank, step, name)
+    peaks = _records(sections(out / "report.html", "memory")["memory-peaks"])  # PTA+GE once: recomputed, not read
+    assert sorted((r["rank"], r["component"]) for r in peaks if r["kind"] == "component") == [
+        (rank, component) for rank in ranks for component in ("APP", "GE", "PTA", "PTA+GE")]
+    operators = sections(out / "report.html", "operators")
+    assert {(r["device"], r["op_name"]) for r in _records(operators["roof-shares-ops"])} == {
+        ("ascend", name) for (name,) in query(out, "SELECT DISTINCT op_name FROM op_bound")}
+    if export == "db":
+        return
+    cores = {(r["rank"], r["op_type"], r["core_type"]): r for r in _records(operators["op-core-types"])}
+    for rank in ranks:
+        for row in _csv(realdata(f"Ascend-msinsight/test/data/pytorch/text/level1/rank{rank}_ascend_pt/"
+                                 "ASCEND_PROFILER_OUTPUT/op_statistic.csv")):
+            mine = cores.pop((rank, row["OP Type"], row["Core Type"]))
+            assert mine["executions"] == int(row["Count"])
+            assert _close(mine["total_ms"], row["Total Time(us)"], "0.01"), row["OP Type"]
+    assert cores == {}
+
+
+def test_torch_npu_pmu_per_op_on_the_roof_chart(outputs: dict[str, Path]) -> None:
+    """torch_npu's PMU columns of kernel_details.csv (aic_mac_ratio, aiv_vec_ratio) put each AI Core op on the roof
+    chart: its compute share is its busiest pipe's ratio (ties to the cube: op_bound's order), no PMU no point."""
+    rows_ = _csv(FIXTURES / "ascend_pt_pair" / "text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" /
+                 "kernel_details.csv")
+    expected = {r["Name"]: ("mac" if float(r["aic_mac_ratio"]) >= float(r["aiv_vec_ratio"]) else "vec",
+                            max(float(r["aic_mac_ratio"]), float(r["aiv_vec_ratio"])))
+                for r in rows_ if r["aic_mac_ratio"] != "N/A"}
+    page = sections(outputs["ascend_pt_pair/text"] / "report.html", "operators")
+    got = {r["op_name"]: (r["kind"], r["compute_share"]) for r in _records(page["roof-shares-ops"])
+           if r["device"] == "ascend"}
+    assert got == expected
+    drawn = {name for trace in page["roof-shares"]["figure"]["data"] if trace["name"].startswith("Ascend")
+             for name in (text.split()[2] for text in trace["text"])}
+    assert drawn == expected.keys()
+
+
+def test_torch_npu_cluster_pages(outputs: dict[str, Path]) -> None:
+    """The 4-rank torch_npu cluster (2 ranks trimmed to their summaries): the step trace page lists every rank's
+    step as its analysis.db has it and the slow-rank test per phase; the communication page draws the tools' matrix
+    between global ranks and lists the slow link the advisor names."""
+    out = outputs["ascend_pt_cluster"]
+    steps = sections(out / "report.html", "steps")
+    trace = _records(steps["cluster-step-trace"])
+    assert sorted(r["rank"] for r in trace) == [0, 1, 2, 3]
+    for r in trace:  # the tools' own phases add up to the step, in every rank
+        assert r["computing_ms"] + r["not_overlapped_ms"] + r["free_ms"] == pytest.approx(r["total_ms"])
+    expected = {rank: (c / 1e6, n / 1e6) for rank, c, n in query(
+        out, "SELECT rank, computing_ns, communication_not_overlapped_ns FROM cluster_step_trace")}
+    assert {r["rank"]: (r["computing_ms"], r["not_overlapped_ms"]) for r in trace} == expected
+    slow = {r["phase"]: r for r in _records(steps["cluster-slow-rank"])}
+    findings = sections(out / "report.html", "advisor")["Findings"]["items"]
+    [fired] = [f for f in findings if f["rule"] == "slow_rank_phase"]
+    assert slow["computing"]["is_slow"] and slow["computing"]["slow_rank"] == 3 and "ranks 3" in fired["summary"]
+    comm = sections(out / "report.html", "communication")
+    links = _records(comm["cluster-links"])
+    assert (links[0]["src_rank"], links[0]["dst_rank"], links[0]["median_ratio"]) == (1, 2, 0.5)  # slowest first
+    matrix = comm["cluster-matrix"]["figure"]["data"][0]
+    assert matrix["x"] == matrix["y"] == ["0", "1", "2", "3"]
+    by = dict(((s, d), b) for s, d, b in query(out, "SELECT src_rank, dst_rank, sum(bytes) FROM cluster_link_bandwidth "
+                                                   "GROUP BY ALL"))
+    assert matrix["z"] == [[by.get((s, d)) for d in range(4)] for s in range(4)]
 
 
 def test_user_range_table_is_user_range_stats(outputs: dict[str, Path]) -> None:

@@ -398,12 +398,25 @@ def _tables(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> Iterator[
     queries = [("device_exec", _DEVICE_EXEC_SQL), ("task_desc", _TASK_DESC_SQL),
                ("device_exec_metric", _METRIC_SQL),
                ("comm_task", _COMM_TASK_SQL), ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL),
-               ("step_point", _STEP_POINT_SQL), ("memory_record", _MEMORY_RECORD_SQL),
+               ("step_point", _STEP_POINT_SQL), ("memory_record", _memory_records(con, path, warn)),
                ("memory_block", _MEMORY_BLOCK_SQL), ("memory_module", _MEMORY_MODULE_SQL)]
     if frames:
         queries.append(("python_frame", PYTHON_FRAME_SQL))
     for name, sql in queries:
         yield from query_tables(con, [(name, _complete(con, name, sql, path, warn))])
+
+
+def _memory_records(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> str:
+    """MEMORY_RECORD as SQL, less its PTA+GE rows: derived from the PTA and GE rows, as memory_record.csv's (the text
+    export's reader leaves them out the same way), counted; memory_curve recomputes them."""
+    con.execute(f"CREATE TABLE memory_rows AS {_MEMORY_RECORD_SQL}")
+    derived, component = con.execute("SELECT count(*), any_value(component) FROM memory_rows "
+                                     "WHERE ends_with(component, '+GE')").fetchall()[0]
+    if derived:
+        warn(f"{path}: table MEMORY_RECORD: {derived} {component} rows are derived from the framework's and the GE "
+             "rows; not kept (memory_curve recomputes them)", check="other", action="excluded", rows=derived,
+             path=path, tables="memory_record")
+    return "SELECT * FROM memory_rows WHERE NOT ends_with(component, '+GE')"
 
 
 def _complete(con: duckdb.DuckDBPyConnection, name: str, sql: str, path: Path, warn: Warn) -> str:

@@ -171,7 +171,38 @@ def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
     if slow:
         sections.append(facts("Slowest rank per step", [(f"rank {r['slowest_rank']}", f"slowest in {r['steps']} steps")
                                                         for r in slow[:10]]))
+    sections.extend(_cluster_steps(con, max_steps))
     return _page("steps", "Step trace", sections)
+
+
+def _cluster_steps(con: duckdb.DuckDBPyConnection, max_steps: int) -> list[Section]:
+    """The Ascend tools' own step trace of every rank (cluster_step_trace, trimmed ranks included) and
+    msprof-analyze's slow-rank test per phase (cluster_slow_rank); nothing for a run without them."""
+    steps = rows(con, "report_cluster_step_trace", max_steps=max_steps)
+    if not steps:
+        return []
+    sections = [table("cluster-step-trace", "Cluster step trace, every rank (ms)", [
+        column("rank", "rank", "int"), column("step", "step", "int"), column("device_id", "device", "int"),
+        column("origin", "from"), column("computing_ms", "computing", "ms"),
+        column("not_overlapped_ms", "not overlapped", "ms"), column("overlapped_ms", "overlapped", "ms"),
+        column("communication_ms", "communication", "ms"), column("free_ms", "free", "ms"),
+        column("stage_ms", "stage", "ms"), column("bubble_ms", "bubble", "ms"),
+        column("preparing_ms", "preparing", "ms"), column("total_ms", "step", "ms"),
+        column("slowdown", "slowdown (× fastest − 1)", "num")], steps[:TOP_ROWS], total=len(steps),
+        note="cluster_step_trace: the Ascend tools' own step trace of every rank folder, trimmed ranks included "
+             "(from: its step_trace_time.csv or analysis.db; profpipe's own, from the events: step_overlap, on the "
+             "GPU/NPU utilisation page); the slowdown is against the step's fastest rank.")]
+    phases = rows(con, "report_cluster_slow_rank")
+    if phases:
+        sections.append(table("cluster-slow-rank", "Slow rank per phase (msprof-analyze's slow-rank test)", [
+            column("capture", "capture", "int"), column("phase", "phase"), column("ranks", "ranks", "int"),
+            column("max_ms", "largest ms", "ms"), column("max_rank", "on rank", "int"),
+            column("min_ms", "smallest ms", "ms"), column("min_rank", "on rank", "int"),
+            column("gap_ratio", "gap / mean step", "pct"),
+            column("slow_rank", "slow rank", "int"), column("is_slow", "slow")], phases,
+            note="cluster_slow_rank: a phase whose largest and smallest rank differ by more than its threshold of the "
+                 "mean step names the slow rank (advisor rule slow_rank_phase)."))
+    return sections
 
 
 # ---- Operators and kernels -----------------------------------------------------------------------------------
@@ -189,6 +220,15 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
         sections.append(chart("device-op-types", "Device time by op type (top 15, all ranks)", bars(
             [r["op_type"] for r in device_types], [("time (ms)", [r["total_ms"] for r in device_types])],
             x_title="ms", y_title="op type", horizontal=True)))
+    core_types = rows(con, "report_op_core_types", top=TOP_ROWS)
+    if core_types:
+        sections.append(table("op-core-types", "Device tasks per op type and core type", [
+            column("rank", "rank", "int"), column("op_type", "op type", search=True), column("core_type", "core type"),
+            column("executions", "count", "int"), column("total_ms", "total ms", "ms"),
+            column("min_ms", "min ms", "ms"), column("avg_ms", "avg ms", "ms"), column("max_ms", "max ms", "ms"),
+            column("share", "share", "pct")],
+            core_types, note="msprof's op_statistic.csv: each rank's device tasks (task_desc's op type and core type; "
+                             "HCCL ops are on the Communication page), share of the rank's task time."))
     split = rows(con, "report_side_split")
     if {r["side"] for r in split} >= {"Host", "Device"}:
         ranks = sorted({r["rank"] for r in split})
@@ -208,6 +248,15 @@ def operators(con: duckdb.DuckDBPyConnection) -> Page:
             column("device_ms", "device ms", "ms")], ops, total=_count(con, "op_detail_stats"),
             drill=drill("Kernels of", [0, 2], kernel_columns, kernels, ["rank", "op_name"],
                         "No kernel is linked to this op (host-only op, or a dump without op-kernel links).")))
+    device_ops = rows(con, "report_device_ops", top=TOP_ROWS)
+    if device_ops:
+        sections.append(table("device-ops", "Device ops (Ascend tasks)", [
+            column("rank", "rank", "int"), column("op_name", "op", search=True), column("op_type", "type", search=True),
+            column("stream_id", "stream", "int"), column("executions", "calls", "int"), column("tasks", "tasks", "int"),
+            column("total_ms", "total ms", "ms"), column("avg_ms", "avg ms", "ms"), column("max_ms", "max ms", "ms"),
+            column("share", "share", "pct")], device_ops, total=_count(con, "device_op_stats"),
+            note="device_op_stats: each op timed by its device tasks (torch_npu's kernel_details.csv, msprof's "
+                 "op_summary), its share of the rank's device op time."))
     kernel_rows = rows(con, "report_kernels", top=TOP_ROWS)
     if kernel_rows:
         sections.append(table("kernels", "Kernels", [
@@ -290,8 +339,8 @@ def _roofline(con: duckdb.DuckDBPyConnection) -> list[Section]:
                                        "yaxis": {"title": {"text": "achieved TFLOP/s"}, "type": "log"}}}
     note = ("op_roofline: each op's FLOPs and bytes moved from its input shapes and types (TraceLens' perf-model "
             "formulas: macro op_roofline_cost) over the device time it launched; the dashed roofs are the data-sheet "
-            "peaks of the rank's GPU for the input type (macro gpu_datasheet)" +
-            ("" if roofs else "; this GPU is not in the data-sheet table, so no roof is drawn") + ".")
+            "peaks of the rank's device for the input type (macro gpu_datasheet)" +
+            ("" if roofs else "; this device is not in the data-sheet table, so no roof is drawn") + ".")
     return [chart("roofline", "Roofline of the ops (top by device time, all ranks)", figure, note=note),
             table("roofline-ops", "Roofline per op and input shape", [
                 column("rank", "rank", "int"), column("op_name", "op", search=True), column("op_class", "class"),
@@ -356,6 +405,9 @@ def _roof_shares(con: duckdb.DuckDBPyConnection) -> list[Section]:
 
 _OVERLAP = [("computation_ms", "computation", "#2e86de"), ("pure_communication_ms", "communication not overlapped", "#7f3c8d"),
             ("free_ms", "idle", "#c8cdd6")]
+#: Per-step values drawn as lines beside the stacked overlap bars, where a rank has any.
+_BESIDE = [("overlapped_communication_ms", "communication overlapped"), ("bubble_ms", "bubble (pipeline Receive)"),
+           ("preparing_ms", "preparing (before the window)"), ("memory_ms", "of which memory copies/sets")]
 
 
 def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
@@ -379,27 +431,40 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
     variants = []
     for rank, mine in list(by_rank.items())[:MAX_RANK_CHARTS]:
         series = [(label, [r[key] for r in mine]) for key, label, _ in _OVERLAP]
-        if any(r["memory_ms"] is not None for r in mine):
-            series.append(("of which memory copies/sets", [r["memory_ms"] for r in mine]))
-        figure = bars([r["step"] for r in mine], series, x_title="step", y_title="ms",
+        beside = [(label, [r[key] for r in mine]) for key, label in _BESIDE if any(r[key] for r in mine)]
+        figure = bars([r["step"] for r in mine], series + beside, x_title="step", y_title="ms",
                       colours={label: c for _, label, c in _OVERLAP})
-        if len(series) > len(_OVERLAP):  # the copies are inside computation: drawn beside, not stacked on top
-            figure["data"][-1].update({"type": "scatter", "mode": "lines+markers"})
+        for trace in figure["data"][len(series):]:  # parts of the stacked phases, or before the window: not stacked
+            trace.update({"type": "scatter", "mode": "lines+markers"})
         variants.append((f"rank {rank}", figure))
-    sections.append(chart_variants("utilisation-steps", "Per step", "Rank", variants))
+    sections.append(chart_variants(
+        "utilisation-steps", "Per step", "Rank", variants,
+        note="The bars add up to the step's window on the device; the lines are parts of them (communication "
+             "hidden by computation, pipeline Receive ops: bubble, memory copies and sets) or the time before it "
+             "(preparing: from the step's start on the host to the first device work)."))
+    sections.append(table("step-trace", "Step trace in msprof-analyze's step_trace_time.csv columns (ms)", [
+        column("rank", "rank", "int"), column("step", "step", "int"), column("computation_ms", "computing", "ms"),
+        column("pure_communication_ms", "not overlapped", "ms"),
+        column("overlapped_communication_ms", "overlapped", "ms"),
+        column("communication_ms", "communication", "ms"), column("free_ms", "free", "ms"),
+        column("stage_ms", "stage", "ms"), column("bubble_ms", "bubble", "ms"),
+        column("exclude_receive_ms", "not overlapped less receive", "ms"),
+        column("preparing_ms", "preparing", "ms")], steps[:TOP_ROWS], total=len(steps),
+        note="step_overlap in msprof-analyze's terms: stage is the window less the bubble (the pipeline Receive "
+             "ops), preparing runs from the step's start (ProfilerStep#N on the host) to its first device work."))
     idle = rows(con, "report_idle_causes")
     if idle:
         ranks = sorted({r["rank"] for r in idle})
         by = {(r["rank"], r["category"]): r["idle_ms"] for r in idle}
-        sections.append(chart("idle-causes", "GPU idle time by cause", bars(
+        sections.append(chart("idle-causes", "Device idle time by cause", bars(
             [f"rank {r}" for r in ranks], [(cause, [by.get((r, cause), 0) for r in ranks])
                                           for cause in ("host_wait", "kernel_wait", "other")],
             x_title="rank", y_title="ms"),
-            note="HTA's causes: host_wait, the GPU waited for the host to launch the next kernel; kernel_wait, short "
-                 "gaps between queued kernels; other (gpu_idle_breakdown, profpipe's definition: the steps' window)."))
+            note="HTA's causes: host_wait, the device waited for the host to launch the next kernel; kernel_wait, "
+                 "short gaps between queued kernels; other (gpu_idle_breakdown, profpipe's definition: the steps' window)."))
     breakdown = rows(con, "report_gpu_breakdown")
     if breakdown:
-        sections.append(table("gpu-breakdown", "GPU time breakdown (HTA's and profpipe's definitions)", [
+        sections.append(table("gpu-breakdown", "Device time breakdown (HTA's and profpipe's definitions)", [
             column("rank", "rank", "int"), column("capture", "capture", "int"), column("definition", "definition"),
             column("window_ms", "window ms", "ms"), column("compute_ms", "compute ms", "ms"),
             column("exposed_communication_ms", "communication alone ms", "ms"),
@@ -412,8 +477,8 @@ def utilisation(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
 
 
 #: The critical path's parts as the report shows them (report_critical_path_windows), and their colours.
-_CRITICAL_PATH = (("cpu_ms", "host ops", "#576574"), ("gpu_compute_ms", "GPU compute", "#2e86de"),
-                  ("gpu_communication_ms", "GPU communication", "#8e44ad"), ("launch_ms", "launch delay", "#e67e22"),
+_CRITICAL_PATH = (("cpu_ms", "host ops", "#576574"), ("gpu_compute_ms", "device compute", "#2e86de"),
+                  ("gpu_communication_ms", "device communication", "#8e44ad"), ("launch_ms", "launch delay", "#e67e22"),
                   ("kernel_kernel_ms", "gaps between kernels", "#c0392b"))
 
 
@@ -530,10 +595,34 @@ def communication(con: duckdb.DuckDBPyConnection) -> Page:
             column("tasks", "tasks", "int"), column("bytes", "bytes", "bytes"), column("time_ms", "time ms", "ms"),
             column("bandwidth_bytes_per_second", "bandwidth", "bw"), column("wait_ms", "wait ms", "ms")], links,
             total=rows(con, "report_link_count")[0]["links"]))
+    sections.extend(_cluster_links(con))
     if not sections:
         sections.append(empty("Communication", "No collective communication in this dump (no HCCL data, NCCL "
                                                "kernels or communication ops)."))
     return _page("communication", "Communication", sections)
+
+
+def _cluster_links(con: duckdb.DuckDBPyConnection) -> list[Section]:
+    """The cluster's links from the Ascend tools' own communication matrix (cluster_link_bandwidth): bytes between
+    global ranks and the links' bandwidth against their transport's median; nothing for a run without it."""
+    links = rows(con, "report_cluster_links", top=TOP_ROWS)
+    if not links:
+        return []
+    ranks = sorted({r["src_rank"] for r in links} | {r["dst_rank"] for r in links})
+    by: dict[tuple[int, int], int] = defaultdict(int)
+    for r in links:
+        by[(r["src_rank"], r["dst_rank"])] += r["bytes"]
+    return [chart("cluster-matrix", "Bytes sent between ranks (the tools' communication matrix)", heatmap(
+                ranks, ranks, [[by.get((s, d)) for d in ranks] for s in ranks], x_title="to rank",
+                y_title="from rank", value_title="bytes"),
+                note="cluster_link_bandwidth over every step, group and transport (LOCAL copies left out)."),
+            table("cluster-links", "Cluster links, slowest against their transport's median first", [
+                column("capture", "capture", "int"), column("src_rank", "from", "int"), column("dst_rank", "to", "int"),
+                column("transport", "transport"), column("bytes", "bytes", "bytes"), column("time_ms", "time ms", "ms"),
+                column("bandwidth_bytes_per_second", "bandwidth", "bw"),
+                column("median_bytes_per_second", "transport median", "bw"), column("median_ratio", "× median", "num"),
+                column("entries", "entries", "int")], links, total=_count(con, "cluster_link_bandwidth"),
+                note="advisor rule slow_link fires on a link far below its transport's median.")]
 
 
 # ---- Memory --------------------------------------------------------------------------------------------------
@@ -548,7 +637,8 @@ def memory(con: duckdb.DuckDBPyConnection) -> Page:
                     for rank in sorted({c["rank"] for c in curves})[:MAX_RANK_CHARTS]]
         sections.append(chart_variants("memory-curves", "Memory over time", "Rank", variants,
                                        note="Reserved memory where the dump has it, else allocated (memory_curve); the "
-                                            "host's resident memory (host_memory_curve)."))
+                                            "host's resident memory (host_memory_curve); curves that stay at 0 are "
+                                            "only in the table."))
     peaks = rows(con, "report_memory_peaks")
     if peaks:
         sections.append(table("memory-peaks", "Peak memory per rank and curve", [

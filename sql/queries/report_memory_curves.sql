@@ -1,6 +1,7 @@
 -- Report, memory page: the memory curves of each rank (memory_curve; host_memory_curve as kind 'host'), MiB over
 -- seconds since the curve's first sample; at most $max_points samples per curve, every n-th one plus the sample
--- where the curve peaks, so the peak is always drawn.
+-- where the curve peaks, so the peak is always drawn. A curve that never leaves 0 (most modules of msprof's
+-- npu_module_mem) is left out; the peaks table lists it.
 WITH samples AS (
     SELECT rank, capture, kind, component, coalesce(device, '') AS device, ts_ns, seq,
            coalesce(reserved_bytes, allocated_bytes) AS bytes
@@ -20,4 +21,5 @@ SELECT rank, capture, kind, component, device,
 FROM numbered
 WHERE bytes IS NOT NULL AND ((n - 1) % greatest(1, ceil(total / $max_points))::BIGINT = 0 OR is_peak)
 GROUP BY rank, capture, kind, component, device
+HAVING bool_or(bytes > 0)
 ORDER BY rank, capture, kind, component, device
