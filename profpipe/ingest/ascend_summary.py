@@ -135,15 +135,13 @@ def _read_db(source: Source, warn: Warn) -> dict[str, pa.Table]:
 
 
 def _framework(source: Source) -> str:
-    """The framework that wrote the result folder: by its profiler_info JSON (run_info.ascend_framework), else by the
-    folder's suffix (MindSpore's `_ascend_ms`, else torch_npu's PyTorch)."""
+    """The framework that wrote the result folder (run_info.ascend_framework), by its profiler_info JSON and name."""
     info = source.files.get("info")
-    if info is not None:
-        try:
-            return ascend_framework(json.loads(info.read_bytes()))
-        except (OSError, ValueError):
-            pass
-    return "mindspore" if source.directory.name.endswith("_ascend_ms") else "pytorch"
+    try:
+        profiler_info = json.loads(info.read_bytes()) if info is not None else None
+    except (OSError, ValueError):
+        profiler_info = None
+    return ascend_framework(profiler_info, source.directory)
 
 
 # --- exact numbers -----------------------------------------------------------------------------------------------

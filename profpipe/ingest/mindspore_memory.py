@@ -77,7 +77,7 @@ GRAPH_END = 4294967295
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield the memory tables of one rank's profiler folder."""
     info = source.directory / f"profiler_info_{source.rank}.json"
-    framework = ascend_framework(load_json(info, "a profiler_info JSON") if info.is_file() else None)
+    framework = ascend_framework(load_json(info, "a profiler_info JSON") if info.is_file() else None, source.directory)
     yield "run_info", run_info(source, device_type=source.device_type, framework=framework, layout="memory",
                                **epoch_clock())
     files = source.slices

@@ -379,7 +379,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         steps = msprof_tx.steps_of_markers(markers, op_tasks, steps, source.step_range, warn, source.directory)
     if steps is not None:
         yield "step_point", steps
-    yield "run_info", run_info(source, device_type="ascend", framework=ascend_framework(metadata), layout=source.layout,
+    yield "run_info", run_info(source, device_type="ascend", framework=ascend_framework(metadata, source.directory),
+                               layout=source.layout,
                                metadata_json=json.dumps(metadata) if metadata else None,
                                **{k: v for k, v in clock.items() if k != "local_time"})
 

@@ -1,6 +1,8 @@
 """Stage 2, ingest helper: the one run_info row every reader yields first for its source."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 
 from ..discover import Source
@@ -21,8 +23,11 @@ def run_info(source: Source, *, device_type: str, framework: str, layout: str, c
     })
 
 
-def ascend_framework(profiler_info: object) -> str:
-    """The framework that wrote an Ascend result folder (formats-ascend-today.md §1), from its profiler_info JSON:
-    'pytorch' for torch_npu's (a config with common_config), else 'mindspore'."""
-    config = profiler_info.get("config") if isinstance(profiler_info, dict) else None
-    return "pytorch" if isinstance(config, dict) and "common_config" in config else "mindspore"
+def ascend_framework(profiler_info: object, folder: Path) -> str:
+    """The framework that wrote an Ascend result folder (formats-ascend-today.md §1): 'pytorch' for torch_npu's (its
+    profiler_info JSON has a config.common_config or a torch_npu_version, or the folder is named `*_ascend_pt`),
+    else 'mindspore'."""
+    info = profiler_info if isinstance(profiler_info, dict) else {}
+    config = info.get("config")
+    torch = (isinstance(config, dict) and "common_config" in config) or "torch_npu_version" in info
+    return "pytorch" if torch or folder.name.endswith("_ascend_pt") else "mindspore"
