@@ -18,7 +18,7 @@ The benchmark skips (exit 0, one line) when that venv or the real data is absent
 
 Usage:
     python benchmarks/run_ascend_today.py [--peer /work/peers/msa/bin/msprof-analyze] [--rounds 5]
-        [--only text_2rank,db_2rank] [--mode all] [--json results.json]
+        [--only text_2rank,db_2rank | --input FOLDER] [--mode all] [--json results.json]
 """
 from __future__ import annotations
 
@@ -140,8 +140,12 @@ def _summary(runs: list[dict]) -> dict:
 
 
 def measure_input(name: str, peer: Path, mode: str, rounds: int, timeout_s: float, scratch: Path) -> dict:
-    folder = scratch / name / "input"
-    INPUTS[name](folder)
+    """`name` is one of INPUTS (copied into `scratch` first) or an existing folder of rank folders, read in place."""
+    if name in INPUTS:
+        folder = scratch / name / "input"
+        INPUTS[name](folder)
+    else:
+        folder, name = Path(name).resolve(), Path(name).name
     ours, theirs = [], []
     for _ in range(rounds):
         out = scratch / name / "profpipe_out"
@@ -191,6 +195,8 @@ def main() -> None:
     parser.add_argument("--peer", type=Path, default=PEER, help="the msprof-analyze command of the peer's venv")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default=",".join(INPUTS), help="comma-separated inputs: " + ", ".join(INPUTS))
+    parser.add_argument("--input", type=Path, action="append", default=[],
+                        help="a folder of rank folders measured in place instead (benchmarks/scale_ascend_pt.py's)")
     parser.add_argument("--mode", default="all", help="msprof-analyze cluster -m (default all)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--json", type=Path, help="write the results here too")
@@ -201,7 +207,7 @@ def main() -> None:
     if not REAL.is_dir():
         print(f"skipped: no real data at {REAL}")
         return
-    names = [name for name in args.only.split(",") if name]
+    names = [str(path) for path in args.input] or [name for name in args.only.split(",") if name]
     with tempfile.TemporaryDirectory(prefix="profpipe-bench-ascend-") as scratch:
         rows = [measure_input(name, args.peer, args.mode, args.rounds, args.timeout, Path(scratch)) for name in names]
     result = {"msprof_analyze": peer_version(args.peer), "mode": args.mode, "rounds": args.rounds, "rows": rows}
