@@ -263,7 +263,7 @@ WITH threads AS (
            row_number() OVER (PARTITION BY e.name ORDER BY e.ts_ns) AS execution
     FROM events e JOIN threads USING (pid, tid)
 ), tasks AS (  -- one JSON parse per task for all the args it needs
-    SELECT filename, tid, coalesce(try_cast(regexp_extract(thread, '^Plane (\d+)$', 1) AS BIGINT), tid::BIGINT) AS plane,
+    SELECT filename, tid, coalesce(try_cast(regexp_extract(thread, '^Plane (\\d+)$', 1) AS BIGINT), tid::BIGINT) AS plane,
            ts_ns, dur_ns, a[1] AS task_type, a[2]::BIGINT AS stream_id, a[3]::BIGINT AS task_id,
            a[4]::BIGINT AS src_rank, a[5]::BIGINT AS dst_rank, a[6] AS transport, a[7]::BIGINT AS bytes
     FROM (SELECT *, json_extract_string(args, ['$."task type"', '$."stream id"', '$."task id"', '$."src rank"',
