@@ -110,7 +110,8 @@ def _per_step_json(source: Path, target: Path, copies: int, span_ns: int) -> Non
 
     def shift(node: object, us: float) -> object:
         if isinstance(node, dict):
-            return {key: (value + us if key == "Start Timestamp(us)" else shift(value, us)) for key, value in node.items()}
+            return {key: value + us if key == "Start Timestamp(us)" else shift(value, us)
+                    for key, value in node.items()}
         return node
 
     for k in range(copies):

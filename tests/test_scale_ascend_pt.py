@@ -44,7 +44,8 @@ def test_scaled_rank_repeats_the_real_step(tmp_path: Path) -> None:
 
     real = run(source, tmp_path / "real").output
     ours = run(tmp_path / "in", tmp_path / "out").output
-    counts = "SELECT (SELECT count(*) FROM device_exec), (SELECT count(*) FROM host_op), (SELECT count(*) FROM comm_task)"
+    counts = ("SELECT (SELECT count(*) FROM device_exec), (SELECT count(*) FROM host_op), "
+              "(SELECT count(*) FROM comm_task)")
     assert _query(ours, counts)[0] == tuple(COPIES * n for n in _query(real, counts)[0])
     [real_step] = _query(real, f"SELECT {PHASES} FROM step_overlap")
     steps = _query(ours, f"SELECT step, {PHASES} FROM step_overlap ORDER BY step")
