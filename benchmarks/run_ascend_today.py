@@ -18,11 +18,12 @@ The benchmark skips (exit 0, one line) when that venv or the real data is absent
 
 Usage:
     python benchmarks/run_ascend_today.py [--peer /work/peers/msa/bin/msprof-analyze] [--rounds 5]
-        [--only text_2rank,db_2rank] [--mode all] [--json results.json]
+        [--only text_2rank,db_2rank | --input FOLDER] [--mode all] [--json results.json]
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -140,8 +141,12 @@ def _summary(runs: list[dict]) -> dict:
 
 
 def measure_input(name: str, peer: Path, mode: str, rounds: int, timeout_s: float, scratch: Path) -> dict:
-    folder = scratch / name / "input"
-    INPUTS[name](folder)
+    """`name` is one of INPUTS (copied into `scratch` first) or an existing folder of rank folders, read in place."""
+    if name in INPUTS:
+        folder = scratch / name / "input"
+        INPUTS[name](folder)
+    else:
+        folder, name = Path(name).resolve(), Path(name).name
     ours, theirs = [], []
     for _ in range(rounds):
         out = scratch / name / "profpipe_out"
@@ -162,6 +167,18 @@ def measure_input(name: str, peer: Path, mode: str, rounds: int, timeout_s: floa
         row["speedup"] = round(row["msprof_analyze"]["wall_s_median"] / row["profpipe"]["wall_s_median"], 2)
         row["memory_ratio"] = round(row["profpipe"]["tree_rss_mib"] / row["msprof_analyze"]["tree_rss_mib"], 2)
     return row
+
+
+def compile_profpipe() -> None:
+    """Byte-compile profpipe as an install does (pip writes a wheel's .pyc; the peer's venv has them): where
+    PYTHONDONTWRITEBYTECODE is set, as on the shared machine, an editable checkout would compile the modules a run
+    imports on every run (0.1-0.3 s). The .pyc go to profpipe's __pycache__ folders (git-ignored)."""
+    spec = importlib.util.find_spec("profpipe")
+    if spec is None or spec.origin is None:
+        return
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(spec.origin).parent)], env=env,
+                   stdout=subprocess.DEVNULL, check=False)
 
 
 def peer_version(peer: Path) -> str:
@@ -191,6 +208,8 @@ def main() -> None:
     parser.add_argument("--peer", type=Path, default=PEER, help="the msprof-analyze command of the peer's venv")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default=",".join(INPUTS), help="comma-separated inputs: " + ", ".join(INPUTS))
+    parser.add_argument("--input", type=Path, action="append", default=[],
+                        help="a folder of rank folders measured in place instead (benchmarks/scale_ascend_pt.py's)")
     parser.add_argument("--mode", default="all", help="msprof-analyze cluster -m (default all)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--json", type=Path, help="write the results here too")
@@ -201,7 +220,8 @@ def main() -> None:
     if not REAL.is_dir():
         print(f"skipped: no real data at {REAL}")
         return
-    names = [name for name in args.only.split(",") if name]
+    compile_profpipe()
+    names = [str(path) for path in args.input] or [name for name in args.only.split(",") if name]
     with tempfile.TemporaryDirectory(prefix="profpipe-bench-ascend-") as scratch:
         rows = [measure_input(name, args.peer, args.mode, args.rounds, args.timeout, Path(scratch)) for name in names]
     result = {"msprof_analyze": peer_version(args.peer), "mode": args.mode, "rounds": args.rounds, "rows": rows}
