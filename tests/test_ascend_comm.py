@@ -99,8 +99,8 @@ def test_op_times_equal_communication_json(analysed, rank: int) -> None:
                             ("wait_ns", "Wait Time(ms)"), ("synchronization_ns", "Synchronization Time(ms)"),
                             ("idle_ns", "Idle Time(ms)")):
             assert _close(r[column], ns(info[key])), (r["op_name"], column, r[column], info[key])
-        assert abs(r["wait_ratio"] - info["Wait Time Ratio"]) <= 1.5e-4  # ns vs the tool's sub-ns sums at a rounding edge
-        assert abs(r["synchronization_ratio"] - info["Synchronization Time Ratio"]) <= 1.5e-4
+        assert abs(r["wait_share"] - info["Wait Time Ratio"]) <= 1.5e-4  # ns vs the tool's sub-ns sums at a rounding edge
+        assert abs(r["synchronization_share"] - info["Synchronization Time Ratio"]) <= 1.5e-4
 
 
 @pytest.mark.parametrize("rank", [0, 1])
@@ -120,8 +120,8 @@ def test_step_totals_equal_total_op_info(analysed, rank: int) -> None:
                             ("wait_ns", "Wait Time(ms)"), ("synchronization_ns", "Synchronization Time(ms)"),
                             ("idle_ns", "Idle Time(ms)")):
             assert _close(row[column], ns(info[key]), 4 * TASK_NS), (column, row[column], info[key])
-        assert abs(row["wait_ratio"] - info["Wait Time Ratio"]) <= 1.5e-4
-        assert abs(row["synchronization_ratio"] - info["Synchronization Time Ratio"]) <= 1.5e-4
+        assert abs(row["wait_share"] - info["Wait Time Ratio"]) <= 1.5e-4
+        assert abs(row["synchronization_share"] - info["Synchronization Time Ratio"]) <= 1.5e-4
         for transport, link in total["Communication Bandwidth Info"].items():
             size, time = sums.get((step, transport), (0, 0))
             assert size == mb_bytes(link["Transit Size(MB)"])
@@ -265,7 +265,7 @@ def test_pair_fixture_by_hand(analysed, export: str) -> None:
     out = analysed("pair", export)
     times = _mart(out, "comm_op_time", "ORDER BY step")
     assert [(r["step"], r["master_plane"], r["elapse_ns"], r["transit_ns"], r["wait_ns"], r["synchronization_ns"],
-             r["idle_ns"], r["wait_ratio"]) for r in times] == [
+             r["idle_ns"], r["wait_share"]) for r in times] == [
         (step, 0, 220_000, 100_000, 50_000, 50_000, 70_000, round(50 / 150, 4)) for step in (1, 2)]
     bandwidth = _mart(out, "comm_op_bandwidth", "ORDER BY step, transport")
     assert [(r["step"], r["transport"], r["tasks"], r["bytes"], r["time_ns"]) for r in bandwidth] == [

@@ -193,8 +193,9 @@ def test_era_f_markers_once_from_trace_view_or_the_kept_csv(tmp_path: Path) -> N
         for rank in (0, 1) for step in (1, 2)]
     # the export inside rank 1 is listed with its era F source, not read as a second capture of the rank
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [s["family"] for s in manifest["sources"]] == ["msprof_export", "msprof_export"]
-    assert {"export:csv:msprof_tx", "export:msprof"} <= {f["role"] for f in manifest["sources"][1]["files"]}
+    exports = [s for s in manifest["sources"] if s["family"] == "msprof_export"]  # and each rank's ascend_summary
+    assert len(exports) == 2 and {s["family"] for s in manifest["sources"]} == {"msprof_export", "ascend_summary"}
+    assert {"export:csv:msprof_tx", "export:msprof"} <= {f["role"] for f in exports[1]["files"]}
     assert query(out, "SELECT count(DISTINCT capture) FROM host_op") == [(1,)]
     # markers are no device work and no ops in the rankings
     assert query(out, "SELECT count(*) FROM device_exec WHERE name LIKE 'train_step%'") == [(0,)]

@@ -44,8 +44,8 @@ SELECT e.rank, e.capture, e.step, e.op_name, e.op_type, e.iteration, e.master_pl
        coalesce(o.dur_ns, e.last_task_end_ns - e.first_task_ns) AS elapse_ns,
        p.transit_ns, p.wait_ns, p.synchronization_ns,
        coalesce(o.dur_ns, e.last_task_end_ns - e.first_task_ns) - p.transit_ns - p.wait_ns AS idle_ns,
-       round(p.wait_ns / nullif(p.wait_ns + p.transit_ns, 0), 4) AS wait_ratio,
-       round(p.synchronization_ns / nullif(p.synchronization_ns + p.transit_ns, 0), 4) AS synchronization_ratio
+       round(p.wait_ns / nullif(p.wait_ns + p.transit_ns, 0), 4) AS wait_share,
+       round(p.synchronization_ns / nullif(p.synchronization_ns + p.transit_ns, 0), 4) AS synchronization_share
 FROM executions e
 JOIN parts p USING (rank, capture, op_name, iteration)
 LEFT JOIN op_rows o USING (rank, capture, op_name, iteration)
