@@ -415,9 +415,12 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
         # Ingest units wait here and go out two per worker at a time, so that a run's model unit, sent as
         # soon as its sources are read, overtakes them: runs are committed while the batch goes on, and
         # staging holds the parts of a few runs, not of the whole batch.
-        waiting = deque(_Task(planned, index, (ingest_source, source, staging / planned.generation / f"source-{index}",
-                                               options.analysis.strict))
-                        for planned in todo for index, source in enumerate(planned.sources))
+        def ingest_tasks(planned: _PlannedRun, deaths: int = 0) -> list[_Task]:
+            return [_Task(planned, index, (ingest_source, source, staging / planned.generation / f"source-{index}",
+                                           options.analysis.strict), deaths)
+                    for index, source in enumerate(planned.sources)]
+
+        waiting = deque(task for planned in todo for task in ingest_tasks(planned))
         while pending or waiting:
             while waiting and len(pending) < 2 * pool.workers:
                 task = waiting.popleft()
@@ -449,7 +452,13 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
                                   "analysing this run (out of memory? see --workers)", result, reporter)
                             continue
                         again.deaths += 1
-                        submit(again)
+                        if again.source_index is None:
+                            # the model unit's merge moves the parts into its output: run from them once more, it
+                            # would find them gone (a run of no event). Its sources are read again first.
+                            again.run.outcomes = {}
+                            waiting.extendleft(reversed(ingest_tasks(again.run, again.deaths)))
+                        else:
+                            submit(again)
                     continue
                 except Exception as exc:  # noqa: BLE001 - a worker's failure is its run's, never the batch's
                     raise_if_interrupted()

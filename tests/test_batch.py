@@ -284,6 +284,30 @@ def test_a_batch_killed_part_way_leaves_whole_runs_and_the_next_batch_finishes(t
     _assert_same_warehouse(wh, clean)
 
 
+def test_a_worker_killed_in_a_run_s_models_reads_its_sources_again(tmp_path: Path) -> None:
+    """A worker dies while it builds a run's models, after the merge moved the run's parts into its output: the run
+    is read again from its sources (run from the moved-away parts once more, it read no event: before, a run of no
+    rows, committed as analysed)."""
+    import threading
+
+    import psutil
+
+    root, wh = _root(tmp_path, {"cpu0": RUNS["cpu"]}), tmp_path / "wh"
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(_batch(root, wh, workers=1)))
+    worker.start()
+    _wait_for(lambda: any(wh.glob(".staging/*/out/profile.duckdb")), timeout=300)  # the models are being built
+    forkserver = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    for victim in [w for server in forkserver for w in server.children()]:
+        victim.kill()
+    worker.join(timeout=300)
+    [result] = outcome
+    assert not result.failed and result.analysed == ["cpu0"]
+    clean = _batch(root, tmp_path / "clean")
+    assert clean.analysed == ["cpu0"]
+    _assert_same_warehouse(wh, tmp_path / "clean")
+
+
 def test_a_worker_killed_mid_batch_costs_no_run(tmp_path: Path) -> None:
     """The kernel's OOM killer takes a worker: the units it and its pool held go to a fresh pool once more."""
     import threading
