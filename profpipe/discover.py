@@ -118,7 +118,6 @@ ERA_F_EXPORT_PREFIX = "export:"
 #: `ascend_summary` (profpipe/ingest/ascend_summary.py), also the only files of a trimmed cluster rank.
 SUMMARY_FILES = {"step_trace_time.csv": "step_trace_csv", "communication.json": "communication",
                  "communication_matrix.json": "communication_matrix", "analysis.db": "analysis_db"}
-_PROFILER_INFO_RANKED = re.compile(r"profiler_info_(\d+)\.json")
 
 #: Ascend db exports (formats-ascend-today.md §3): torch_npu's and MindSpore's in ASCEND_PROFILER_OUTPUT/ (group 2: the
 #: rank; none on a single card), msprof's in its PROF_* folder.
@@ -542,15 +541,13 @@ def _add_ascend_db(dbs: list[Source], directory: Path, filename: str) -> bool:
     files = {"db": path}
     if (directory / "analysis.db").is_file():
         files["analysis_db"] = directory / "analysis.db"
-    infos = sorted(n for n in os.listdir(folder) if re.fullmatch(r"profiler_info(?:_\d+)?\.json", n))
-    if infos:
-        files["profiler_info"] = folder / infos[0]
+    rank, rank_from, info = ascend_result_rank(folder)
+    if info is not None:
+        files["profiler_info"] = info
     if named is not None:
         rank, rank_from = int(named), "name"
-    else:
-        rank, rank_from, _ = ascend_result_rank(folder)
-        if rank < 0:
-            rank, rank_from = _db_facts(path)[0], "file"
+    elif rank < 0:
+        rank, rank_from = _db_facts(path)[0], "file"
     dbs.append(Source(family="ascend_db", layout="ascend_db", rank=rank, device_id=max(rank, 0), directory=folder,
                       files=files, rank_from=rank_from if rank >= 0 else ""))
     return True
@@ -637,7 +634,7 @@ def ascend_result_rank(folder: Path) -> tuple[int, str, Path | None]:
         names = sorted(os.listdir(folder))
     except OSError:
         return -1, "", None
-    ranked = [(int(m.group(1)), folder / m.group(0)) for m in map(_PROFILER_INFO_RANKED.fullmatch, names) if m]
+    ranked = [(int(m.group(1)), folder / m.group(0)) for m in map(MINDSPORE_FILE_PATTERNS["profiler_info"].fullmatch, names) if m]
     if len(ranked) == 1:
         return ranked[0][0], "name", ranked[0][1]
     info = ranked[0][1] if ranked else folder / "profiler_info.json" if "profiler_info.json" in names else None
