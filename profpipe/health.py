@@ -36,9 +36,12 @@ CHECKS: dict[str, str] = {
     "unread_file": "files of a known profiler that profpipe does not read and whose data no source read gives "
                    "(profpipe/unread.py: the kinds, and how to export them to a form profpipe reads)",
     "ambiguous": "the data allows several readings; the one taken is named",
+    "model_test": "a number the models computed breaks a data test of its model's YAML (a share outside 0-1, parts "
+                  "above their whole: profpipe/model_checks.py); the model and a breaking row are named",
     "other": "a recoverable problem not covered by another check",
 }
-#: What profpipe did about it. The first four change or lose numbers: the run is partial.
+#: What profpipe did about it. The first four change or lose numbers, the last names numbers not to trust: the run is
+#: partial.
 ACTIONS: dict[str, str] = {
     "dropped": "the rows were left out of every table",
     "clamped": "values were limited to the valid range",
@@ -48,8 +51,10 @@ ACTIONS: dict[str, str] = {
     "excluded": "records the format's own tools leave out by design (e.g. Ascend tasks of no op, which are the "
                 "profiler's own); nothing the user measured is lost",
     "kept": "the data was kept as it is; the row is a warning",
+    "flagged": "numbers in the output break their model's contract; they are kept as computed and named, not to be "
+               "trusted",
 }
-LOSSY_ACTIONS = frozenset({"dropped", "clamped", "repaired", "source_skipped"})
+LOSSY_ACTIONS = frozenset({"dropped", "clamped", "repaired", "source_skipped", "flagged"})
 
 
 class Warn(Protocol):

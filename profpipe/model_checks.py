@@ -2,11 +2,15 @@
 YAML promises (not_null, unique, accepted_values, range, relationship; shares within 0-1), and each of the model's
 invariants across columns holds on every row (parts within their whole, a window holding what it is given).
 
-Sits after stage 3 (models): `check_models` runs over a finished profile.duckdb. The test suite runs it on
-the output of every fixture; users can run it on theirs with `profpipe check OUT`.
+Sits after stage 3 (models). Every `analyse` runs `check_models` on the models it filled (profpipe/run.py: a
+failure becomes a trace-health row, check `model_test`, and a warning), `profpipe check OUT` on a finished
+profile.duckdb, and the test suite on the output of every fixture and real trace. To cost a run little, each model
+is scanned once, in one query: an aggregate per model counts the rows breaking each of its row-level tests, and
+only a test that found some runs again on its own for its count and an example row.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import duckdb
@@ -27,27 +31,56 @@ class Failure:
         return f"{self.model}: {self.test}: {self.rows} rows break it, e.g. {self.example}"
 
 
-def check_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None) -> list[Failure]:
-    """Every failing data test of `models` (default: the whole library) in `con`."""
-    failures = []
-    for model in models or load_models():
-        if model.grain:
-            key = ", ".join(_q(c) for c in model.grain)
-            failures += _run(con, model.name, f"unique grain ({', '.join(model.grain)})",
-                             f"SELECT {key}, count(*) AS n FROM {model.name} GROUP BY ALL HAVING count(*) > 1")
-        for invariant in model.invariants:
-            per = f" per {', '.join(invariant.per)}" if invariant.per else ""
-            failures += _run(con, model.name, f"{invariant.why} ({invariant.expression}{per})",
-                             invariant.breaking_rows(model.name))
-        for column in model.columns:
-            for name, condition in _conditions(column):
-                failures += _run(con, model.name, f"{column.name} {name}",
-                                 f"SELECT * FROM {model.name} WHERE {condition}")
-    return failures
+@dataclass(frozen=True)
+class _Test:
+    """One data test of a model: its name, an aggregate over the model that is non-zero when rows break it (None:
+    it needs a query of its own), and the query of the rows (or groups) that break it."""
+
+    name: str
+    aggregate: str | None
+    breaking: str
 
 
-def _conditions(column: Column) -> list[tuple[str, str]]:
-    """(test name, SQL condition true on the rows that break it) for each test of `column`."""
+def check_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None,
+                 skip: Iterable[str] = ()) -> list[Failure]:
+    """Every failing data test of `models` (default: the whole library) in `con`; the models named in `skip` (known
+    to hold no row) are not scanned. One query scans every model once (a row of counts per model, joined), and only
+    the tests that found rows, or that need a query of their own, run alone."""
+    skipped = set(skip)
+    checked = [(model, _tests(model)) for model in models or load_models() if model.name not in skipped]
+    scans = [(model, [t for t in tests if t.aggregate is not None]) for model, tests in checked]
+    scans = [(model, together) for model, together in scans if together]
+    suspects = [(model, t) for model, tests in checked for t in tests if t.aggregate is None]
+    if scans:
+        counts = con.execute("SELECT * FROM " + ", ".join(
+            f"(SELECT {', '.join(f'{t.aggregate} AS c{i}_{j}' for j, t in enumerate(together))} FROM {model.name})"
+            for i, (model, together) in enumerate(scans))).fetchall()[0]
+        tests = [(model, t) for model, together in scans for t in together]
+        suspects += [test for test, count in zip(tests, counts) if count]
+    return [failure for model, t in suspects for failure in _run(con, model.name, t.name, t.breaking)]
+
+
+def _tests(model: Model) -> list[_Test]:
+    """The data tests of `model`, as its YAML declares them."""
+    tests = []
+    if model.grain:
+        key = ", ".join(_q(c) for c in model.grain)
+        tests.append(_Test(f"unique grain ({', '.join(model.grain)})", f"count(*) - count(DISTINCT row({key}))",
+                           f"SELECT {key}, count(*) AS n FROM {model.name} GROUP BY ALL HAVING count(*) > 1"))
+    for invariant in model.invariants:
+        per = f" per {', '.join(invariant.per)}" if invariant.per else ""
+        tests.append(_Test(f"{invariant.why} ({invariant.expression}{per})",
+                           None if invariant.per else f"count_if(NOT ({invariant.expression}))",
+                           invariant.breaking_rows(model.name)))
+    for column in model.columns:
+        tests += [_Test(f"{column.name} {name}", aggregate, f"SELECT * FROM {model.name} WHERE {condition}")
+                  for name, aggregate, condition in _conditions(column, model.name)]
+    return tests
+
+
+def _conditions(column: Column, model: str) -> list[tuple[str, str | None, str]]:
+    """(test name, aggregate counting its breaking rows or None, SQL condition true on the rows that break it) for
+    each test of `column` of `model`."""
     c = _q(column.name)
     tests: list[tuple[str, str]] = []
     if column.unit == "share":
@@ -57,7 +90,7 @@ def _conditions(column: Column) -> list[tuple[str, str]]:
         if kind == "not_null":
             tests.append(("not null", f"{c} IS NULL"))
         elif kind == "unique":
-            tests.append(("unique", f"{c} IN (SELECT {c} FROM __model__ GROUP BY {c} HAVING count(*) > 1)"))
+            tests.append(("unique", f"{c} IN (SELECT {c} FROM {model} GROUP BY {c} HAVING count(*) > 1)"))
         elif kind == "accepted_values":
             values = ", ".join(_literal(v) for v in arg)
             tests.append((f"in ({values})", f"{c} NOT IN ({values})"))
@@ -70,15 +103,16 @@ def _conditions(column: Column) -> list[tuple[str, str]]:
             tests.append((f"found in {to}.{field}", f"{c} IS NOT NULL AND {c} NOT IN (SELECT {_q(field)} FROM {to})"))
         else:
             raise ValueError(f"column {column.name}: unknown data test {kind!r}")
-    return tests
+    aggregates = {"unique": f"count({c}) - count(DISTINCT {c})"}
+    return [(name, None if name.startswith("found in ") else aggregates.get(name, f"count_if({condition})"), condition)
+            for name, condition in tests]
 
 
 def _run(con: duckdb.DuckDBPyConnection, model: str, test: str, query: str) -> list[Failure]:
-    query = query.replace("__model__", model)
-    rows = con.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]
+    rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
     if not rows:
         return []
-    example = con.execute(f"{query} LIMIT 1").fetchone()
+    example = con.execute(f"{query} LIMIT 1").fetchall()[0]
     return [Failure(model, test, rows, repr(example))]
 
 

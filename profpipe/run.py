@@ -310,6 +310,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
                 findings = advise(con)
                 save_findings(con, findings)
             reporter.advance(len(models_to_run))
+        with meter.stage("checks"):
+            _check_output(con, tmp, models_to_run, model_run, health, row_counts)
         summary: dict[str, Any] = {"health": health.summary()}
         if exports:  # the documentation goes into profile.duckdb while the exports read it (a batch reads the Parquet)
             cursor = interruptible(con.cursor())  # a connection of its own: a signal interrupts it too
@@ -329,6 +331,31 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
                      notices=notices, meter=meter, findings=findings, models=model_run)
+
+
+def _check_output(con: duckdb.DuckDBPyConnection, tmp: Path, models: list[Model], model_run: ModelRun,
+                  health: HealthLedger, row_counts: dict[str, int]) -> None:
+    """Run the data tests of every model this run wrote with rows, the tables (marts, reports, models computed once;
+    a view's tests would run its query again: `profpipe check` and the test suite run those too), with
+    profpipe/model_checks.py; each failure becomes a trace-health row (check model_test, action flagged: the run is
+    partial) naming the model and a breaking row, written to the ledger in profile.duckdb and tables/ alike."""
+    from .model_checks import check_models
+
+    failures = check_models(con, [m for m in models if m.kind == "TABLE"], skip=model_run.empty)
+    if not failures:
+        return
+    for failure in failures:
+        health.add(HealthEvent(source=f"model {failure.model}", rank=-1, check="model_test", action="flagged",
+                               message=f"model {failure.model} breaks its data test {failure.test!r}: {failure.rows} "
+                                       "rows, e.g. " + failure.example,
+                               rows=failure.rows, example=failure.example, tables=failure.model))
+    ledger = health.table()
+    pq.write_table(ledger, tmp / "tables" / "trace_health.parquet")
+    con.register("ledger_rows", ledger)
+    con.execute("DELETE FROM trace_health; INSERT INTO trace_health SELECT * FROM ledger_rows")
+    con.unregister("ledger_rows")
+    row_counts["trace_health"] = ledger.num_rows
+    model_run.empty.discard("trace_health")
 
 
 def _document(con: duckdb.DuckDBPyConnection, tables: set[str], notices: list[str]) -> None:
