@@ -22,8 +22,12 @@ Inputs (generated ones are cached under benchmarks/work/ledger/, keyed by their 
 * batch_4runs: `profpipe batch` of four small runs (lenet_cpu, kineto_tiny, minddata and the msprof
   fixture) into a fresh warehouse: the cost per run of a batch (trees without `batch` fail here).
 
+CI runs it on the two small inputs against a pinned commit (.ci/run, `--fail-above 1.5`): a regression of a
+small run's wall time fails the build.
+
 Usage:
     python benchmarks/ledger.py --before 3e91066 --repeat 3 [--json ledger.json]
+    python benchmarks/ledger.py --before a1835e3 --only lenet_cpu,kineto_tiny --fail-above 1.5
     python benchmarks/ledger.py --before main --quick --only lenet_cpu,kineto_tiny
 """
 from __future__ import annotations
@@ -48,7 +52,7 @@ from scale_python_frames import generate as python_frames_trace  # noqa: E402
 NOW_ROOT = HERE.parent
 FIXTURES = NOW_ROOT / "fixtures"
 LEDGER = WORK / "ledger"
-STAGES = ("discover", "ingest", "merge", "models", "export")
+STAGES = ("discover", "ingest", "merge", "models", "checks", "export")
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one round, the small inputs only")
     parser.add_argument("--json", type=Path, help="also write the measurements to this file")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
+    parser.add_argument("--fail-above", type=float, metavar="RATIO",
+                        help="exit 1 when an input's wall time now is above RATIO times before's, or fails now (CI)")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else [i.name for i in INPUTS]
     unknown = set(names) - {i.name for i in INPUTS}
@@ -242,6 +248,24 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"date": str(date.today()), "now": trees[0].commit,
                                          "before": trees[1].commit, "repeat": repeat, "inputs": rows}, indent=1))
+    if args.fail_above is not None:
+        slower = regressions(rows, args.fail_above)
+        for line in slower:
+            print(f"ledger: {line}", file=sys.stderr)
+        if slower:
+            sys.exit(1)
+
+
+def regressions(rows: list[dict], limit: float) -> list[str]:
+    """The inputs this tree fails on, or runs more than `limit` times slower than the older tree (wall time)."""
+    found = []
+    for row in rows:
+        wall = row["ratio"]["wall"]
+        if not row["now"]["ok"]:
+            found.append(f"{row['input']}: this tree fails: {row['now']['error'].strip().splitlines()[-1][:200]}")
+        elif wall is not None and wall > limit:
+            found.append(f"{row['input']}: wall time {wall}x the older tree's (limit {limit}x)")
+    return found
 
 
 if __name__ == "__main__":
