@@ -753,7 +753,7 @@ def diff(
         failed = regressions(table, fail_above)
     if json_out:
         rows = [_json_row(row) for row in table.to_pylist()]
-        document = {"a": a, "b": b, "rows": rows}
+        document = {"a": a, "b": b, "samples": _samples(table), "rows": rows}
         if failed is not None:
             document |= {"fail_above": fail_above, "regressions": [_json_row(row) for row in failed]}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
@@ -820,6 +820,14 @@ def _align_outputs(a: str, b: str, alignment: dict, top: int, json_out: bool, ou
              micro(row["time_b_ns"]), micro(row["difference_ns"])) for row in rows]))
 
 
+def _samples(table: "pa.Table") -> str:
+    """What the diff's test compared (profpipe/diff.py): 'steps', or 'executions' where a run has no step
+    markers."""
+    from .diff import STEPS
+
+    return table.column("samples")[0].as_py() if table.num_rows else STEPS
+
+
 def _json_row(row: dict) -> dict:
     """A diff row for JSON: +-inf and NaN as null."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
@@ -836,7 +844,7 @@ def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, er
         return
     typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant "
                f"regression{'s' if len(failed) != 1 else ''} above "
-               f"{fail_above:g} % from {a} to {b}:", err=err)
+               f"{fail_above:g} % from {a} to {b} (samples: {failed[0]['samples']}):", err=err)
     cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...",
               None if row["per_step_a_ns"] is None else round(row["per_step_a_ns"] / 1000, 3),
               None if row["per_step_b_ns"] is None else round(row["per_step_b_ns"] / 1000, 3),
@@ -865,8 +873,11 @@ def _print_diff(a: str, b: str, table: "pa.Table", top: int) -> None:
     shown = rows[:top] if top else rows
     significant = sum(row["significant"] for row in rows)
     steps_a, steps_b = (rows[0]["steps_a"], rows[0]["steps_b"]) if rows else (0, 0)
-    typer.echo(f"profpipe diff: A {a} ({steps_a} steps) -> B {b} ({steps_b} steps): {len(rows)} keys, "
-               f"{significant} significant (p < 0.05, change >= 1 %); showing {len(shown)} by |change per step|")
+    samples = _samples(table)
+    units = "steps" if samples == "steps" else "cycles"
+    typer.echo(f"profpipe diff: A {a} ({steps_a} {units}) -> B {b} ({steps_b} {units}), samples: {samples}: "
+               f"{len(rows)} keys, {significant} significant (p < 0.05, change >= 1 %); showing {len(shown)} by "
+               "|change per step|")
 
     def micro(value: float | None) -> float | None:
         return None if value is None else round(value / 1000, 3)

@@ -103,9 +103,10 @@ def _samples(per_step: dict[str, list[float]]) -> pl.DataFrame:
     steps = len(next(iter(per_step.values())))
     rows = [("step_phase", "total", 0, 0, i, round(sum(v[i] for v in per_step.values()) * 1e6), 1) for i in range(steps)]
     rows += [("op_type", key, 0, 0, i, round(v[i] * 1e6), 1) for key, v in per_step.items() for i in range(steps)]
-    return pl.DataFrame(rows, orient="row", schema=[("kind", pl.String), ("key", pl.String), ("rank", pl.Int64),
-                                                    ("capture", pl.Int64), ("step", pl.Int64), ("time_ns", pl.Int64),
-                                                    ("count", pl.Int64)])
+    return pl.DataFrame([(*row, float(row[5]) ** 2) for row in rows], orient="row",
+                        schema=[("kind", pl.String), ("key", pl.String), ("rank", pl.Int64), ("capture", pl.Int64),
+                                ("step", pl.Int64), ("time_ns", pl.Int64), ("count", pl.Int64),
+                                ("time_squares", pl.Float64)])
 
 
 def _welch_by_hand(a: list[float], b: list[float]) -> tuple[float, float]:
