@@ -258,9 +258,10 @@ def batch(
     leaves every run wholly old or wholly new; the next one finishes the work. One batch at a time per
     warehouse (a lock). A run that fails is a ledger row with its error; the batch goes on.
 
-    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest run
-    with a step trace (by analysis time) against the run before it (the warehouse has no notion of a series of
-    runs); fewer than two such runs pass.
+    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest
+    measured run (by analysis time; with a step trace, or without step markers op type or kernel times, compared
+    by their executions) against the run before it (the warehouse has no notion of a series of runs); fewer than
+    two such runs pass.
 
     Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 4 --fail-above found a
     regression (and no run failed); 2 usage error (bad option, the warehouse locked by another batch);
@@ -338,8 +339,8 @@ def _batch_gate(warehouse: Path, fail_above: float, exit_code: int, quiet: bool,
         sys.stdout.write(json.dumps(document | {"gate": gate}, indent=2) + "\n")
     elif compared is None:
         if not quiet:
-            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two runs with a step trace, "
-                       "nothing to compare")
+            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two measured runs (with a step "
+                       "trace, or op type or kernel times), nothing to compare")
     elif failed or not quiet:
         _print_regressions(*compared, fail_above, err=quiet, command="batch")
     return exit_code or (EXIT_REGRESSION if failed else 0)

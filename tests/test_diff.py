@@ -276,7 +276,7 @@ def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
     shutil.copytree(GPU, root / "1-base")
     first = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
     assert first.exit_code == 0, first.output
-    assert "fewer than two runs with a step trace" in first.stdout
+    assert "fewer than two measured runs" in first.stdout
     _edit_ops(GPU, root / "2-slower")
     slower = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
     assert slower.exit_code == 4, slower.output

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, query, run
+from test_report import payload
 
 sys.path.insert(0, str(FIXTURES / "generators"))
 from kineto import BASE_NS, Trace  # noqa: E402  (the fixture generator's event builder)
@@ -92,3 +93,13 @@ def test_every_step_of_a_fixture_is_in_every_per_step_mart(fixture: str, tmp_pat
     out = run(FIXTURES / fixture, tmp_path / "out").output
     assert query(out, "SELECT count(*) > 0 FROM int_step") == [(True,)]
     assert _missing(out) == {mart: [] for mart in PER_STEP_MARTS}
+
+
+def test_the_report_draws_the_step_without_points_and_its_device_time(tmp_path: Path):
+    out = run(_inference_trace(tmp_path / "in", steps=1), tmp_path / "out", visual_report=True).output
+    pages = {p["id"]: p for p in payload(out / "report.html")["pages"]}
+    chart = next(s for s in pages["steps"]["sections"] if s.get("id") == "steps")
+    assert (chart["data"]["total_ms"], chart["data"]["unsplit_ms"], chart["data"]["fp_and_bp_ms"]) == \
+        ([10.0], [10.0], [None])
+    assert "unsplit_ms" in [p["key"] for p in chart["phases"]]
+    assert "No device executions inside steps" not in json.dumps(pages["utilisation"])
