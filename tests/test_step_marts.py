@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, query, run
+from conftest import FIXTURES, query, realdata, run
 from test_report import payload
 
 sys.path.insert(0, str(FIXTURES / "generators"))
@@ -103,3 +103,11 @@ def test_the_report_draws_the_step_without_points_and_its_device_time(tmp_path: 
         ([10.0], [10.0], [None])
     assert "unsplit_ms" in [p["key"] for p in chart["phases"]]
     assert "No device executions inside steps" not in json.dumps(pages["utilisation"])
+
+
+@pytest.mark.parametrize("trace, steps", [("mi300/resnet_act_checkpoint.json.gz", 3), ("b200/eager_trace.json.gz", 0)])
+def test_every_step_of_a_tracelens_trace_is_in_every_per_step_mart(trace: str, steps: int, tmp_path: Path):
+    """The real TraceLens traces: the MI300X ResNet's three ProfilerStep#N; the B200 eager trace has none."""
+    out = run(realdata(f"TraceLens/tests/traces/{trace}"), tmp_path / "out").output
+    assert query(out, "SELECT count(*) FROM int_step") == [(steps,)]
+    assert _missing(out) == {mart: [] for mart in PER_STEP_MARTS}
