@@ -258,9 +258,10 @@ def batch(
     leaves every run wholly old or wholly new; the next one finishes the work. One batch at a time per
     warehouse (a lock). A run that fails is a ledger row with its error; the batch goes on.
 
-    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest run
-    with a step trace (by analysis time) against the run before it (the warehouse has no notion of a series of
-    runs); fewer than two such runs pass.
+    A CI gate, --fail-above PCT: after the batch, `profpipe diff --fail-above PCT` of the warehouse's newest
+    measured run (by analysis time; with a step trace, or without step markers op type or kernel times, compared
+    by their executions) against the run before it (the warehouse has no notion of a series of runs); fewer than
+    two such runs pass.
 
     Exit status: 0 every run analysed or unchanged; 3 some run failed (see batch_runs); 4 --fail-above found a
     regression (and no run failed); 2 usage error (bad option, the warehouse locked by another batch);
@@ -338,8 +339,8 @@ def _batch_gate(warehouse: Path, fail_above: float, exit_code: int, quiet: bool,
         sys.stdout.write(json.dumps(document | {"gate": gate}, indent=2) + "\n")
     elif compared is None:
         if not quiet:
-            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two runs with a step trace, "
-                       "nothing to compare")
+            typer.echo(f"profpipe batch --fail-above {fail_above:g}: fewer than two measured runs (with a step "
+                       "trace, or op type or kernel times), nothing to compare")
     elif failed or not quiet:
         _print_regressions(*compared, fail_above, err=quiet, command="batch")
     return exit_code or (EXIT_REGRESSION if failed else 0)
@@ -753,7 +754,7 @@ def diff(
         failed = regressions(table, fail_above)
     if json_out:
         rows = [_json_row(row) for row in table.to_pylist()]
-        document = {"a": a, "b": b, "rows": rows}
+        document = {"a": a, "b": b, "samples": _samples(table), "rows": rows}
         if failed is not None:
             document |= {"fail_above": fail_above, "regressions": [_json_row(row) for row in failed]}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
@@ -820,6 +821,14 @@ def _align_outputs(a: str, b: str, alignment: dict, top: int, json_out: bool, ou
              micro(row["time_b_ns"]), micro(row["difference_ns"])) for row in rows]))
 
 
+def _samples(table: "pa.Table") -> str:
+    """What the diff's test compared (profpipe/diff.py): 'steps', or 'executions' where a run has no step
+    markers."""
+    from .diff import STEPS
+
+    return table.column("samples")[0].as_py() if table.num_rows else STEPS
+
+
 def _json_row(row: dict) -> dict:
     """A diff row for JSON: +-inf and NaN as null."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
@@ -836,7 +845,7 @@ def _print_regressions(a: str, b: str, failed: list[dict], fail_above: float, er
         return
     typer.echo(f"profpipe {command} --fail-above {fail_above:g}: {len(failed)} significant "
                f"regression{'s' if len(failed) != 1 else ''} above "
-               f"{fail_above:g} % from {a} to {b}:", err=err)
+               f"{fail_above:g} % from {a} to {b} (samples: {failed[0]['samples']}):", err=err)
     cells = [(row["kind"], row["key"] if len(row["key"]) <= 60 else row["key"][:57] + "...",
               None if row["per_step_a_ns"] is None else round(row["per_step_a_ns"] / 1000, 3),
               None if row["per_step_b_ns"] is None else round(row["per_step_b_ns"] / 1000, 3),
@@ -865,8 +874,11 @@ def _print_diff(a: str, b: str, table: "pa.Table", top: int) -> None:
     shown = rows[:top] if top else rows
     significant = sum(row["significant"] for row in rows)
     steps_a, steps_b = (rows[0]["steps_a"], rows[0]["steps_b"]) if rows else (0, 0)
-    typer.echo(f"profpipe diff: A {a} ({steps_a} steps) -> B {b} ({steps_b} steps): {len(rows)} keys, "
-               f"{significant} significant (p < 0.05, change >= 1 %); showing {len(shown)} by |change per step|")
+    samples = _samples(table)
+    units = "steps" if samples == "steps" else "cycles"
+    typer.echo(f"profpipe diff: A {a} ({steps_a} {units}) -> B {b} ({steps_b} {units}), samples: {samples}: "
+               f"{len(rows)} keys, {significant} significant (p < 0.05, change >= 1 %); showing {len(shown)} by "
+               "|change per step|")
 
     def micro(value: float | None) -> float | None:
         return None if value is None else round(value / 1000, 3)

@@ -41,7 +41,9 @@ The regressions' numbers are diff's: the per-step time of the median run and of 
 op type's executions in the steps, so they may differ a little from the trend values, which are the run's
 totals over its rank-steps). diff's op types have no side: an op type with Device and Host series is tested
 once. Against the previous run the warehouse report and `batch --json` use `profpipe diff` likewise (the newest
-two runs with a step trace).
+two measured runs, `previous_pair`). Runs without step markers (a MindSpore CPU dump, a trace without
+ProfilerStep#N) are compared by their executions: diff's samples 'executions', each execution of a key one sample
+(the rows' `samples` says which).
 """
 from __future__ import annotations
 
@@ -313,15 +315,18 @@ def median_regressions(t: Trends, summary: Callable[[str], Summary]) -> list[dic
             found.append({"run": run, "kind": s.kind, "key": s.key, "side": s.side, "median_run": median,
                           "median_ms": row["per_step_a_ns"] / 1e6, "latest_ms": row["per_step_b_ns"] / 1e6,
                           "change_ms": row["per_step_change_ns"] / 1e6, "relative_change": row["relative_change"],
-                          "t_statistic": row["t_statistic"], "p_value": row["p_value"]})
+                          "samples": row["samples"], "t_statistic": row["t_statistic"], "p_value": row["p_value"]})
     found.sort(key=lambda r: (-r["change_ms"], r["kind"], r["key"]))
     return found
 
 
 def previous_pair(t: Trends) -> tuple[str, str] | None:
-    """(the run before, the latest run) among the runs with a step trace of their own (not failed): the pair
-    `profpipe diff` compares."""
-    timed = [r["run"] for r in t.runs if r["step_avg_ms"] is not None and r["status"] in OWN_NUMBERS]
+    """(the run before, the latest run) among the measured runs with numbers of their own (not failed): runs with
+    a step trace, and runs without step markers that have op type or kernel times (diff compares those by their
+    executions); the pair `profpipe diff` compares."""
+    timed = [r["run"] for i, r in enumerate(t.runs) if r["status"] in OWN_NUMBERS and (
+        r["step_avg_ms"] is not None
+        or any(s.values[i] is not None for s in t.series if s.kind in ("op_type", "kernel")))]
     return (timed[-2], timed[-1]) if len(timed) >= 2 else None
 
 
@@ -356,7 +361,8 @@ def previous_changes(summary: Callable[[str], Summary], pair: tuple[str, str]):
 
 def significant_slowdowns(changes) -> list[dict[str, Any]]:
     """The rows of a diff table that are significant slow-downs (the report's Regressions)."""
-    keep = ("kind", "key", "status", "per_step_a_ns", "per_step_b_ns", "per_step_change_ns", "relative_change", "p_value")
+    keep = ("kind", "key", "status", "per_step_a_ns", "per_step_b_ns", "per_step_change_ns", "relative_change", "samples",
+            "p_value")
     return [{k: r[k] for k in keep} for r in changes.to_pylist() if r["significant"] and (r["per_step_change_ns"] or 0) > 0]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import statistics
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES, run
+from op_timestamps import LENET_OPS, durations_ms, edited_copy
 from profpipe.cli import app
 from profpipe.diff import SCHEMA, diff_runs, regressions, welch
 from profpipe.errors import EXIT_REGRESSION
@@ -127,6 +129,7 @@ def test_noise_and_an_unchanged_kernel_are_not_significant(rows):
         if row["kind"] != "kernel":
             assert (row["status"], row["total_change_ns"], row["significant"]) == ("both", 0, False), row
     assert {r["kind"] for r in rows} == {"kernel", "op_type", "step_phase"}
+    assert {r["samples"] for r in rows} == {"steps"}  # every cycle of both runs has steps
     assert _row(rows, "step_phase", "total")["count_a"] == 5
 
 
@@ -253,7 +256,7 @@ def test_the_gate_takes_the_step_time_and_the_top_keys_only():
     def row(kind, key, a_ns, b_ns, significant=True):
         return {"kind": kind, "key": key, "status": "both", "per_step_a_ns": a_ns, "per_step_b_ns": b_ns,
                 "per_step_change_ns": b_ns - a_ns, "relative_change": (b_ns - a_ns) / a_ns if a_ns else None,
-                "p_value": 0.001 if significant else 0.5, "significant": significant}
+                "samples": "steps", "p_value": 0.001 if significant else 0.5, "significant": significant}
 
     table = pa.Table.from_pylist([
         row("step_phase", "total", 1000.0, 1100.0), row("step_phase", "tail", 100.0, 200.0),
@@ -273,7 +276,7 @@ def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
     shutil.copytree(GPU, root / "1-base")
     first = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
     assert first.exit_code == 0, first.output
-    assert "fewer than two runs with a step trace" in first.stdout
+    assert "fewer than two measured runs" in first.stdout
     _edit_ops(GPU, root / "2-slower")
     slower = invoke("batch", root, "-w", wh, "--workers", "1", "--no-report", "--fail-above", "5")
     assert slower.exit_code == 4, slower.output
@@ -288,3 +291,76 @@ def test_batch_gates_the_newest_run_against_the_one_before(tmp_path):
     assert fixed.exit_code == 0, fixed.output
     assert json.loads(fixed.stdout)["gate"] == \
         {"a": "2-slower", "b": "3-fixed", "fail_above": 5, "regressions": []}
+
+
+# Runs without step markers: LeNet trained by MindSpore 2.10 on the CPU (18 steps; the dump has no step trace, so
+# each run is one sample unit). Run B has Conv2D 1.5 times as long in every execution, run N every op within
+# +-0.2 % of its time; the samples are the executions themselves.
+LENET = FIXTURES / "mindspore_cpu" / "lenet_graph"
+
+
+@pytest.fixture(scope="module")
+def lenet(tmp_path_factory) -> dict[str, Path]:
+    """Outputs of two unchanged copies (a, a2), the slower copy (slower) and the noisy copy (noisy), and the inputs
+    (input_*)."""
+    root = tmp_path_factory.mktemp("lenet")
+    edits = {"a": {}, "a2": {}, "slower": {"slower": "Conv2D", "factor": "1.5"}, "noisy": {"noise_seed": 7}}
+    found = {}
+    for name, edit in edits.items():
+        edited_copy(LENET, root / f"input_{name}", LENET_OPS, **edit)
+        assert run(root / f"input_{name}", root / name, data_simplification=True).exit_code == 0
+        found[name], found[f"input_{name}"] = root / name, root / f"input_{name}"
+    return found
+
+
+def test_the_lenet_fixture_has_no_step_markers(lenet):
+    con = _connect(lenet["a"])
+    try:
+        assert con.execute("SELECT count(*) FROM step_phases").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def test_without_step_markers_the_executions_are_the_samples(lenet):
+    rows = diff_runs(_connect(lenet["a"]), _connect(lenet["slower"])).to_pylist()
+    assert {r["samples"] for r in rows} == {"executions"}
+    row = _row(rows, "op_type", "Conv2D")
+    a_ns = [int(d * 1_000_000) for d in durations_ms(lenet["input_a"] / LENET_OPS, "Conv2D")]
+    b_ns = [int(d * 1_000_000) for d in durations_ms(lenet["input_slower"] / LENET_OPS, "Conv2D")]
+    assert len(a_ns) == len(b_ns) == 36  # two Conv2D instances, 18 steps
+    assert (row["count_a"], row["count_b"], row["steps_a"], row["steps_b"]) == (36, 36, 1, 1)
+    assert (row["total_a_ns"], row["total_b_ns"]) == (sum(a_ns), sum(b_ns))
+    assert row["per_step_a_ns"] == sum(a_ns) and row["relative_change"] == pytest.approx(0.5, abs=1e-6)
+    # Welch's t of the executions' times, by hand
+    mean_a, mean_b = statistics.mean(a_ns), statistics.mean(b_ns)
+    t = (mean_b - mean_a) / math.sqrt(statistics.variance(a_ns) / 36 + statistics.variance(b_ns) / 36)
+    assert row["t_statistic"] == pytest.approx(t, rel=1e-9) and row["p_value"] < 0.05 and row["significant"]
+    # ops that did not change: equal executions, no test result
+    same = _row(rows, "op_type", "MatMul")
+    assert (same["total_change_ns"], same["p_value"], same["significant"]) == (0, 1.0, False)
+
+
+def test_the_gate_fails_on_a_slower_op_type_in_runs_without_step_markers(lenet):
+    result = invoke("diff", lenet["a"], lenet["slower"], "--fail-above", "5")
+    assert result.exit_code == EXIT_REGRESSION, result.output
+    assert "(1 cycles), samples: executions" in result.stdout.splitlines()[0]
+    gate = result.stdout[result.stdout.index("--fail-above 5: 1 significant regression"):]
+    assert "samples: executions" in gate and "op_type  Conv2D " in gate
+    result = invoke("diff", lenet["a"], lenet["slower"], "--fail-above", "5", "--json")
+    assert result.exit_code == EXIT_REGRESSION, result.output
+    document = json.loads(result.stdout)
+    assert document["samples"] == "executions"
+    assert [(r["kind"], r["key"], r["samples"]) for r in document["regressions"]] == [("op_type", "Conv2D", "executions")]
+
+
+@pytest.mark.parametrize("other", ["a2", "noisy"])
+def test_the_gate_passes_two_unchanged_or_noisy_copies_without_step_markers(lenet, other):
+    result = invoke("diff", lenet["a"], lenet[other], "--fail-above", "5", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["samples"] == "executions" and document["regressions"] == []
+    ops = [r for r in document["rows"] if r["kind"] == "op_type"]
+    if other == "noisy":  # the noise changed every op's time a little, none by 1 %
+        assert all(r["total_change_ns"] != 0 and abs(r["relative_change"]) < 0.01 for r in ops)
+    else:
+        assert ops and all(r["total_change_ns"] == 0 for r in ops)

@@ -50,7 +50,7 @@ def kernel(name: str, start: int, dur: int, **more) -> dict:
 def test_step_phases_split_a_training_step_and_an_inference_step():
     step_point = (points(1, start=100, fp=150, bp=400, end=500, fp_op="F", bp_op="B")
                   + points(2, start=500, fp=520, end=700)   # inference: no BP point
-                  + points(3, start=700, end=900))          # no FP point: not a complete step
+                  + points(3, start=700, end=900))          # no FP point: kept, its phases NULL
     same(model_rows({"step_point": step_point}, "step_phases"), [
         # total 500-100 = 400; iteration interval 150-100 = 50; fp_and_bp 400-150 = 250; tail 500-400 = 100
         {"step": 1, "start_ns": 100, "fp_ns": 150, "bp_ns": 400, "end_ns": 500, "fp_op": "F", "bp_op": "B",
@@ -58,6 +58,9 @@ def test_step_phases_split_a_training_step_and_an_inference_step():
         # no BP: fp_and_bp = end - fp = 700-520 = 180, tail NULL; total 200, interval 20
         {"step": 2, "start_ns": 500, "fp_ns": 520, "bp_ns": None, "end_ns": 700,
          "total_ns": 200, "iteration_interval_ns": 20, "fp_and_bp_ns": 180, "tail_ns": None},
+        # no FP point: total 900-700 = 200; the phases it bounds cannot be told
+        {"step": 3, "start_ns": 700, "fp_ns": None, "bp_ns": None, "end_ns": 900, "fp_op": None,
+         "total_ns": 200, "iteration_interval_ns": None, "fp_and_bp_ns": None, "tail_ns": None},
     ])
 
 

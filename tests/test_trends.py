@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from browser import ARTIFACTS, browser, open_report
 from conftest import FIXTURES
+from op_timestamps import LENET_OPS, edited_copy
 from typer.testing import CliRunner
 
 from profpipe.cli import app
@@ -103,9 +104,10 @@ def _samples(per_step: dict[str, list[float]]) -> pl.DataFrame:
     steps = len(next(iter(per_step.values())))
     rows = [("step_phase", "total", 0, 0, i, round(sum(v[i] for v in per_step.values()) * 1e6), 1) for i in range(steps)]
     rows += [("op_type", key, 0, 0, i, round(v[i] * 1e6), 1) for key, v in per_step.items() for i in range(steps)]
-    return pl.DataFrame(rows, orient="row", schema=[("kind", pl.String), ("key", pl.String), ("rank", pl.Int64),
-                                                    ("capture", pl.Int64), ("step", pl.Int64), ("time_ns", pl.Int64),
-                                                    ("count", pl.Int64)])
+    return pl.DataFrame([(*row, float(row[5]) ** 2) for row in rows], orient="row",
+                        schema=[("kind", pl.String), ("key", pl.String), ("rank", pl.Int64), ("capture", pl.Int64),
+                                ("step", pl.Int64), ("time_ns", pl.Int64), ("count", pl.Int64),
+                                ("time_squares", pl.Float64)])
 
 
 def _welch_by_hand(a: list[float], b: list[float]) -> tuple[float, float]:
@@ -278,3 +280,46 @@ def test_the_previous_run_comparison_skips_a_failed_latest_run():
             {"run": "c", "status": "failed", "step_avg_ms": 1.1}, {"run": "d", "status": "ok", "step_avg_ms": None}]
     assert previous_pair(Trends(runs, [], [])) == ("a", "b")
     assert previous_pair(Trends(runs[1:], [], [])) is None
+
+
+# Runs without step markers: seven copies of the LeNet MindSpore CPU fixture (no step trace in the dump), each with
+# its own noise of +-0.2 % on every op; the latest (run-07) has Conv2D 1.5 times as long. The trend, the run before
+# and the median runs find it by the executions.
+LENET = FIXTURES / "mindspore_cpu" / "lenet_graph"
+
+
+@pytest.fixture(scope="module")
+def lenet_batched(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("lenet_trends")
+    root, warehouse = tmp / "runs", tmp / "wh"
+    root.mkdir()
+    for i in range(1, 8):
+        edited_copy(LENET, root / f"run-{i:02d}", LENET_OPS, noise_seed=i,
+                    **({"slower": "Conv2D", "factor": "1.5"} if i == 7 else {}))
+    return {"warehouse": warehouse, "root": root, "json": _batch(root, warehouse)}
+
+
+def test_without_step_markers_the_trend_and_the_regressions_find_the_slower_op_type(lenet_batched):
+    trends = lenet_batched["json"]["trends"]
+    assert trends["latest"] == "run-07"
+    outlier = next(o for o in trends["outliers"] if (o["kind"], o["key"]) == ("op_type", "Conv2D"))
+    assert (outlier["run"], outlier["direction"]) == ("run-07", "slower")
+    assert outlier["value"] == pytest.approx(1.5 * outlier["median"], rel=0.01)
+    previous = trends["regressions"]["previous"]
+    assert (previous["a"], previous["b"]) == ("run-06", "run-07")
+    assert [(r["kind"], r["key"], r["samples"]) for r in previous["regressions"]] == [("op_type", "Conv2D", "executions")]
+    assert previous["regressions"][0]["relative_change"] == pytest.approx(0.5, abs=0.01)
+    median = trends["regressions"]["median"]
+    assert [(r["kind"], r["key"], r["samples"]) for r in median] == [("op_type", "Conv2D", "executions")]
+    sections = {s.get("id") or s["title"]: s for s in payload(lenet_batched["warehouse"] / "report.html")["pages"][0]["sections"]}
+    assert [r[1] for r in sections["diff-table"]["rows"]] == ["Conv2D"]
+    assert "Samples: executions" in sections["diff-table"]["note"]
+    assert [r[1] for r in sections["median-regressions"]["rows"]] == ["Conv2D"]
+
+
+def test_without_step_markers_the_batch_gate_fails_on_the_slower_run(lenet_batched):
+    result = CliRunner().invoke(app, ["batch", str(lenet_batched["root"]), "-w", str(lenet_batched["warehouse"]),
+                                      "--workers", "1", "--no-report", "--fail-above", "5"])
+    assert result.exit_code == 4, result.output
+    gate = result.stdout[result.stdout.index("profpipe batch --fail-above 5: 1 significant regression"):]
+    assert "from run-06 to run-07 (samples: executions)" in gate and "op_type  Conv2D " in gate

@@ -89,7 +89,8 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
     if pair is not None:
         sections += diff_sections(previous_changes(per_run, pair), pair[0], pair[1], regressions_only=True)
     else:
-        sections.append(empty("Regressions", "Fewer than two runs with a step trace: nothing to compare yet."))
+        sections.append(empty("Regressions", "Fewer than two measured runs (with a step trace, or op type or kernel "
+                                             "times): nothing to compare yet."))
     sections.append(_median_section(t, per_run))
     for section in sections:  # laid out and drawn when scrolled near (report.js): the page opens with its first screen
         if section["kind"] == "chart" or section.get("id") == "runs":
@@ -185,9 +186,11 @@ def _median_section(t: Trends, per_run: Callable[[str], Any]) -> Section:
     return table("median-regressions", title, [
         column("kind", "kind"), column("key", "key", search=True), column("median_run", "median run", search=True),
         column("median_ms", "median run ms per step", "ms"), column("latest_ms", "latest ms per step", "ms"),
-        column("change_ms", "change ms", "ms"), column("relative_change", "change", "pct"), column("p_value", "p", "num")],
+        column("change_ms", "change ms", "ms"), column("relative_change", "change", "pct"), column("samples", "samples"),
+        column("p_value", "p", "num")],
         found[:TOP_ROWS], total=len(found),
-        note=f"Each key against its median run: {MEDIAN_TEST}.")
+        note=f"Each key against its median run: {MEDIAN_TEST}. Samples: steps (per-step times), or executions (each "
+             "execution's time, where a run has no step markers; 'per step' is then per cycle).")
 
 
 def diff_page(changes: pa.Table, a: str, b: str) -> Page:
@@ -198,11 +201,13 @@ def diff_page(changes: pa.Table, a: str, b: str) -> Page:
 def diff_sections(changes: pa.Table, a: str, b: str, *, regressions_only: bool) -> list[Section]:
     """The chart of the largest changes and the ranked table; with `regressions_only`, the significant slow-downs."""
     listed = changes.to_pylist()
+    title = f"Regressions of {b} against {a}" if regressions_only else f"Changes of {b} against {a}"
+    samples = (f"Samples: {listed[0]['samples']} (" + ("per-step times" if listed[0]["samples"] == "steps" else
+               "each execution's time: a run has no step markers, 'per step' is per cycle") + ").") if listed else ""
     if regressions_only:
         listed = [r for r in listed if r["significant"] and (r["per_step_change_ns"] or 0) > 0]
-    title = f"Regressions of {b} against {a}" if regressions_only else f"Changes of {b} against {a}"
     if not listed:
-        return [empty(title, "No significant slow-down (Welch's t test, p < 0.05 and at least 1 % per step)."
+        return [empty(title, f"No significant slow-down (Welch's t test, p < 0.05 and at least 1 % per step). {samples}"
                       if regressions_only else "The two runs have no kernel, op type or step phase to compare.")]
     shown = [{**r, "change_ms": _ms(r["per_step_change_ns"]), "a_ms": _ms(r["per_step_a_ns"]),
               "b_ms": _ms(r["per_step_b_ns"])} for r in listed]
@@ -217,7 +222,7 @@ def diff_sections(changes: pa.Table, a: str, b: str, *, regressions_only: bool) 
                 column("change_ms", "change ms", "ms"), column("relative_change", "change", "pct"),
                 column("p_value", "p", "num"), column("significant", "significant", "bool")],
                 shown[:TOP_ROWS], total=len(shown),
-                note=f"A = {a}, B = {b}; ranked by the absolute change of the per-step time (profpipe diff).")]
+                note=f"A = {a}, B = {b}; ranked by the absolute change of the per-step time (profpipe diff). {samples}")]
 
 
 def align_page(alignment: dict, a: str, b: str) -> Page:

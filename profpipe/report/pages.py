@@ -147,10 +147,12 @@ def step_trace(con: duckdb.DuckDBPyConnection, max_steps: int) -> Page:
     if not steps:
         return _page("steps", "Step trace", [empty("Steps", "No step trace and no input-wait data in this dump: "
                                                    "profpipe found no steps to show.")])
-    keys = ["rank", "step", "total_ms", "iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "communication_ms",
-            "input_wait_ms", "input_bound", "slowest_rank", "is_slow"]
+    keys = ["rank", "step", "total_ms", "iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "unsplit_ms",
+            "communication_ms", "input_wait_ms", "input_bound", "slowest_rank", "is_slow"]
     data = {key: [r[key] for r in steps] for key in keys}
     phases = [{"key": key, "label": label, "color": PHASE_COLOURS[key]} for key, label in _PHASES]
+    if any(v is not None for v in data["unsplit_ms"]):  # steps without an FP point: their time, not split
+        phases.append({"key": "unsplit_ms", "label": "no FP point (not split)", "color": PHASE_COLOURS["unsplit_ms"]})
     if all(v is None for v in data["total_ms"]):  # input logs without a step trace: the wait is what there is
         phases = [{"key": "input_wait_ms", "label": "wait for input", "color": PHASE_COLOURS["input_wait_ms"]}]
     cut = rows(con, "report_max_cycle_steps")[0]["steps"]

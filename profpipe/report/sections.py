@@ -15,7 +15,7 @@ Figure = dict[str, Any]
 
 #: Colours of the step phases, shared by every chart that stacks them.
 PHASE_COLOURS = {"iteration_interval_ms": "#9aa5b1", "fp_and_bp_ms": "#2e86de", "tail_ms": "#f5a623",
-                 "input_wait_ms": "#d62728"}
+                 "input_wait_ms": "#d62728", "unsplit_ms": "#c8cdd2"}
 
 
 def column(key: str, label: str, fmt: str = "text", *, search: bool = False, help: str = "") -> dict[str, Any]:

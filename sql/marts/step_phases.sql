@@ -13,4 +13,6 @@ SELECT
     coalesce(bp_ns, end_ns) - fp_ns AS fp_and_bp_ns,
     end_ns - bp_ns AS tail_ns
 FROM {{ ref('int_step') }}
-WHERE start_ns IS NOT NULL AND fp_ns IS NOT NULL AND end_ns IS NOT NULL
+-- every step with a window, with or without its FP and BP points (an inference step, a point outside the
+-- step): the phases a missing point bounds are NULL
+WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL

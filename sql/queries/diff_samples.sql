@@ -1,6 +1,7 @@
 -- profpipe diff (profpipe/diff.py): one run's per-step samples, over its public tables (profile.duckdb or a
 -- warehouse run): one row per (kind, key, rank, capture, step) with the time and number of executions of
--- that key in that step. kind 'kernel': device executions (kernels, memcpy, memset, Ascend tasks) by name;
+-- that key in that step, and the sum of the executions' squared times (time_squares, ns^2 as DOUBLE: diff's
+-- samples 'executions', for a cycle without steps, test the executions' times). kind 'kernel': device executions (kernels, memcpy, memset, Ascend tasks) by name;
 -- 'op_type': framework op executions (host_op: MindSpore's op timings, PyTorch/Paddle CPU ops, NVTX ranges)
 -- by op type, their own durations, the step spans themselves (ProfilerStep#N, ProfileStep#N) left out;
 -- 'step_phase': the phases of step_phases (total, iteration_interval, fp_and_bp, tail), one each per step.
@@ -25,12 +26,13 @@ WITH steps AS (
     FROM (SELECT * FROM device UNION ALL SELECT * FROM ops) t
     ASOF LEFT JOIN steps s ON s.rank = t.rank AND s.capture = t.capture AND t.placed_ns >= s.start_ns
 )
-SELECT kind, key, rank, capture, step, sum(dur_ns)::BIGINT AS time_ns, count(*) AS count
+SELECT kind, key, rank, capture, step, sum(dur_ns)::BIGINT AS time_ns, count(*) AS count,
+       sum(dur_ns::DOUBLE * dur_ns) AS time_squares
 FROM placed
 WHERE in_step OR (rank, capture) NOT IN (SELECT (rank, capture) FROM steps)
 GROUP BY kind, key, rank, capture, step
 UNION ALL
-SELECT 'step_phase', phase.key, rank, capture, step, phase.time_ns, 1
+SELECT 'step_phase', phase.key, rank, capture, step, phase.time_ns, 1, phase.time_ns::DOUBLE * phase.time_ns
 FROM steps, unnest([{'key': 'total', 'time_ns': total_ns},
                     {'key': 'iteration_interval', 'time_ns': iteration_interval_ns},
                     {'key': 'fp_and_bp', 'time_ns': fp_and_bp_ns},

@@ -1,10 +1,12 @@
 -- Steps and communication spans in device ticks (MindSpore's unit: ns / (1e9 / tick_hz), rounded half to even).
--- A training run (some step has a BP point) keeps only its steps with one.
+-- Only steps with an FP point (MindSpore writes no others); a training run (some step has a BP point) keeps only
+-- its steps with one.
 WITH steps AS (
     SELECT s.rank, s.capture, s.step, r.device_id, 1e9 / r.tick_hz AS tick, s.start_ns, s.end_ns, s.fp_ns, s.bp_ns,
            count(s.bp_ns) OVER (PARTITION BY s.rank, s.capture) > 0 AS training
     FROM {{ ref('step_phases') }} s
     JOIN {{ ref('ascend_rank') }} r USING (rank)
+    WHERE s.fp_ns IS NOT NULL
 ), kept AS (
     SELECT *, min(step) OVER (PARTITION BY rank, capture) AS first_step,
            round_even(start_ns / tick, 0)::BIGINT AS s, round_even(end_ns / tick, 0)::BIGINT AS e,
