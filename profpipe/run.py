@@ -42,6 +42,7 @@ from .version import VERSION
 from .output import check_output, fingerprint, staged_output
 from .safety import full_disk_error, interruptible, out_of_space_named, raise_if_interrupted, stop_on_signals
 from .step_filter import keep_steps
+from .step_health import unfinished_steps
 from .tables import TableSink, catalog, merge_parts, table_row_counts
 
 if TYPE_CHECKING:
@@ -447,7 +448,7 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
     if options.step_list is not None:
         notices += keep_steps(tmp / "tables", list(options.step_list))
     row_counts = table_row_counts(tmp / "tables")
-    for finding in clock_findings(tmp / "tables", row_counts):
+    for finding in [*clock_findings(tmp / "tables", row_counts), *unfinished_steps(tmp / "tables", row_counts)]:
         health.add(finding)
     ledger = health.table()
     pq.write_table(ledger, tmp / "tables" / "trace_health.parquet")
