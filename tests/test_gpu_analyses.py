@@ -160,14 +160,23 @@ def _analysed(key: str, tmp_path: Path) -> Path:
 def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Path) -> None:
     """The hta rows of gpu_time_breakdown, gpu_idle_breakdown and comm_comp_overlap give HTA's own numbers (its µs rounding in its double arithmetic, its step cut-off, its kernel
     types and its interval merge), exactly, on the H100 fixture and six real traces (ROCm, epoch-ns, multi-stream,
-    sampled ranks 0 and 1, NCCL)."""
+    sampled ranks 0 and 1, NCCL), but for the one rule where profpipe differs: an activity HTA's rounding makes
+    -1 µs long that no earlier activity covers is a merged run of its own in HTA, counted -1 µs; it lasts 0 in
+    profpipe, so each such one adds 1 µs to HTA's busy time (to compute or non-compute by its type)."""
     expected = HTA["traces"][key]
     out = _analysed(key, tmp_path)
     temporal = expected["temporal"]
+    [(lone, lone_compute)] = query(out, """
+        SELECT count(*), count(*) FILTER (WHERE e.hta_type = 'computation') FROM int_hta_gpu_event e
+        WHERE e.end_ns = e.start_ns - 1000 AND NOT EXISTS (
+            SELECT 1 FROM int_hta_gpu_event o WHERE o.rank = e.rank AND o.capture = e.capture
+            AND (o.start_ns < e.start_ns OR (o.start_ns = e.start_ns AND o.end_ns < e.end_ns)) AND o.end_ns >= e.start_ns)""")
+    hta = {k: int(temporal[k] * 1000) for k in ("idle_time(us)", "compute_time(us)", "non_compute_time(us)",
+                                                 "kernel_time(us)")}
     assert query(out, "SELECT idle_ns, compute_ns, non_compute_ns, window_ns FROM gpu_time_breakdown "
                       "WHERE definition = 'hta'") == \
-        [tuple(int(temporal[k] * 1000) for k in ("idle_time(us)", "compute_time(us)", "non_compute_time(us)",
-                                                 "kernel_time(us)"))]
+        [(hta["idle_time(us)"] - 1000 * lone, hta["compute_time(us)"] + 1000 * lone_compute,
+          hta["non_compute_time(us)"] + 1000 * (lone - lone_compute), hta["kernel_time(us)"])]
     overlap = query(out, "SELECT overlap_share FROM comm_comp_overlap WHERE definition = 'hta'")
     hta_overlap = expected["comm_comp_overlap_pctg"]
     if hta_overlap != hta_overlap:  # NaN: no communication kernel
@@ -546,3 +555,45 @@ def test_timeline_flow_arrows_bind_each_launch_call_to_its_kernel(tmp_path: Path
                                                          e["args"].get("shared memory"))
                               for e in _device(raw)}
     assert {v[3] for v in by_correlation.values()} - {None}  # the kernels' registers are there
+
+
+def test_gpu_time_breakdown_where_kernels_overlap_across_streams_and_htas_rounding_gives_minus_one(tmp_path: Path) -> None:
+    """Kernels overlapping across streams at the window's edges (two start at its first µs, a memset ends with the
+    last kernel) and within it, and three memsets of 0.4 µs that HTA's rounding (start up, end down) makes -1 µs
+    long: at 23.3 µs alone in a gap, at 24.3 and 34.3 µs just before a compute kernel starts at 25 and 35 µs.
+    HTA's merge counts each of them -1 µs as a run of its own, so its busy time is 21 µs, its compute 22 µs and its
+    non-compute -1 µs (HTA 0.5 stops on its assert). The hta row gives them 0 µs instead. By hand, in µs:
+    window [5, 40] = 35; busy [5, 22] + [25, 27] + [35, 40] = 24, idle 11; compute [5, 20] + [25, 27] + [35, 40] =
+    22; non-compute 2 = communication alone in [20, 22]; communication's union [5, 8] + [18, 22] = 7, memory's [38,
+    40] = 2 (the memsets of 0 µs add nothing). The profpipe row at ns: the memsets last 0.4 µs each, busy 25.2 µs,
+    non-compute 3.2 (2 communication, 1.2 memory alone), idle 9.8."""
+    from model_harness import build, rows
+
+    from profpipe.model_checks import check_models
+
+    def activity(stream: int, kind: str, name: str, start_ns: int, dur_ns: int) -> dict:
+        return {"stream_id": stream, "kind": kind, "name": name, "start_ns": start_ns, "dur_ns": dur_ns}
+
+    nccl, memset = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "Memset (Device)"
+    device = [activity(7, "kernel", "gemm_a", 5_000, 7_000), activity(9, "kernel", nccl, 5_000, 3_000),
+              activity(10, "kernel", "gemm_c", 10_000, 10_000), activity(9, "kernel", nccl, 18_000, 4_000),
+              activity(8, "memset", memset, 23_300, 400), activity(8, "memset", memset, 24_300, 400),
+              activity(7, "kernel", "gemm_f", 25_000, 2_000), activity(8, "memset", memset, 34_300, 400),
+              activity(7, "kernel", "gemm_h", 35_000, 5_000), activity(8, "memset", memset, 38_000, 2_000)]
+    con = build({"device_exec": device, "run_info": [{}]})
+    try:
+        got = {r["definition"]: r for r in rows(con, "gpu_time_breakdown")}
+        minus_one = con.execute("SELECT count(*) FROM int_hta_gpu_event WHERE end_ns - start_ns = -1000").fetchone()
+        failures = [f for f in check_models(con) if f.model == "gpu_time_breakdown"]
+    finally:
+        con.close()
+    assert minus_one == (3,)  # HTA's rounding as HTA reads these activities
+    keys = ("window_ns", "busy_ns", "idle_ns", "compute_ns", "non_compute_ns", "exposed_communication_ns",
+            "exposed_memory_ns", "communication_busy_ns", "memory_busy_ns")
+    assert tuple(got["hta"][k] for k in keys) == (35_000, 24_000, 11_000, 22_000, 2_000, 2_000, 0, 7_000, 2_000)
+    assert tuple(got["profpipe"][k] for k in keys) == \
+        (35_000, 25_200, 9_800, 22_000, 3_200, 2_000, 1_200, 7_000, 3_200)
+    for row in got.values():
+        shares = (row["idle_share"], row["compute_share"], row["non_compute_share"])
+        assert all(0 <= s <= 1 for s in shares) and sum(shares) == pytest.approx(1)
+    assert failures == []
