@@ -480,6 +480,11 @@ def test_op_flops_by_pytorchs_formulas_and_the_devices_peak(tmp_path: Path) -> N
     for name, flops, device_ns, achieved, peak, source, share in rows:
         assert achieved == pytest.approx(flops / (device_ns / 1e9), rel=1e-12)
         assert (peak, source) == (67e12, "device") and share == pytest.approx(achieved / 67e12, rel=1e-12)
+    # the GEMMs and convolutions ran on the CUDA cores, as their kernels' names say (sm80_xmma_*_ffma_*, *sgemm*);
+    # nothing names the element-wise ops' math
+    assert dict(query(out, "SELECT op_name, math_mode || ' ' || math_mode_source FROM op_flops")) == {
+        "aten::mm": "fp32 kernel_name", "aten::addmm": "fp32 kernel_name", "aten::conv2d": "fp32 kernel_name",
+        "aten::mul": "fp32 unknown", "aten::add": "fp32 unknown"}
     given = run(CUDA_TRACE.parent, tmp_path / "given", peak_tflops=100.0).output
     assert set(query(given, "SELECT peak_flops_per_second, peak_source FROM op_flops")) == {(100e12, "option")}
 
@@ -596,4 +601,69 @@ def test_gpu_time_breakdown_where_kernels_overlap_across_streams_and_htas_roundi
     for row in got.values():
         shares = (row["idle_share"], row["compute_share"], row["non_compute_share"])
         assert all(0 <= s <= 1 for s in shares) and sum(shares) == pytest.approx(1)
+    assert failures == []
+
+
+def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
+    """FP32-era and TF32-era ops, 1 ms of kernels each, on an A100 (data sheet: FP32 19.5 TFLOP/s, TF32 156, FP64 9.7,
+    FP64 tensor core 19.5) and a V100 (FP32 15.7, no TF32). The peak follows what the trace shows: a TF32 kernel name
+    (cuBLAS xmma, cutlass s1688 tensorop, a cuDNN fprop three ops down from conv2d), a CUDA-core name (sgemm), else
+    a rate above the CUDA cores' peak (the issue's addmm: 26.6 TFLOP/s in float), else unknown (the CUDA cores'
+    peak); a rate above every peak of its type (20 TFLOP/s of float on a V100) has no share. Every share within
+    [0, 1]."""
+    from model_harness import build, rows
+
+    from profpipe.model_checks import check_models
+
+    def device(name: str) -> str:
+        return json.dumps({"deviceProperties": [{"id": 0, "name": name}]})
+
+    ms = 1_000_000
+    plan = [  # rank, op, input type, TFLOP/s over 1 ms, the kernel (launched by the op or an op nested in it)
+        (0, "aten::addmm", "float", 26.6, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_kernel"),
+        (0, "aten::mm", "float", 10.0, "ampere_sgemm_128x64_nn"),
+        (0, "aten::conv2d", "float", 5.0,
+         "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_kernel"),
+        (0, "aten::bmm", "float", 3.0, "cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4"),
+        (0, "aten::baddbmm", "float", 26.6, "gemm_kernel_generic"),
+        (0, "aten::mul", "float", 0.5, "vectorized_elementwise_kernel"),
+        (0, "aten::add", "double", 15.0, "vectorized_elementwise_kernel"),
+        (1, "aten::mm", "float", 20.0, "volta_sgemm_128x64_nn"),
+    ]
+    ops, device_rows = [], []
+    for index, (rank, name, dtype, tflops, kernel_name) in enumerate(plan):
+        start = index * 10 * ms
+        ops.append({"rank": rank, "side": "Host", "op_name": name, "start_ns": start, "dur_ns": 2 * ms,
+                    "op_index": 10 * index, "parent_index": -1, "flops": int(tflops * 1e9), "flops_dtype": dtype})
+        launcher = 10 * index
+        if name == "aten::conv2d":  # conv2d -> convolution -> cudnn_convolution launches
+            for depth, inner in enumerate(("aten::convolution", "aten::cudnn_convolution"), start=1):
+                ops.append({"rank": rank, "side": "Host", "op_name": inner, "start_ns": start + depth, "dur_ns": ms,
+                            "op_index": 10 * index + depth, "parent_index": 10 * index + depth - 1})
+            launcher = 10 * index + 2
+        device_rows.append({"rank": rank, "kind": "kernel", "name": kernel_name, "start_ns": start + 3 * ms,
+                            "dur_ns": ms, "op_index": launcher})
+    run_info = [{"rank": 0, "device_type": "gpu", "layout": "kineto", "metadata_json": device("NVIDIA A100-SXM4-80GB")},
+                {"rank": 1, "device_type": "gpu", "layout": "kineto", "metadata_json": device("Tesla V100-SXM2-16GB")}]
+    con = build({"run_info": run_info, "host_op": ops, "device_exec": device_rows})
+    try:
+        got = {(r["rank"], r["op_name"]): (r["math_mode"], r["math_mode_source"], r["peak_flops_per_second"],
+                                           r["peak_share"]) for r in rows(con, "op_flops")}
+        failures = [str(f) for f in check_models(con) if f.model == "op_flops"]
+    finally:
+        con.close()
+    expected = {
+        (0, "aten::addmm"): ("tf32", "kernel_name", 156e12, 26.6 / 156),
+        (0, "aten::mm"): ("fp32", "kernel_name", 19.5e12, 10 / 19.5),
+        (0, "aten::conv2d"): ("tf32", "kernel_name", 156e12, 5 / 156),
+        (0, "aten::bmm"): ("tf32", "kernel_name", 156e12, 3 / 156),
+        (0, "aten::baddbmm"): ("tf32", "rate", 156e12, 26.6 / 156),
+        (0, "aten::mul"): ("fp32", "unknown", 19.5e12, 0.5 / 19.5),
+        (0, "aten::add"): ("fp64_tensor", "rate", 19.5e12, 15 / 19.5),
+        (1, "aten::mm"): ("fp32", "above_peak", 15.7e12, None),
+    }
+    assert set(got) == set(expected)
+    for key, (mode, source, peak, share) in expected.items():
+        assert got[key][:3] == (mode, source, pytest.approx(peak)), key
+        assert got[key][3] == (None if share is None else pytest.approx(share)), key
     assert failures == []
