@@ -609,8 +609,9 @@ def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
     FP64 tensor core 19.5) and a V100 (FP32 15.7, no TF32). The peak follows what the trace shows: a TF32 kernel name
     (cuBLAS xmma, cutlass s1688 tensorop, a cuDNN fprop three ops down from conv2d), a CUDA-core name (sgemm), else
     a rate above the CUDA cores' peak (the issue's addmm: 26.6 TFLOP/s in float), else unknown (the CUDA cores'
-    peak); a rate above every peak of its type (20 TFLOP/s of float on a V100) has no share. Every share within
-    [0, 1]."""
+    peak); a rate above every peak of its type (20 TFLOP/s of float on a V100) has no share. bmm ran one shape on
+    TF32 (3 TFLOP/s) and one on the CUDA cores (10 TFLOP/s), 1 ms each: 13 GFLOP in 2 ms against the two peaks
+    weighted by time, (156 + 19.5) / 2. Every share within [0, 1]."""
     from model_harness import build, rows
 
     from profpipe.model_checks import check_models
@@ -625,6 +626,7 @@ def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
         (0, "aten::conv2d", "float", 5.0,
          "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_kernel"),
         (0, "aten::bmm", "float", 3.0, "cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4"),
+        (0, "aten::bmm", "float", 10.0, "ampere_sgemm_64x64_nn"),  # another shape, on the CUDA cores
         (0, "aten::baddbmm", "float", 26.6, "gemm_kernel_generic"),
         (0, "aten::mul", "float", 0.5, "vectorized_elementwise_kernel"),
         (0, "aten::add", "double", 15.0, "vectorized_elementwise_kernel"),
@@ -649,6 +651,7 @@ def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
     try:
         got = {(r["rank"], r["op_name"]): (r["math_mode"], r["math_mode_source"], r["peak_flops_per_second"],
                                            r["peak_share"]) for r in rows(con, "op_flops")}
+        tensor_time = dict(con.execute("SELECT op_name, tensor_core_time_share FROM op_flops WHERE rank = 0").fetchall())
         failures = [str(f) for f in check_models(con) if f.model == "op_flops"]
     finally:
         con.close()
@@ -656,7 +659,7 @@ def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
         (0, "aten::addmm"): ("tf32", "kernel_name", 156e12, 26.6 / 156),
         (0, "aten::mm"): ("fp32", "kernel_name", 19.5e12, 10 / 19.5),
         (0, "aten::conv2d"): ("tf32", "kernel_name", 156e12, 5 / 156),
-        (0, "aten::bmm"): ("tf32", "kernel_name", 156e12, 3 / 156),
+        (0, "aten::bmm"): ("mixed", "kernel_name", (156e12 + 19.5e12) / 2, 6.5 / ((156 + 19.5) / 2)),
         (0, "aten::baddbmm"): ("tf32", "rate", 156e12, 26.6 / 156),
         (0, "aten::mul"): ("fp32", "unknown", 19.5e12, 0.5 / 19.5),
         (0, "aten::add"): ("fp64_tensor", "rate", 19.5e12, 15 / 19.5),
@@ -666,4 +669,6 @@ def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
     for key, (mode, source, peak, share) in expected.items():
         assert got[key][:3] == (mode, source, pytest.approx(peak)), key
         assert got[key][3] == (None if share is None else pytest.approx(share)), key
+    assert tensor_time == {"aten::addmm": 1, "aten::mm": 0, "aten::conv2d": 1, "aten::bmm": 0.5, "aten::baddbmm": 1,
+                           "aten::mul": 0, "aten::add": 1}
     assert failures == []
