@@ -8,10 +8,11 @@
 --   precision; compute: kernels that are not communication (NCCL, HCCL); memory copies and sets are their own
 --   kind, not compute.
 -- * hta differs from HTA in one rule: an activity its µs rounding made -1 µs long (start rounded up past its end
---   rounded down) lasts 0 here. HTA's merge counts a run of such activities -1 µs each, so a memcpy rounded to
---   -1 µs at the start of a compute kernel lowers HTA's busy time but not its compute time, and its non_compute
---   time can come out negative (HTA 0.5 then stops on `assert non_compute_time >= 0`); with lengths of 0 the
---   merge is the union, compute <= busy, and HTA's numbers are kept wherever no activity is -1 µs long alone.
+--   rounded down) lasts 0 here. HTA's merge counts such an activity that no earlier one covers as a run of its own,
+--   -1 µs long, so a memcpy rounded to -1 µs at the start of a compute kernel lowers HTA's busy time but not its
+--   compute time, and its non_compute time can come out negative (HTA 0.5 then stops on
+--   `assert non_compute_time >= 0`); with lengths of 0 the merge is the union, compute <= busy, and HTA's numbers
+--   are kept wherever no activity is -1 µs long alone.
 -- Both: non_compute = busy time when no compute runs (communication, memory or other work alone); compute +
 -- non_compute + idle = the window. Unions merge what overlaps, across streams. non_compute splits into exposed
 -- communication, memory and other (what runs with no compute beside it: communication first, then memory); the
