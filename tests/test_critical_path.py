@@ -105,6 +105,48 @@ def test_cuda_stream_wait_event_holds_the_next_launch():
     ]
 
 
+
+def test_critical_path_never_runs_back_in_time_through_overlaps_and_ties():
+    """Two overlapping step windows, [0, 110] and [90, 250], with baz [95, 105] on thread 2 in both (it starts as k2
+    ends: a tie). Step 1: foo [0, 100] launches k1 (call 10-20, kernel 40-80 on stream 7, an idle queue: a launch
+    edge of 30) and then k2 (call 45-55) on the same stream at 70-95, 10 before k1 ends (programmatic dependent
+    launch): the kernel_kernel edge k1 end -> k2 start runs back 10 and weighs 0, so the path through it, 10 + 30 +
+    40 + 0 + 25 = 105, would be longer than its span (0 to 95). Step 2: bar [120, 200] launches k3 (call 130-140,
+    kernel 150-230 on stream 8) and waits in cudaStreamSynchronize [160, 190], whose Stream Sync ties k3's end (230)
+    to the call's end (190), back in time: the path through it, 10 + 20 + 80 + 0 + 10 = 120, would be longer than
+    its span (120 to 200). A path never takes an edge back in time: step 1's is foo's walk (100, from 0 to 100),
+    step 2's ends at k3's end (10 + 20 + 80 = 110, from 120 to 230)."""
+    from model_harness import build, rows
+
+    from profpipe.model_checks import check_models
+
+    ops = [{"side": "Host", "op_name": "aten::foo", "category": "cpu_op", "tid": 1, "start_ns": 0, "dur_ns": 100},
+           {"side": "Host", "op_name": "aten::baz", "category": "cpu_op", "tid": 2, "start_ns": 95, "dur_ns": 10},
+           {"side": "Host", "op_name": "aten::bar", "category": "cpu_op", "tid": 1, "start_ns": 120, "dur_ns": 80}]
+    calls = [_call(1, "cudaLaunchKernel", 10, 10), _call(2, "cudaLaunchKernel", 45, 10),
+             _call(3, "cudaLaunchKernel", 130, 10), _call(4, "cudaStreamSynchronize", 160, 30)]
+    device = [{"stream_id": 7, "kind": "kernel", "name": "k1", "correlation": 1, "start_ns": 40, "dur_ns": 40},
+              {"stream_id": 7, "kind": "kernel", "name": "k2", "correlation": 2, "start_ns": 70, "dur_ns": 25},
+              {"stream_id": 8, "kind": "kernel", "name": "k3", "correlation": 3, "start_ns": 150, "dur_ns": 80},
+              {"stream_id": 8, "kind": "sync", "name": "Stream Sync", "correlation": 4, "start_ns": 160, "dur_ns": 25}]
+    steps = [{"step": step, "kind": kind, "ts_ns": ts} for step, kind, ts in
+             ((1, "step_start", 0), (1, "step_end", 110), (2, "step_start", 90), (2, "step_end", 250))]
+    con = build({"host_op": ops, "host_api": calls, "device_exec": device, "step_point": steps})
+    try:
+        summary = {r["step"]: r for r in rows(con, "critical_path_summary")}
+        backwards = con.execute("SELECT count(*) FROM critical_path_edge WHERE to_ns < from_ns").fetchone()
+        failures = [str(f) for f in check_models(con) if "critical_path" in f.model]
+        in_both = con.execute("SELECT count(DISTINCT win) FROM int_critical_path_event WHERE name = 'aten::baz'").fetchone()
+    finally:
+        con.close()
+    assert in_both == (2,)
+    assert {step: (r["path_start_ns"], r["path_end_ns"], r["path_length_ns"]) for step, r in summary.items()} == \
+        {1: (0, 100, 100), 2: (120, 230, 110)}
+    assert (summary[1]["cpu_ns"], summary[2]["cpu_ns"], summary[2]["launch_ns"], summary[2]["gpu_compute_ns"]) == \
+        (100, 10, 20, 80)
+    assert backwards == (0,) and failures == []
+
+
 TRACES = {
     "simple_add": "HolisticTraceAnalysis/tests/data/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
     "alexnet": "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",

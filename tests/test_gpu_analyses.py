@@ -160,14 +160,23 @@ def _analysed(key: str, tmp_path: Path) -> Path:
 def test_hta_temporal_and_idle_breakdowns_are_reproduced(key: str, tmp_path: Path) -> None:
     """The hta rows of gpu_time_breakdown, gpu_idle_breakdown and comm_comp_overlap give HTA's own numbers (its µs rounding in its double arithmetic, its step cut-off, its kernel
     types and its interval merge), exactly, on the H100 fixture and six real traces (ROCm, epoch-ns, multi-stream,
-    sampled ranks 0 and 1, NCCL)."""
+    sampled ranks 0 and 1, NCCL), but for the one rule where profpipe differs: an activity HTA's rounding makes
+    -1 µs long that no earlier activity covers is a merged run of its own in HTA, counted -1 µs; it lasts 0 in
+    profpipe, so each such one adds 1 µs to HTA's busy time (to compute or non-compute by its type)."""
     expected = HTA["traces"][key]
     out = _analysed(key, tmp_path)
     temporal = expected["temporal"]
+    [(lone, lone_compute)] = query(out, """
+        SELECT count(*), count(*) FILTER (WHERE e.hta_type = 'computation') FROM int_hta_gpu_event e
+        WHERE e.end_ns = e.start_ns - 1000 AND NOT EXISTS (
+            SELECT 1 FROM int_hta_gpu_event o WHERE o.rank = e.rank AND o.capture = e.capture
+            AND (o.start_ns < e.start_ns OR (o.start_ns = e.start_ns AND o.end_ns < e.end_ns)) AND o.end_ns >= e.start_ns)""")
+    hta = {k: int(temporal[k] * 1000) for k in ("idle_time(us)", "compute_time(us)", "non_compute_time(us)",
+                                                 "kernel_time(us)")}
     assert query(out, "SELECT idle_ns, compute_ns, non_compute_ns, window_ns FROM gpu_time_breakdown "
                       "WHERE definition = 'hta'") == \
-        [tuple(int(temporal[k] * 1000) for k in ("idle_time(us)", "compute_time(us)", "non_compute_time(us)",
-                                                 "kernel_time(us)"))]
+        [(hta["idle_time(us)"] - 1000 * lone, hta["compute_time(us)"] + 1000 * lone_compute,
+          hta["non_compute_time(us)"] + 1000 * (lone - lone_compute), hta["kernel_time(us)"])]
     overlap = query(out, "SELECT overlap_share FROM comm_comp_overlap WHERE definition = 'hta'")
     hta_overlap = expected["comm_comp_overlap_pctg"]
     if hta_overlap != hta_overlap:  # NaN: no communication kernel
@@ -471,6 +480,11 @@ def test_op_flops_by_pytorchs_formulas_and_the_devices_peak(tmp_path: Path) -> N
     for name, flops, device_ns, achieved, peak, source, share in rows:
         assert achieved == pytest.approx(flops / (device_ns / 1e9), rel=1e-12)
         assert (peak, source) == (67e12, "device") and share == pytest.approx(achieved / 67e12, rel=1e-12)
+    # the GEMMs and convolutions ran on the CUDA cores, as their kernels' names say (sm80_xmma_*_ffma_*, *sgemm*);
+    # nothing names the element-wise ops' math
+    assert dict(query(out, "SELECT op_name, math_mode || ' ' || math_mode_source FROM op_flops")) == {
+        "aten::mm": "fp32 kernel_name", "aten::addmm": "fp32 kernel_name", "aten::conv2d": "fp32 kernel_name",
+        "aten::mul": "fp32 unknown", "aten::add": "fp32 unknown"}
     given = run(CUDA_TRACE.parent, tmp_path / "given", peak_tflops=100.0).output
     assert set(query(given, "SELECT peak_flops_per_second, peak_source FROM op_flops")) == {(100e12, "option")}
 
@@ -546,3 +560,115 @@ def test_timeline_flow_arrows_bind_each_launch_call_to_its_kernel(tmp_path: Path
                                                          e["args"].get("shared memory"))
                               for e in _device(raw)}
     assert {v[3] for v in by_correlation.values()} - {None}  # the kernels' registers are there
+
+
+def test_gpu_time_breakdown_where_kernels_overlap_across_streams_and_htas_rounding_gives_minus_one(tmp_path: Path) -> None:
+    """Kernels overlapping across streams at the window's edges (two start at its first µs, a memset ends with the
+    last kernel) and within it, and three memsets of 0.4 µs that HTA's rounding (start up, end down) makes -1 µs
+    long: at 23.3 µs alone in a gap, at 24.3 and 34.3 µs just before a compute kernel starts at 25 and 35 µs.
+    HTA's merge counts each of them -1 µs as a run of its own, so its busy time is 21 µs, its compute 22 µs and its
+    non-compute -1 µs (HTA 0.5 stops on its assert). The hta row gives them 0 µs instead. By hand, in µs:
+    window [5, 40] = 35; busy [5, 22] + [25, 27] + [35, 40] = 24, idle 11; compute [5, 20] + [25, 27] + [35, 40] =
+    22; non-compute 2 = communication alone in [20, 22]; communication's union [5, 8] + [18, 22] = 7, memory's [38,
+    40] = 2 (the memsets of 0 µs add nothing). The profpipe row at ns: the memsets last 0.4 µs each, busy 25.2 µs,
+    non-compute 3.2 (2 communication, 1.2 memory alone), idle 9.8."""
+    from model_harness import build, rows
+
+    from profpipe.model_checks import check_models
+
+    def activity(stream: int, kind: str, name: str, start_ns: int, dur_ns: int) -> dict:
+        return {"stream_id": stream, "kind": kind, "name": name, "start_ns": start_ns, "dur_ns": dur_ns}
+
+    nccl, memset = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "Memset (Device)"
+    device = [activity(7, "kernel", "gemm_a", 5_000, 7_000), activity(9, "kernel", nccl, 5_000, 3_000),
+              activity(10, "kernel", "gemm_c", 10_000, 10_000), activity(9, "kernel", nccl, 18_000, 4_000),
+              activity(8, "memset", memset, 23_300, 400), activity(8, "memset", memset, 24_300, 400),
+              activity(7, "kernel", "gemm_f", 25_000, 2_000), activity(8, "memset", memset, 34_300, 400),
+              activity(7, "kernel", "gemm_h", 35_000, 5_000), activity(8, "memset", memset, 38_000, 2_000)]
+    con = build({"device_exec": device, "run_info": [{}]})
+    try:
+        got = {r["definition"]: r for r in rows(con, "gpu_time_breakdown")}
+        minus_one = con.execute("SELECT count(*) FROM int_hta_gpu_event WHERE end_ns - start_ns = -1000").fetchone()
+        failures = [f for f in check_models(con) if f.model == "gpu_time_breakdown"]
+    finally:
+        con.close()
+    assert minus_one == (3,)  # HTA's rounding as HTA reads these activities
+    keys = ("window_ns", "busy_ns", "idle_ns", "compute_ns", "non_compute_ns", "exposed_communication_ns",
+            "exposed_memory_ns", "communication_busy_ns", "memory_busy_ns")
+    assert tuple(got["hta"][k] for k in keys) == (35_000, 24_000, 11_000, 22_000, 2_000, 2_000, 0, 7_000, 2_000)
+    assert tuple(got["profpipe"][k] for k in keys) == \
+        (35_000, 25_200, 9_800, 22_000, 3_200, 2_000, 1_200, 7_000, 3_200)
+    for row in got.values():
+        shares = (row["idle_share"], row["compute_share"], row["non_compute_share"])
+        assert all(0 <= s <= 1 for s in shares) and sum(shares) == pytest.approx(1)
+    assert failures == []
+
+
+def test_op_flops_chooses_the_peak_of_the_math_the_trace_shows() -> None:
+    """FP32-era and TF32-era ops, 1 ms of kernels each, on an A100 (data sheet: FP32 19.5 TFLOP/s, TF32 156, FP64 9.7,
+    FP64 tensor core 19.5) and a V100 (FP32 15.7, no TF32). The peak follows what the trace shows: a TF32 kernel name
+    (cuBLAS xmma, cutlass s1688 tensorop, a cuDNN fprop three ops down from conv2d), a CUDA-core name (sgemm), else
+    a rate above the CUDA cores' peak (the issue's addmm: 26.6 TFLOP/s in float), else unknown (the CUDA cores'
+    peak); a rate above every peak of its type (20 TFLOP/s of float on a V100) has no share. bmm ran one shape on
+    TF32 (3 TFLOP/s) and one on the CUDA cores (10 TFLOP/s), 1 ms each: 13 GFLOP in 2 ms against the two peaks
+    weighted by time, (156 + 19.5) / 2. Every share within [0, 1]."""
+    from model_harness import build, rows
+
+    from profpipe.model_checks import check_models
+
+    def device(name: str) -> str:
+        return json.dumps({"deviceProperties": [{"id": 0, "name": name}]})
+
+    ms = 1_000_000
+    plan = [  # rank, op, input type, TFLOP/s over 1 ms, the kernel (launched by the op or an op nested in it)
+        (0, "aten::addmm", "float", 26.6, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_kernel"),
+        (0, "aten::mm", "float", 10.0, "ampere_sgemm_128x64_nn"),
+        (0, "aten::conv2d", "float", 5.0,
+         "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_kernel"),
+        (0, "aten::bmm", "float", 3.0, "cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4"),
+        (0, "aten::bmm", "float", 10.0, "ampere_sgemm_64x64_nn"),  # another shape, on the CUDA cores
+        (0, "aten::baddbmm", "float", 26.6, "gemm_kernel_generic"),
+        (0, "aten::mul", "float", 0.5, "vectorized_elementwise_kernel"),
+        (0, "aten::add", "double", 15.0, "vectorized_elementwise_kernel"),
+        (1, "aten::mm", "float", 20.0, "volta_sgemm_128x64_nn"),
+    ]
+    ops, device_rows = [], []
+    for index, (rank, name, dtype, tflops, kernel_name) in enumerate(plan):
+        start = index * 10 * ms
+        ops.append({"rank": rank, "side": "Host", "op_name": name, "start_ns": start, "dur_ns": 2 * ms,
+                    "op_index": 10 * index, "parent_index": -1, "flops": int(tflops * 1e9), "flops_dtype": dtype})
+        launcher = 10 * index
+        if name == "aten::conv2d":  # conv2d -> convolution -> cudnn_convolution launches
+            for depth, inner in enumerate(("aten::convolution", "aten::cudnn_convolution"), start=1):
+                ops.append({"rank": rank, "side": "Host", "op_name": inner, "start_ns": start + depth, "dur_ns": ms,
+                            "op_index": 10 * index + depth, "parent_index": 10 * index + depth - 1})
+            launcher = 10 * index + 2
+        device_rows.append({"rank": rank, "kind": "kernel", "name": kernel_name, "start_ns": start + 3 * ms,
+                            "dur_ns": ms, "op_index": launcher})
+    run_info = [{"rank": 0, "device_type": "gpu", "layout": "kineto", "metadata_json": device("NVIDIA A100-SXM4-80GB")},
+                {"rank": 1, "device_type": "gpu", "layout": "kineto", "metadata_json": device("Tesla V100-SXM2-16GB")}]
+    con = build({"run_info": run_info, "host_op": ops, "device_exec": device_rows})
+    try:
+        got = {(r["rank"], r["op_name"]): (r["math_mode"], r["math_mode_source"], r["peak_flops_per_second"],
+                                           r["peak_share"]) for r in rows(con, "op_flops")}
+        tensor_time = dict(con.execute("SELECT op_name, tensor_core_time_share FROM op_flops WHERE rank = 0").fetchall())
+        failures = [str(f) for f in check_models(con) if f.model == "op_flops"]
+    finally:
+        con.close()
+    expected = {
+        (0, "aten::addmm"): ("tf32", "kernel_name", 156e12, 26.6 / 156),
+        (0, "aten::mm"): ("fp32", "kernel_name", 19.5e12, 10 / 19.5),
+        (0, "aten::conv2d"): ("tf32", "kernel_name", 156e12, 5 / 156),
+        (0, "aten::bmm"): ("mixed", "kernel_name", (156e12 + 19.5e12) / 2, 6.5 / ((156 + 19.5) / 2)),
+        (0, "aten::baddbmm"): ("tf32", "rate", 156e12, 26.6 / 156),
+        (0, "aten::mul"): ("fp32", "unknown", 19.5e12, 0.5 / 19.5),
+        (0, "aten::add"): ("fp64_tensor", "rate", 19.5e12, 15 / 19.5),
+        (1, "aten::mm"): ("fp32", "above_peak", 15.7e12, None),
+    }
+    assert set(got) == set(expected)
+    for key, (mode, source, peak, share) in expected.items():
+        assert got[key][:3] == (mode, source, pytest.approx(peak)), key
+        assert got[key][3] == (None if share is None else pytest.approx(share)), key
+    assert tensor_time == {"aten::addmm": 1, "aten::mm": 0, "aten::conv2d": 1, "aten::bmm": 0.5, "aten::baddbmm": 1,
+                           "aten::mul": 0, "aten::add": 1}
+    assert failures == []

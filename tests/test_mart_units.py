@@ -1128,16 +1128,17 @@ def _gpu_tables(*launched: tuple[dict, dict], **more) -> dict:
 
 def test_gpu_time_breakdown_by_hta_and_by_profpipe():
     """Two kernels overlapping, a copy after them, and a 0.4 µs memset that HTA's µs rounding (start up, end down)
-    makes -1 µs long, alone: HTA counts it so (busy less 1 µs), profpipe counts its 400 ns. profpipe's window is the
-    GPU's own span of the step (what the step, 0-100 µs, launched: 10 µs to the memset's end at 80.9 µs); HTA's the
-    span of the activities it keeps, µs-rounded (10 to 80 µs)."""
+    makes -1 µs long, alone: HTA counts it so (busy 59 µs, its window ending at the memset's rounded end, 80 µs);
+    the hta row gives it 0 µs at 81 µs (busy 60 µs, window 10 to 81 µs), profpipe counts its 400 ns. profpipe's
+    window is the GPU's own span of the step (what the step, 0-100 µs, launched: 10 µs to the memset's end at
+    80.9 µs)."""
     tables = _gpu_tables(_launched(1, 10_000, 30_000, 0), _launched(2, 30_000, 30_000, 1_000),
                          _launched(3, 50_000, 20_000, 2_000, kind="memcpy", name="Memcpy HtoD (Pageable -> Device)"),
                          _launched(4, 80_500, 400, 3_000, kind="memset", name="Memset (Device)"),
                          step_point=points(1, start=0, fp=5_000, end=100_000))
     same(model_rows(tables, "gpu_time_breakdown"), [
-        {"definition": "hta", "window_ns": 70_000, "busy_ns": 59_000, "idle_ns": 11_000, "compute_ns": 50_000,
-         "non_compute_ns": 9_000, "memory_busy_ns": 20_000, "exposed_memory_ns": 10_000, "idle_share": 11 / 70},
+        {"definition": "hta", "window_ns": 71_000, "busy_ns": 60_000, "idle_ns": 11_000, "compute_ns": 50_000,
+         "non_compute_ns": 10_000, "memory_busy_ns": 20_000, "exposed_memory_ns": 10_000, "idle_share": 11 / 71},
         {"definition": "profpipe", "window_ns": 70_900, "busy_ns": 60_400, "idle_ns": 10_500, "compute_ns": 50_000,
          "non_compute_ns": 10_400, "memory_busy_ns": 20_400, "exposed_memory_ns": 10_400,
          "exposed_communication_ns": 0, "compute_share": 50_000 / 70_900}])

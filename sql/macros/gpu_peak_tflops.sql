@@ -2,6 +2,8 @@
 -- input has Kineto's Input type `dtype`, from NVIDIA's data sheets: 'float' on the CUDA cores (FP32; PyTorch runs
 -- float matmuls there unless TF32 is allowed), 'c10::Half' / 'c10::BFloat16' on the tensor cores, 'double' FP64.
 -- NULL for a device or type not listed (give --peak-tflops). Device names as deviceProperties writes them.
+-- op_flops compares a float op with gpu_datasheet's TF32 peak instead where the trace shows it ran on the TF32
+-- tensor cores (its kernels' names, or a rate above the FP32 peak), and a double op with the FP64 tensor cores'.
 --   A100 (SXM and PCIe): FP64 9.7, FP32 19.5, FP16/BF16 312   H100 SXM (H100 80GB HBM3), H200: 34, 67, 989.4
 --   H100 PCIe: 26, 51, 756.5                                    H100 NVL, H200 NVL: 30, 60, 835.5
 --   V100 SXM2: 7.8, 15.7, 125 (FP16 only)   V100 PCIe: 7, 14, 112   V100S PCIe: 8.2, 16.4, 130

@@ -7,6 +7,12 @@
 --   host's steps; the span of its device work without steps), every kernel, memcpy and memset cut to it, at ns
 --   precision; compute: kernels that are not communication (NCCL, HCCL); memory copies and sets are their own
 --   kind, not compute.
+-- * hta differs from HTA in one rule: an activity its µs rounding made -1 µs long (start rounded up past its end
+--   rounded down) lasts 0 here. HTA's merge counts such an activity that no earlier one covers as a run of its own,
+--   -1 µs long, so a memcpy rounded to -1 µs at the start of a compute kernel lowers HTA's busy time but not its
+--   compute time, and its non_compute time can come out negative (HTA 0.5 then stops on
+--   `assert non_compute_time >= 0`); with lengths of 0 the merge is the union, compute <= busy, and HTA's numbers
+--   are kept wherever no activity is -1 µs long alone.
 -- Both: non_compute = busy time when no compute runs (communication, memory or other work alone); compute +
 -- non_compute + idle = the window. Unions merge what overlaps, across streams. non_compute splits into exposed
 -- communication, memory and other (what runs with no compute beside it: communication first, then memory); the
@@ -20,12 +26,14 @@ WITH steps AS (
            CASE WHEN kind IN ('memcpy', 'memset') THEN 'memory'
                 WHEN regexp_matches(name, '(?i)nccl|hccl') THEN 'communication' ELSE 'compute' END AS category
     FROM {{ ref('stg_device_exec') }} WHERE kind IN ('kernel', 'memcpy', 'memset')
+), hta AS (  -- HTA's activities, a -1 µs one 0 µs long
+    SELECT rank, capture, hta_type, start_ns, greatest(end_ns, start_ns) AS end_ns FROM {{ ref('int_hta_gpu_event') }}
 ), windows AS (
     SELECT 'profpipe' AS definition, o.rank, o.capture,
            coalesce(any_value(s.start_ns), min(o.start_ns)) AS start_ns, coalesce(any_value(s.end_ns), max(o.end_ns)) AS end_ns
     FROM ours o LEFT JOIN steps s USING (rank, capture) GROUP BY o.rank, o.capture
     UNION ALL
-    SELECT 'hta', rank, capture, min(start_ns), max(end_ns) FROM {{ ref('int_hta_gpu_event') }} GROUP BY rank, capture
+    SELECT 'hta', rank, capture, min(start_ns), max(end_ns) FROM hta GROUP BY rank, capture
 ), intervals AS (
     SELECT {'rank': o.rank, 'capture': o.capture, 'definition': 'profpipe'} AS grp, o.category,
            greatest(o.start_ns, w.start_ns) AS start_ns, least(o.end_ns, w.end_ns) AS end_ns
@@ -33,24 +41,7 @@ WITH steps AS (
     UNION ALL
     SELECT {'rank': rank, 'capture': capture, 'definition': 'hta'},
            CASE hta_type WHEN 'computation' THEN 'compute' ELSE hta_type END, start_ns, end_ns
-    FROM {{ ref('int_hta_gpu_event') }}
-), hta_runs AS (  -- HTA's own merge for busy and compute: in start order, a run ends where an activity starts after
-                  -- the latest end so far; each run counts its last end less its first start (an activity HTA's µs
-                  -- rounding made -1 µs long counts so when it stands alone), so the hta figures match HTA exactly
-    SELECT rank, capture, is_compute, start_ns, end_ns,
-           coalesce(start_ns > max(end_ns) OVER (PARTITION BY rank, capture, is_compute ORDER BY start_ns, end_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens
-    FROM (SELECT rank, capture, false AS is_compute, start_ns, end_ns FROM {{ ref('int_hta_gpu_event') }}
-          UNION ALL
-          SELECT rank, capture, true, start_ns, end_ns FROM {{ ref('int_hta_gpu_event') }} WHERE hta_type = 'computation')
-), hta_totals AS (
-    SELECT rank, capture, sum(run_ns) FILTER (WHERE NOT is_compute) AS busy_ns,
-           sum(run_ns) FILTER (WHERE is_compute) AS compute_ns
-    FROM (SELECT rank, capture, is_compute, max(end_ns) - min(start_ns) AS run_ns
-          FROM (SELECT *, sum(opens::INT) OVER (PARTITION BY rank, capture, is_compute ORDER BY start_ns, end_ns
-                                                ROWS UNBOUNDED PRECEDING) AS run FROM hta_runs)
-          GROUP BY rank, capture, is_compute, run)
-    GROUP BY rank, capture
+    FROM hta
 ), totals AS (
     SELECT grp.rank AS rank, grp.capture AS capture, grp.definition AS definition,
            sum(end_ns - start_ns) FILTER (WHERE len(categories) > 0) AS busy_ns,
@@ -83,9 +74,4 @@ SELECT w.rank, w.capture, w.definition,
        (w.end_ns - w.start_ns - coalesce(t.busy_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS idle_share,
        coalesce(t.compute_ns, 0) / nullif(w.end_ns - w.start_ns, 0) AS compute_share,
        (coalesce(t.busy_ns, 0) - coalesce(t.compute_ns, 0)) / nullif(w.end_ns - w.start_ns, 0) AS non_compute_share
-FROM windows w LEFT JOIN (
-    SELECT * EXCLUDE (definition), definition FROM totals WHERE definition = 'profpipe'
-    UNION ALL BY NAME  -- hta: HTA's merged busy and compute time; the kinds' own unions and exposed parts from the sweep
-    SELECT t.* REPLACE (h.busy_ns AS busy_ns, h.compute_ns AS compute_ns)
-    FROM totals t JOIN hta_totals h USING (rank, capture) WHERE t.definition = 'hta'
-) t USING (rank, capture, definition)
+FROM windows w LEFT JOIN totals t USING (rank, capture, definition)
