@@ -35,7 +35,10 @@ string (conflicting_entry when they differ); a name id StringIds lacks (unlinked
 without StringIds (missing_file), is counted per table with the name read instead (repaired: a kernel's shortName,
 else "kernel <id>"; "nameId <id>"; "[unnamed range]"). Fields other than names: intervals far outside the capture
 are left out (_drop_outside_capture); ids no context, stream or call of the export has, launch dimensions beyond
-CUDA's limits and impossible byte counts are counted and read as none (_check_fields).
+CUDA's limits and impossible byte counts are counted and read as none (_check_fields); device activities that start
+before their launching call are left out (_drop_before_launch). A file that fails SQLite's PRAGMA quick_check (a
+damaged page) is read for what SQLite returns, with a lossy ledger row; table and column names are matched without
+regard to case, as SQLite does. Intervals of 0 ns are legitimate: counted, kept.
 """
 from __future__ import annotations
 
@@ -231,7 +234,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     db = open_sqlite(path)
     db.text_factory = decode
     try:
-        columns = sqlite_columns(db)
+        columns = _spelled(sqlite_columns(db))
+        _quick_check(db, path, warn)
         if not _NSYS_TABLES & columns.keys():
             if "StringTable" in columns or "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in columns:
                 raise InputError(path, "an nvprof export (StringTable, CONCURRENT_KERNEL): not read; open the run "
@@ -256,6 +260,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             _drop_bad_intervals(con, path, warn)
             _drop_outside_capture(con, db, columns, path, warn)
             _check_fields(con, db, columns, path, warn)
+            _drop_before_launch(con, path, warn)
             _count_zero_length(con, path, warn)
             _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
@@ -263,6 +268,21 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         raise InputError(path, f"cannot be read as an SQLite database ({exc})") from None
     finally:
         db.close()
+
+
+#: The tables and columns read besides _LOADS' and _SIGNATURES' (metadata, reference lists, an nvprof export's).
+_OTHER_TABLES = ("ANALYSIS_DETAILS", "TARGET_INFO_CUDA_CONTEXT_INFO", "TARGET_INFO_CUDA_STREAM", "META_DATA_EXPORT",
+                 "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_GPU", "StringTable", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
+_OTHER_COLUMNS = ("duration", "nullStreamId", "name", "utcEpochNs")
+
+
+def _spelled(columns: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The export's table and column names, those profpipe reads spelled as it spells them: SQLite's names are
+    case-insensitive (a flipped case bit in the schema, or another writer's spelling, names the same table)."""
+    tables = {t.upper(): t for t in (*(table for table, _ in _LOADS.values()), *_OTHER_TABLES)}
+    names = {c.lower(): c for c in (*(c for _, wanted in _LOADS.values() for c in wanted),
+                                    *(c for signature in _SIGNATURES.values() for c in signature), *_OTHER_COLUMNS)}
+    return {tables.get(t.upper(), t): {names.get(c.lower(), c) for c in have} for t, have in columns.items()}
 
 
 def _by_content(columns: dict[str, set[str]]) -> dict[str, str]:
@@ -432,6 +452,37 @@ def _drop_outside_capture(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection
              "the starts and 1 s); left out", check="out_of_range", action="dropped", rows=count, path=path,
              example=example, tables=_out_table(name))
         con.execute(f"DELETE FROM {name} WHERE {outside[name]}")
+
+
+def _quick_check(db: sqlite3.Connection, path: Path, warn: Warn) -> None:
+    """SQLite's own consistency check of the file's pages (PRAGMA quick_check: one pass over the file, no index
+    check). A failed check means a damaged page, whose rows SQLite may skip or return changed: what it returns is
+    read, and the ledger says that rows may be missing (malformed_record, dropped: the run is partial)."""
+    problems = [str(line) for (line,) in db.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        warn(f"{path}: the SQLite file fails its own consistency check (PRAGMA quick_check: {'; '.join(problems)}): "
+             "a page is damaged; rows on it may be missing or changed; the rows SQLite returns are read",
+             check="malformed_record", action="dropped", path=path, example=problems[0])
+
+
+def _drop_before_launch(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """Leave out, per table (clock, dropped), the device activities that start before the runtime or driver call that
+    launched them (the first call of their process with their correlation id) started: no GPU runs work before it is
+    asked for, and nsys puts both on one clock (real exports: 1 µs or more after), so one of the times is damaged."""
+    calls = ("(SELECT (globalTid >> 24) & 16777215 AS pid, correlationId, min(start) AS call_start FROM "
+             "(SELECT globalTid, correlationId, start FROM runtime UNION ALL SELECT globalTid, correlationId, start "
+             "FROM driver) GROUP BY ALL)")
+    for name in _DEVICE_TABLES:
+        early = (f"EXISTS (SELECT 1 FROM {calls} c WHERE c.correlationId = {name}.correlationId "
+                 f"AND c.pid = ({name}.globalPid >> 24) & 16777215 AND {name}.start < c.call_start)")
+        count, example = con.execute(f"SELECT count(*), any_value(concat('start ', start, ', correlationId ', "
+                                     f"correlationId)) FROM {name} WHERE {early}").fetchall()[0]
+        if not count:
+            continue
+        warn(f"{path}: table {_LOADS[name][0]}: {count} rows start before the call that launched them (same process "
+             "and correlationId) started: a damaged time; left out", check="clock", action="dropped", rows=count,
+             path=path, example=example, tables="device_exec")
+        con.execute(f"DELETE FROM {name} WHERE {early}")
 
 
 def _count_zero_length(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
