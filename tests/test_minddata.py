@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -390,3 +391,50 @@ def test_aicpumi_cut_anywhere_keeps_the_whole_records_and_counts_the_cut_one(tmp
         lossy = [(e.check, e.action, e.rows) for e in outcome.health if e.lossy]
         at_boundary = cut == 0 or data[:cut].endswith(b"\x00")
         assert lossy == ([] if at_boundary else [("truncated", "dropped", 1)]), cut
+
+
+def _aicpumi_rows(outcome) -> list[tuple]:
+    return sorted(zip(outcome.tables["data_batch_time"].column("ts_ns").to_pylist(),
+                      outcome.tables["data_batch_time"].column("dur_ns").to_pylist(),
+                      outcome.tables["queue_sample"].column("size").to_pylist()))
+
+
+def test_aicpumi_records_run_on_from_one_slice_into_the_next(tmp_path: Path):
+    """MindSpore joins the slices of a raw file in slice order before reading them: a record cut at the end of
+    .slice_0 goes on in .slice_1. Every split point: the same rows as the whole file, numbered once, no ledger row."""
+    data = (SINK / "era_a" / _AICPUMI).read_bytes()
+    whole = read_damaged(SINK / "era_a")
+    second = (SINK / "era_a" / _AICPUMI).with_name(_AICPUMI.rsplit("/", 1)[1].replace("slice_0", "slice_1"))
+    for split in range(1, len(data)):
+        folder = tmp_path / f"split{split}"
+        shutil.copytree(SINK / "era_a", folder)
+        (folder / _AICPUMI).write_bytes(data[:split])
+        (folder / second.relative_to(SINK / "era_a")).write_bytes(data[split:])
+        outcome = read_damaged(folder)
+        assert not outcome.health and not outcome.errors, (split, outcome.health, outcome.errors)
+        assert _aicpumi_rows(outcome) == _aicpumi_rows(whole), split
+        assert outcome.tables["queue_sample"].column("sample").to_pylist() == list(range(data.count(b"\x00")))
+
+
+def test_aicpumi_record_cut_before_nul_padding_is_counted_as_truncated(tmp_path: Path):
+    """A record cut short and the rest of the file NUL bytes (a block written whole): a last record that lacks a
+    field is dropped and counted (truncated), the records before it kept. A cut inside the last number leaves a
+    complete record: no check can tell (the limit of the format)."""
+    folder = tmp_path / "era_a"
+    shutil.copytree(SINK / "era_a", folder)
+    data = (SINK / "era_a" / _AICPUMI).read_bytes()
+    for cut in range(1, len(data)):
+        if data[:cut].endswith(b"\x00"):
+            continue
+        (folder / _AICPUMI).write_bytes(data[:cut] + b"\x00" * 64)
+        outcome = read_damaged(folder)
+        part = data[:cut].rsplit(b"\x00", 1)[-1].decode()
+        complete = "Node:" in part and all(re.search(label + r"\s*\d", part)
+                                           for label in ("queue size:", "Run start:", "Run end:"))
+        whole = data[:cut].count(b"\x00")
+        lossy = [(e.check, e.action, e.rows) for e in outcome.health if e.lossy]
+        if complete:  # kept, unless its cut number is impossible (an end before its start: counted)
+            assert outcome.rows("queue_sample") == whole + 1 - sum(rows for _, _, rows in lossy), (cut, lossy)
+        else:
+            assert lossy == [("truncated", "dropped", 1)], (cut, part, outcome.health)
+            assert outcome.rows("queue_sample") == whole, cut

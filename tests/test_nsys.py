@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
-from profpipe.errors import InputError
+from profpipe.errors import InputError, NoProfilerData
 
 NSYS = FIXTURES / "nsys"
 MS = 1_000_000
@@ -147,7 +147,81 @@ def test_export_without_kernel_or_nvtx_tables(tmp_path: Path):
     assert result.ranks == [3]
     assert query(result.output, "SELECT kind, dur_ns, bytes FROM device_exec") == [("memset", 1472, 4608)]
     assert query(result.output, "SELECT count(*) FROM host_api") == [(23,)]
-    assert query(result.output, "SELECT count(*) FROM host_op") == [(0,)]
+    # its OS runtime calls are its host ops: per name, the calls and total time the export holds
+    direct = _direct(export, "SELECT s.value, count(*), sum(o.end - o.start) FROM OSRT_API o JOIN StringIds s "
+                             "ON s.id = o.nameId GROUP BY 1")
+    ours = query(result.output, "SELECT op_name, count(*), sum(dur_ns)::BIGINT FROM host_op WHERE category = 'os_runtime' "
+                                "GROUP BY 1")
+    assert sorted(ours) == sorted(direct) and len(ours) > 10
+    stats = query(result.output, "SELECT op_name, calls, host_total_ns FROM host_op_stats WHERE op_name = 'poll'")
+    assert stats == [next(row for row in direct if row[0] == "poll")]
+    assert not result.health["partial"]  # nothing lost: the missing kernels are said, not damage
+    said = _ledger(result)
+    assert said[("other", "kept")] == 0 and said[("out_of_range", "kept")] == 3  # three OS calls of 0 ns
+
+
+NO_KERNELS = FIXTURES / "nsys_no_kernels"
+
+
+def test_no_kernels_generator_reproduces(tmp_path: Path):
+    assert_generator_reproduces("nsys.py", NO_KERNELS, tmp_path, "--no-kernels")
+
+
+def test_an_export_without_kernels_gives_its_os_runtime_calls_and_says_why_the_gpu_analyses_are_empty(tmp_path: Path):
+    """The fixture's numbers by hand (fixtures/generators/nsys.py --no-kernels): two polls of 3 and 4 ms, an ioctl
+    of 0 ns, a pthread_create of 0.1 ms on another thread; one memset of 10 µs."""
+    result = run(NO_KERNELS, tmp_path / "out")
+    ops = query(result.output, "SELECT op_name, tid, start_ns - 1000000000, dur_ns, category, parent_index FROM host_op "
+                               "ORDER BY start_ns, op_name")
+    assert ops == [("poll", 4243, MS, 3 * MS, "os_runtime", None),
+                   ("pthread_create", 4244, 1_500_000, 100_000, "os_runtime", None),
+                   ("ioctl", 4243, 2 * MS, 0, "os_runtime", None),
+                   ("poll", 4243, 5 * MS, 4 * MS, "os_runtime", None)]
+    stats = query(result.output, "SELECT op_name, calls, host_total_ns, host_self_share FROM host_op_stats "
+                                 "ORDER BY op_name")
+    assert stats == [("ioctl", 1, 0, 0.0), ("poll", 2, 7 * MS, pytest.approx(7 / 7.1)),
+                     ("pthread_create", 1, 100_000, pytest.approx(0.1 / 7.1))]
+    assert query(result.output, "SELECT kind, dur_ns, bytes FROM device_exec") == [("memset", 10_000, 4096)]
+    assert query(result.output, "SELECT count(*) FROM kernel_stats") == [(0,)]
+    assert not result.health["partial"]
+    rows = {(r["check_name"], r["action"]): r for r in result.health["rows"]}
+    assert "no CUDA kernels" in rows[("other", "kept")]["message"]
+    assert "4 OS runtime calls" in rows[("other", "kept")]["message"]
+    assert rows[("out_of_range", "kept")]["rows"] == 1  # the ioctl of 0 ns, kept
+    assert "OSRT_API" in rows[("out_of_range", "kept")]["message"]
+
+
+def test_an_export_of_nothing_is_nothing_to_analyse(tmp_path: Path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(NO_KERNELS / "report1.sqlite", folder / "report1.sqlite")
+    with sqlite3.connect(folder / "report1.sqlite") as db:
+        for table in ("OSRT_API", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMSET"):
+            db.execute(f"DELETE FROM {table}")
+    with pytest.raises(NoProfilerData, match="read no event"):
+        run(folder, tmp_path / "out")
+
+
+def test_a_kernel_table_under_another_name_is_read_by_its_columns(tmp_path: Path):
+    """A newer schema may name the kernel table otherwise: the table with its columns is read, and said."""
+    folder = _export_with(tmp_path, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUDA_GPU_KERNEL_EVENTS")
+    result = run(folder, tmp_path / "out")
+    stats = query(result.output, "SELECT name, instances, total_ns, min_ns, max_ns FROM kernel_stats")
+    assert {n: (i, t, lo, hi) for n, i, t, lo, hi in stats} == _kernel_totals(NSYS / "report1.sqlite")
+    rows = {(r["check_name"], r["action"]): r for r in result.health["rows"]}
+    assert "read CUDA_GPU_KERNEL_EVENTS" in rows[("ambiguous", "kept")]["message"]
+    assert not result.health["partial"]
+    info = query(result.output, "SELECT metadata_json->>'tables_by_columns' FROM run_info")
+    assert json.loads(info[0][0]) == {"CUPTI_ACTIVITY_KIND_KERNEL": "CUDA_GPU_KERNEL_EVENTS"}
+
+
+def test_zero_length_kernels_are_counted_and_kept(tmp_path: Path):
+    folder = _export_with(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start WHERE rowid IN (1, 3)")
+    result = run(folder, tmp_path / "out")
+    assert query(result.output, "SELECT count(*), count(*) FILTER (WHERE dur_ns = 0) FROM device_exec "
+                                "WHERE kind = 'kernel'") == [(4, 2)]
+    assert _ledger(result)[("out_of_range", "kept")] == 2
+    assert not result.health["partial"]
 
 
 def _export_with(tmp_path: Path, sql: str, name: str = "report1.sqlite") -> Path:

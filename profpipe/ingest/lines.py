@@ -257,6 +257,17 @@ def drop_rows(frame: pl.DataFrame, bad: pl.Expr, warn: Warn, path: Path | str, c
     return drop_checked(frame, [RowCheck(bad, check, what, example, action)], warn, path, line_column, tables)
 
 
+def count_rows(frame: pl.DataFrame, bad: pl.Expr, warn: Warn, path: Path | str, check: str, what: str,
+               line_column: str = "line_no", tables: str | None = None, example: pl.Expr | None = None) -> None:
+    """Report the rows of `frame` where `bad` holds as one ledger row (check, kept: legitimate or harmless, they
+    stay as recorded), as drop_rows reports those it leaves out."""
+    hits = frame.filter(bad.fill_null(False))
+    if hits.height:
+        if line_column in hits.columns:
+            hits = hits.sort(line_column)
+        _report(hits, RowCheck(bad, check, what, example, "kept"), warn, path, line_column, tables)
+
+
 class RowCheck(NamedTuple):
     """One damage rule of drop_checked: the rows where `bad` holds are reported as `check` and left out."""
     bad: pl.Expr

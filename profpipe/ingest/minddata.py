@@ -105,8 +105,8 @@ def read_logs(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     for role, reader in readers:
         if role in source.files:
             yield from _guarded(role, reader(source, role, warn), warn)
-    for path in source.slices.get("get_next_raw", []):
-        yield from _guarded("get_next_raw", _get_next_raw(source, path, warn), warn)
+    if source.slices.get("get_next_raw"):
+        yield from _guarded("get_next_raw", _get_next_raw(source, source.slices["get_next_raw"], warn), warn)
 
 
 def _guarded(role: str, tables: Iterator[tuple[str, pa.Table]], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
@@ -452,18 +452,24 @@ def _get_next(source: Source, role: str, warn: Warn) -> Iterator[tuple[str, pa.T
     yield from _get_next_tables(source, fields, to_ns, warn, path, _TABLES[role])
 
 
-def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
+def _get_next_raw(source: Source, paths: list[Path], warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Era A raw records `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>` (any field order),
-    each ended by a NUL byte, times in µs. A last record without its NUL (the file was cut) is dropped
-    and reported; an empty file (nothing but NUL bytes) gives no rows and a warning (`kept`: MindSpore reads it as
-    empty). A file cut exactly after a record's NUL is a well-formed shorter file: nothing in it or
-    beside it tells it from a shorter recording."""
-    text = read_capped(path, MAX_WHOLE_FILE_BYTES, "era A GetNext records")  # kilobytes in real runs
+    each ended by a NUL byte, times in µs, in slices (`.slice_0`, `.slice_1`, ...) joined in slice order as
+    MindSpore joins them: a record may run on from one slice into the next. A last record without its NUL (the file
+    was cut) is dropped and reported (truncated); so is a last record that lacks a field or a digit's end before
+    NUL padding (a cut record padded with NUL bytes, as a block written whole leaves it: truncated) and any other
+    record without its four fields (malformed_record). An empty file (nothing but NUL bytes) gives no rows and a
+    warning (`kept`: MindSpore reads it as empty). A file cut exactly after a record's NUL is a well-formed shorter
+    file: nothing in it or beside it tells it from a shorter recording."""
+    texts = [read_capped(path, MAX_WHOLE_FILE_BYTES, "era A GetNext records") for path in paths]  # kilobytes
+    text, path = b"".join(texts), paths[-1]
+    last_start = len(text) - len(texts[-1])  # where the last slice begins in the joined text
     end = text.rfind(b"\x00") + 1
     if text[end:].strip(b"\x00 \t\r\n"):
-        warn(f"{path}, byte {end}: the last record has no terminating NUL byte (the file was cut short?); dropped",
-             check="truncated", action="dropped", rows=1, path=path, offset=end,
-             example=text[end:end + 120].decode("utf-8", "replace"), tables=_TABLES["get_next_raw"])
+        warn(f"{path}, byte {max(end - last_start, 0)}: the last record has no terminating NUL byte (the file was "
+             "cut short?); dropped", check="truncated", action="dropped", rows=1, path=path,
+             offset=max(end - last_start, 0), example=text[end:end + 120].decode("utf-8", "replace"),
+             tables=_TABLES["get_next_raw"])
     try:
         text[:end].decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -471,22 +477,9 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
              check="bad_encoding", action="repaired", rows=1, path=path, offset=exc.start,
              example=text[max(exc.start - 40, 0):exc.start + 40].decode("utf-8", "replace"),
              tables=_TABLES["get_next_raw"])
-    rows = []
-    offset = 0
-    for line, record in enumerate(text[:end].split(b"\x00"), start=1):
-        if not record.strip():
-            offset += len(record) + 1
-            continue
-        fields = dict(part.split(":", 1) for part in record.decode("utf-8", "replace").split(",") if ":" in part)
-        fields = {k.strip(): v.strip() for k, v in fields.items()}
-        try:
-            rows.append((line, fields["Node"], int(fields["Run start"]), int(fields["Run end"]),
-                         int(fields["queue size"]), record.decode("utf-8", "replace")))
-        except (KeyError, ValueError):
-            raise InputError(path, f"expected `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>`, "
-                                   f"got {record[:80]!r}", offset=offset) from None
-        offset += len(record) + 1
-    if not rows:
+    records = pl.DataFrame({"line": text[:end].decode("utf-8", "replace").split("\x00")}).with_row_index(
+        "line_no", offset=1).with_columns(pl.col("line_no").cast(pl.Int64)).filter(pl.col("line").str.strip_chars() != "")
+    if not records.height:
         if text.strip(b"\x00") and not text[end:].strip(b"\x00 \t\r\n"):  # blank, and no cut-short record counted
             raise InputError(path, "no records (expected NUL-separated `Node:<name>, queue size:<q>, ...` records)")
         if not text.strip(b"\x00"):
@@ -494,15 +487,27 @@ def _get_next_raw(source: Source, path: Path, warn: Warn) -> Iterator[tuple[str,
                  "file empty when the device queue reported nothing, as in the real JOB3)", check="ambiguous",
                  action="kept", rows=0, path=path, tables=_TABLES["get_next_raw"])
         return
-    big = [r for r in rows if not all(0 <= v <= _MAX_COUNT for v in r[2:5])]
-    if big:
-        warn(f"{path}: {len(big)} records with a negative or out-of-range number, e.g. {big[0][5][:80]!r}; left out",
-             check="out_of_range", action="dropped", rows=len(big), path=path, example=big[0][5],
-             tables=_TABLES["get_next_raw"])
-        rows = [r for r in rows if r not in big]
-    fields = pl.DataFrame([r[:5] + (r[5],) for r in rows],
-                          schema={"line_no": pl.Int64, "name": pl.String, "start": pl.Int64, "end": pl.Int64,
-                                  "size": pl.Int64, "line": pl.String}, orient="row")
+    field = {"name": r"(?:^|,)\s*Node:\s*([^,]*?)\s*(?:,|$)", "size": r"(?:^|,)\s*queue size:\s*(-?\d+)\s*(?:,|$)",
+             "start": r"(?:^|,)\s*Run start:\s*(-?\d+)\s*(?:,|$)", "end": r"(?:^|,)\s*Run end:\s*(-?\d+)\s*(?:,|$)"}
+    fields = records.with_columns(*[pl.col("line").str.extract(pattern, 1).alias(name) for name, pattern in field.items()])
+    complete = pl.all_horizontal(pl.col(name).is_not_null() for name in field)
+    padded = text[:end].rstrip(b"\x00 \t\r\n").count(b"\x00") < text[:end].count(b"\x00") - 1  # NULs after its own
+    cut = padded & (pl.col("line_no") == fields["line_no"].max())
+    fields = drop_rows(fields, ~complete & cut, warn, path, "truncated", "records cut short before the NUL padding "
+                       "that ends the file (the last record lacks a field)", tables=_TABLES["get_next_raw"])
+    if not fields.height:
+        return
+    if not fields.filter(complete).height:
+        first = fields.row(0, named=True)
+        raise InputError(path, f"expected `Node:<name>, queue size:<q>, Run start:<t>, Run end:<t>`, got "
+                               f"{first['line'][:80]!r}", line=first["line_no"])
+    fields = drop_rows(fields, ~complete, warn, path, "malformed_record", "records without their four fields "
+                       "(Node, queue size, Run start, Run end)", tables=_TABLES["get_next_raw"])
+    numbers = [pl.col(name).cast(pl.Int64, strict=False) for name in ("start", "end", "size")]
+    fields = drop_rows(fields, ~pl.all_horizontal(n.is_between(0, _MAX_COUNT).fill_null(False) for n in numbers),
+                       warn, path, "out_of_range", "records with a negative or out-of-range number",
+                       tables=_TABLES["get_next_raw"], example=pl.col("line"))
+    fields = fields.with_columns(numbers)
     fields = drop_duplicate_lines(fields, warn, path, "get_next records", tables=_TABLES["get_next_raw"])
     yield from _get_next_tables(source, fields, 1_000, warn, path, _TABLES["get_next_raw"])
 

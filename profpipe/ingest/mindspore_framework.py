@@ -26,7 +26,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..health import Warn
 from ..clocks import mindspore_framework_clock
-from .lines import (MAX_JSON_BYTES, MAX_NS, drop_duplicate_lines, drop_incomplete, drop_rows, iter_csv_frames,
+from .lines import (MAX_JSON_BYTES, MAX_NS, count_rows, drop_duplicate_lines, drop_incomplete, drop_rows, iter_csv_frames,
                     iter_line_frames, load_json, read_capped, read_lines, require)
 from .run_info import run_info
 from .units import ms_to_ns, us_to_ns
@@ -142,6 +142,13 @@ def _op_executions(path: Path, role: str, shift_ns: int, warn: Warn) -> Iterator
         execs = drop_rows(execs, ~pl.struct("op_name", "start_ns", "dur", "tid").is_first_distinct(), warn, path,
                           "duplicate_record", "repeated op executions (same op, start and duration)",
                           tables="host_op", example=pl.concat_str("op_name", pl.lit(";"), "exec"))
+        execs = drop_rows(execs, pl.col("start_ns") < pl.col("start_ns").shift(1).over("line_no"), warn, path,
+                          "clock", "op executions that start before the execution before them on their line (the "
+                          "profiler writes an op's executions in time order: a damaged time)", tables="host_op",
+                          example=pl.concat_str("op_name", pl.lit(";"), "exec"))
+        count_rows(execs, pl.col("dur") == 0, warn, path, "out_of_range", "op executions last 0 ns, shorter than the "
+                   "file's time resolution (real files hold them)", tables="host_op",
+                   example=pl.concat_str("op_name", pl.lit(";"), "exec"))
         yield execs.select(
             pl.lit(_OP_SIDE[role]).alias("side"),
             "tid",
@@ -170,7 +177,10 @@ def _checked_spans(frame: pl.DataFrame, path: Path, warn: Warn, table: str, what
 
 def _activity_executions(path: Path, warn: Warn) -> Iterator[pl.DataFrame]:
     """One row per kernel/memcpy/memset execution; the name may hold ';', so split from the right.
-    Repeated lines and executions with a bad time or duration are left out and reported."""
+    Repeated lines and executions with a bad time or duration are left out and reported. An execution that starts
+    before the one before it of the same kernel (the profiler writes a kernel's executions in time order) is counted
+    and kept (clock, kept): lines moved change no number; a damaged time moves one execution."""
+    last = pl.DataFrame(schema={"1": pl.String, "last_start": pl.Int64})  # per kernel, its last start so far
     for lines in iter_line_frames(path, warn=warn, allow_blank=False):
         rows = lines.with_columns(pl.col("line").str.extract_groups(
             rf"^(.+);({_INT});({_INT});({_NUM})$").alias("f")).unnest("f")
@@ -182,6 +192,15 @@ def _activity_executions(path: Path, warn: Warn) -> Iterator[pl.DataFrame]:
                 "a stream id and a start time within the 64-bit integer range")
         rows = _checked_spans(rows, path, warn, "device_exec", "kernel executions", 0, pl.col("line"))
         rows = drop_duplicate_lines(rows, warn, path, "kernel executions", tables="device_exec")
+        ordered = rows.with_row_index("order").join(last, on="1", how="left").sort("order")
+        count_rows(ordered, pl.col("start_ns") < pl.coalesce(pl.col("start_ns").shift(1).over("1"), "last_start"),
+                   warn, path, "clock", "kernel executions start before the execution before them of the same kernel "
+                   "(the profiler writes a kernel's executions in time order: lines moved, or a damaged time)",
+                   tables="device_exec")
+        count_rows(rows, pl.col("dur") == 0, warn, path, "out_of_range", "kernel executions last 0 ns, shorter "
+                   "than the file's time resolution (real files hold them)", tables="device_exec")
+        last = pl.concat([last, rows.group_by("1").agg(pl.col("start_ns").last().alias("last_start"))]).unique(
+            "1", keep="last", maintain_order=True)
         name = pl.col("1")
         yield rows.select(
             "stream_id",

@@ -84,15 +84,29 @@ def _drop_bad_times(frame: pl.DataFrame, warn: Warn, columns: list[str], tables:
     return frame
 
 
+def _count_kept(frame: pl.DataFrame, bad: pl.Expr, name: str, warn: Warn, check: str, what: str) -> None:
+    """Count the task rows where `bad` holds, kept as recorded: one ledger row per file with the first one's line."""
+    hits = frame.filter(bad.fill_null(False)).group_by("file", maintain_order=True).agg(
+        pl.len().alias("rows"), pl.col("line").first(), pl.col(name).first().alias("example"))
+    for path, rows, line, example in hits.iter_rows():
+        warn(f"{path}:{line}: {rows} {what}; kept as recorded", check=check, action="kept", rows=rows, path=path,
+             line=line, example=example, tables="device_exec")
+
+
 def _count_zero_length(frame: pl.DataFrame, duration: str, name: str, warn: Warn) -> None:
     """Tasks of 0 µs are legitimate (shorter than the file's µs resolution; real exports hold them, mostly sync and
-    notify tasks): kept as recorded, counted per file with the first one's line."""
-    zero = frame.filter(pl.col(duration) == 0).group_by("file", maintain_order=True).agg(
-        pl.len().alias("rows"), pl.col("line").first(), pl.col(name).first().alias("example"))
-    for path, rows, line, example in zero.iter_rows():
-        warn(f"{path}:{line}: {rows} tasks last 0 ns, shorter than the file's time resolution (real exports hold "
-             "them); kept as recorded", check="out_of_range", action="kept", rows=rows, path=path, line=line,
-             example=example, tables="device_exec")
+    notify tasks): counted, kept."""
+    _count_kept(frame, pl.col(duration) == 0, name, warn, "out_of_range", "tasks last 0 ns, shorter than the file's "
+                "time resolution (real exports hold them)")
+
+
+def _count_backwards(frame: pl.DataFrame, stream: str, start: str, name: str, warn: Warn) -> None:
+    """Task rows that start before the row before them on their stream (in file order): msprof writes a stream's
+    tasks in time order. The rows are read by their times, so lines moved change no number, and a damaged time
+    moves its one task: counted, kept (clock)."""
+    _count_kept(frame, pl.col(start) < pl.col(start).shift(1).over("file", stream), name, warn, "clock",
+                "tasks start before the task before them on their stream (msprof writes a stream's tasks in time "
+                "order: rows moved, or a damaged time)")
 
 
 _KEYS = ["__key0", "__key1"]
@@ -208,6 +222,7 @@ def read_op_summary(paths: list[Path], names: dict[str, str],
     frame = _drop_bad_times(frame, warn, [c["start"], c["duration"]], tables, c["name"], durations=(c["duration"],))
     _check_numbers(frame, [c["stream_id"], c["task_id"], c["start"], c["duration"]])
     _count_zero_length(frame, c["duration"], c["name"], warn)
+    _count_backwards(frame, c["stream_id"], c["start"], c["name"], warn)
     metrics = _exec_metrics(long, frame.select("file", "line", stream_id=c["stream_id"],
                                                task_id=c["task_id"], start_ns=c["start"]),
                             pl.concat(list(metric_maps.values())).unique("column"), warn)

@@ -5,11 +5,15 @@ creates its tables lazily, so any of them may be missing: that is no error, the 
 read. SQLite is opened read-only and immutable (nothing is written beside the input) and the tables
 are copied in batches into a scratch DuckDB database (scratch.py):
 
-* CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / SYNCHRONIZATION -> device_exec (kernel names: the
+* CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / SYNCHRONIZATION -> device_exec (a kernel or memcpy table under
+  another name, as a newer schema may write it, is found by its columns: _SIGNATURES; kernel names: the
   demangled signature; memcpy "[CUDA memcpy Host-to-Device]" and the like by copy kind, memset
   "[CUDA memset]", as Nsight Systems names them; grid, block, bytes);
 * CUPTI_ACTIVITY_KIND_RUNTIME / DRIVER -> host_api (names without the CUDA version CUPTI appends, "_v" + 4 or 5 digits: _v7000, _v11030; a function's own "_v2" stays;
   thread id unpacked from globalTid);
+* OSRT_API (the OS runtime calls nsys traces: poll, ioctl, pthread_*, file I/O) -> host_op, category os_runtime,
+  on their thread, not nested (parent_index null): an export without CUDA activity still shows where its host
+  threads waited;
 * NVTX_EVENTS push/pop and start/end ranges -> host_op (category nvtx, or the step phase a range's
   name says: dataloader, forward, backward, optimizer; text inline or registered;
   the ", seq = ..., sizes = ..." details of PyTorch's emit_nvtx cut from the name), nested per
@@ -31,7 +35,10 @@ string (conflicting_entry when they differ); a name id StringIds lacks (unlinked
 without StringIds (missing_file), is counted per table with the name read instead (repaired: a kernel's shortName,
 else "kernel <id>"; "nameId <id>"; "[unnamed range]"). Fields other than names: intervals far outside the capture
 are left out (_drop_outside_capture); ids no context, stream or call of the export has, launch dimensions beyond
-CUDA's limits and impossible byte counts are counted and read as none (_check_fields).
+CUDA's limits and impossible byte counts are counted and read as none (_check_fields); device activities that start
+before their launching call are left out (_drop_before_launch). A file that fails SQLite's PRAGMA quick_check (a
+damaged page) is read for what SQLite returns, with a lossy ledger row; table and column names are matched without
+regard to case, as SQLite does. Intervals of 0 ns are legitimate: counted, kept.
 """
 from __future__ import annotations
 
@@ -67,9 +74,16 @@ _LOADS: dict[str, tuple[str, tuple[str, ...]]] = {
     "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", _API),
     "driver": ("CUPTI_ACTIVITY_KIND_DRIVER", _API),
     "nvtx": ("NVTX_EVENTS", ("start", "end", "eventType", "text", "textId", "globalTid")),
+    "osrt": ("OSRT_API", ("start", "end", "globalTid", "nameId")),
     "strings": ("StringIds", ("id", "value")),
 }
 _TEXT_COLUMNS = {"text", "value"}
+#: The columns by which a device table is known where the export names it otherwise (a newer schema): a table that
+#: has none of _LOADS' names and all these columns is read in place of the missing one (_by_content).
+_SIGNATURES = {
+    "kernel": frozenset({"start", "end", "deviceId", "streamId", "correlationId", "demangledName", "gridX", "blockX"}),
+    "memcpy": frozenset({"start", "end", "deviceId", "streamId", "correlationId", "bytes", "copyKind"}),
+}
 #: The tables that make a file an Nsight Systems export (events, or the string table every export has).
 _NSYS_TABLES = {table for table, _ in _LOADS.values()}
 #: ENUM_CUDA_MEMCPY_OPER and ENUM_CUPTI_SYNC_TYPE labels, as Nsight Systems prints them.
@@ -106,6 +120,16 @@ FROM (SELECT (globalTid >> 24) & 16777215 AS pid, globalTid, globalTid & 1677721
       LEFT JOIN strings s ON s.id = c.nameId)
 """
 
+#: OS runtime calls (OSRT_API), numbered after the NVTX ranges.
+_OS_CALLS_SQL = """
+CREATE TABLE os_calls AS
+SELECT (SELECT count(*) FROM spans) + row_number() OVER (ORDER BY globalTid, start_ns, dur_ns DESC, name) - 1 AS op_index,
+       *
+FROM (SELECT coalesce(s.value, concat('nameId ', o.nameId)) AS name, o.globalTid & 16777215 AS tid,
+             o.start AS start_ns, o."end" - o.start AS dur_ns, o.globalTid
+      FROM osrt o LEFT JOIN strings s ON s.id = o.nameId)
+"""
+
 #: NVTX ranges and runtime calls of every thread in nesting order, for nesting.nest.
 _NESTING_SQL = """
 SELECT is_call, id, thread, start_ns, end_ns FROM (
@@ -127,7 +151,9 @@ SELECT 'Host' AS side, s.tid, s.name AS op_name, s.start_ns, s.dur_ns,
             ELSE 'nvtx' END AS category,
        NULL::BIGINT AS external_id, s.op_index, p.parent_index
 FROM spans s JOIN parents p USING (op_index)
-ORDER BY s.start_ns
+UNION ALL
+SELECT 'Host', tid, name, start_ns, dur_ns, 'os_runtime', NULL, op_index, NULL FROM os_calls
+ORDER BY start_ns, op_index
 """
 
 _HOST_API_SQL = """
@@ -208,7 +234,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     db = open_sqlite(path)
     db.text_factory = decode
     try:
-        columns = sqlite_columns(db)
+        columns = _spelled(sqlite_columns(db))
+        _quick_check(db, path, warn)
         if not _NSYS_TABLES & columns.keys():
             if "StringTable" in columns or "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL" in columns:
                 raise InputError(path, "an nvprof export (StringTable, CONCURRENT_KERNEL): not read; open the run "
@@ -217,15 +244,24 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                                    + ", ".join(sorted(_NSYS_TABLES)))
         with scratch_folder("nsys") as scratch, \
                 scratch_database(scratch) as con:
+            tables = _by_content(columns)
             for name, (table, wanted) in _LOADS.items():
+                table = tables.get(name, table)
                 copy_sqlite_table(db, con, path, name, table, wanted, columns.get(table, set()), warn, _TEXT_COLUMNS)
             metadata = _metadata(db, columns)
+            if tables:
+                metadata["tables_by_columns"] = {_LOADS[name][0]: table for name, table in tables.items()}
+                warn(f"{path}: " + "; ".join(f"no table {_LOADS[n][0]}: read {t}, which has its columns"
+                                             for n, t in tables.items()),
+                     check="ambiguous", action="kept", path=path, tables="device_exec")
             if undecodable[0]:
                 warn(f"{path}: {undecodable[0]} strings are not UTF-8; their undecodable bytes read as U+FFFD",
                      check="bad_encoding", action="repaired", rows=undecodable[0], path=path)
             _drop_bad_intervals(con, path, warn)
             _drop_outside_capture(con, db, columns, path, warn)
             _check_fields(con, db, columns, path, warn)
+            _drop_before_launch(con, path, warn)
+            _count_zero_length(con, path, warn)
             _count_unnamed(con, path, "StringIds" in columns, warn)
             yield from _tables(con, source, path, metadata, warn)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # sqlite3 decodes its messages strictly
@@ -234,17 +270,50 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
         db.close()
 
 
+#: The tables and columns read besides _LOADS' and _SIGNATURES' (metadata, reference lists, an nvprof export's).
+_OTHER_TABLES = ("ANALYSIS_DETAILS", "TARGET_INFO_CUDA_CONTEXT_INFO", "TARGET_INFO_CUDA_STREAM", "META_DATA_EXPORT",
+                 "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_GPU", "StringTable", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
+_OTHER_COLUMNS = ("duration", "nullStreamId", "name", "utcEpochNs")
+
+
+def _spelled(columns: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The export's table and column names, those profpipe reads spelled as it spells them: SQLite's names are
+    case-insensitive (a flipped case bit in the schema, or another writer's spelling, names the same table)."""
+    tables = {t.upper(): t for t in (*(table for table, _ in _LOADS.values()), *_OTHER_TABLES)}
+    names = {c.lower(): c for c in (*(c for _, wanted in _LOADS.values() for c in wanted),
+                                    *(c for signature in _SIGNATURES.values() for c in signature), *_OTHER_COLUMNS)}
+    return {tables.get(t.upper(), t): {names.get(c.lower(), c) for c in have} for t, have in columns.items()}
+
+
+def _by_content(columns: dict[str, set[str]]) -> dict[str, str]:
+    """The device tables the export names otherwise, by their columns: scratch name -> the one SQLite table that
+    has none of _LOADS' names and every column of _SIGNATURES[name] (none where two tables would fit)."""
+    named = {table for table, _ in _LOADS.values()}
+    found = {}
+    for name, signature in _SIGNATURES.items():
+        if _LOADS[name][0] in columns:
+            continue
+        fits = [table for table, have in columns.items() if table not in named and signature <= have]
+        if len(fits) == 1:
+            found[name] = fits[0]
+    return found
+
+
 def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata: dict,
             warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     con.execute(_SPANS_SQL)
     con.execute(_CALLS_SQL)
+    con.execute(_OS_CALLS_SQL)
     nest(con, _NESTING_SQL)
-    activities = con.execute("SELECT (SELECT count(*) FROM kernel) + (SELECT count(*) FROM memcpy) "
-                             "+ (SELECT count(*) FROM memset)").fetchall()[0][0]
-    if not activities and not con.execute("SELECT count(*) FROM spans").fetchall()[0][0]:
-        warn(f"{path}: the export holds no CUDA activities and no NVTX ranges", check="other", action="kept",
-             rows=0, path=path)
-    yield "run_info", run_info(source, device_type="gpu" if activities else "cpu", framework="nsight_systems",
+    kernels, activities, calls, ranges, os_calls = con.execute(
+        "SELECT (SELECT count(*) FROM kernel), (SELECT count(*) FROM memcpy) + (SELECT count(*) FROM memset), "
+        "(SELECT count(*) FROM calls), (SELECT count(*) FROM spans), (SELECT count(*) FROM os_calls)").fetchall()[0]
+    if not kernels:
+        warn(f"{path}: the export holds no CUDA kernels (no table {_LOADS['kernel'][0]}, nor one of its columns): "
+             f"read {os_calls} OS runtime calls, {ranges} NVTX ranges, {calls} CUDA runtime and driver calls and "
+             f"{activities} memcpy / memset activities; the kernel and GPU analyses are empty",
+             check="other", action="kept", rows=0, path=path)
+    yield "run_info", run_info(source, device_type="gpu" if kernels + activities else "cpu", framework="nsight_systems",
                                layout="nsys", metadata_json=json.dumps(metadata), **nsys_clock(metadata))
     yield from query_tables(con, [
         ("host_op", _HOST_OP_SQL), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
@@ -252,7 +321,7 @@ def _tables(con: duckdb.DuckDBPyConnection, source: Source, path: Path, metadata
 
 
 #: The tables with times, each row an interval (NVTX marks have no end: only ranges are checked).
-_TIMED = ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx")
+_TIMED = ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx", "osrt")
 
 
 def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -261,8 +330,7 @@ def _drop_bad_intervals(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) 
     an id StringIds repeats (conflicting_entry when the strings differ)."""
     drop_bad_intervals(con, path, warn, [
         (name, _LOADS[name][0], "start", '"end"', _ranges(name), "ranges" if name == "nvtx" else "rows",
-         "host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec")
-        for name in _TIMED])
+         _out_table(name)) for name in _TIMED])
     repeated = con.execute(" UNION ALL ".join(
         f"SELECT '{name}', count(*) > count(DISTINCT hash({', '.join(chr(34) + c + chr(34) for c in columns)})) "
         f"FROM {name}" for name, (_, columns) in ((n, _LOADS[n]) for n in _TIMED))).fetchall()
@@ -306,6 +374,8 @@ _UNNAMED = (
     ("CUDA runtime and driver calls whose nameId", """SELECT count(*), any_value(c.nameId) FROM
         (SELECT nameId FROM runtime UNION ALL SELECT nameId FROM driver) c LEFT JOIN strings s ON s.id = c.nameId
         WHERE c.nameId IS NOT NULL AND s.id IS NULL""", "'nameId <id>'", "host_api"),
+    ("OS runtime calls whose nameId", """SELECT count(*), any_value(o.nameId) FROM osrt o LEFT JOIN strings s
+        ON s.id = o.nameId WHERE o.nameId IS NOT NULL AND s.id IS NULL""", "'nameId <id>'", "host_op"),
     ("NVTX ranges whose textId", f"""SELECT count(*), any_value(n.textId) FROM nvtx n LEFT JOIN strings s
         ON s.id = n.textId WHERE n.eventType IN {_RANGE_EVENT_TYPES} AND n.text IS NULL AND n.textId IS NOT NULL
         AND s.id IS NULL""", "'[unnamed range]'", "host_op"),
@@ -346,7 +416,7 @@ _DEVICE_TABLES = ("kernel", "memcpy", "memset", "sync")
 
 
 def _out_table(name: str) -> str:
-    return "host_op" if name == "nvtx" else "host_api" if name in ("runtime", "driver") else "device_exec"
+    return "host_op" if name in ("nvtx", "osrt") else "host_api" if name in ("runtime", "driver") else "device_exec"
 
 
 def _capture_duration(db: sqlite3.Connection, columns: dict[str, set[str]]) -> int:
@@ -382,6 +452,50 @@ def _drop_outside_capture(con: duckdb.DuckDBPyConnection, db: sqlite3.Connection
              "the starts and 1 s); left out", check="out_of_range", action="dropped", rows=count, path=path,
              example=example, tables=_out_table(name))
         con.execute(f"DELETE FROM {name} WHERE {outside[name]}")
+
+
+def _quick_check(db: sqlite3.Connection, path: Path, warn: Warn) -> None:
+    """SQLite's own consistency check of the file's pages (PRAGMA quick_check: one pass over the file, no index
+    check). A failed check means a damaged page, whose rows SQLite may skip or return changed: what it returns is
+    read, and the ledger says that rows may be missing (malformed_record, dropped: the run is partial)."""
+    problems = [str(line) for (line,) in db.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        warn(f"{path}: the SQLite file fails its own consistency check (PRAGMA quick_check: {'; '.join(problems)}): "
+             "a page is damaged; rows on it may be missing or changed; the rows SQLite returns are read",
+             check="malformed_record", action="dropped", path=path, example=problems[0])
+
+
+def _drop_before_launch(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """Leave out, per table (clock, dropped), the device activities that start before the runtime or driver call that
+    launched them (the first call of their process with their correlation id) started: no GPU runs work before it is
+    asked for, and nsys puts both on one clock (real exports: 1 µs or more after), so one of the times is damaged."""
+    calls = ("(SELECT (globalTid >> 24) & 16777215 AS pid, correlationId, min(start) AS call_start FROM "
+             "(SELECT globalTid, correlationId, start FROM runtime UNION ALL SELECT globalTid, correlationId, start "
+             "FROM driver) GROUP BY ALL)")
+    for name in _DEVICE_TABLES:
+        early = (f"EXISTS (SELECT 1 FROM {calls} c WHERE c.correlationId = {name}.correlationId "
+                 f"AND c.pid = ({name}.globalPid >> 24) & 16777215 AND {name}.start < c.call_start)")
+        count, example = con.execute(f"SELECT count(*), any_value(concat('start ', start, ', correlationId ', "
+                                     f"correlationId)) FROM {name} WHERE {early}").fetchall()[0]
+        if not count:
+            continue
+        warn(f"{path}: table {_LOADS[name][0]}: {count} rows start before the call that launched them (same process "
+             "and correlationId) started: a damaged time; left out", check="clock", action="dropped", rows=count,
+             path=path, example=example, tables="device_exec")
+        con.execute(f"DELETE FROM {name} WHERE {early}")
+
+
+def _count_zero_length(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
+    """Count, per table, the intervals of 0 ns (legitimate: a call or activity shorter than the clock's tick; real
+    exports hold them): kept as recorded (out_of_range, kept)."""
+    counts = con.execute(" UNION ALL ".join(
+        f"SELECT '{name}', count(*), any_value(concat('start ', start)) FROM {name} "
+        f'WHERE {_ranges(name)} AND "end" = start' for name in _TIMED)).fetchall()
+    for name, count, example in counts:
+        if count:
+            warn(f"{path}: table {_LOADS[name][0]}: {count} {'ranges' if name == 'nvtx' else 'rows'} last 0 ns, "
+                 "shorter than the clock's tick (real exports hold them); kept as recorded", check="out_of_range",
+                 action="kept", rows=count, path=path, example=example, tables=_out_table(name))
 
 
 def _listed(db: sqlite3.Connection, columns: dict[str, set[str]], table: str, *names: str) -> set[int] | None:
