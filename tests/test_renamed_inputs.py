@@ -139,6 +139,8 @@ RENAMES: dict[str, Family] = {
     "nsys": Family("nsys", (files(r"report1\.sqlite", "rank0_profile.sqlite"), into("nsys")),
                    "a .sqlite export under any name; its suffix is what marks it",
                    (files(r"report1\.sqlite", "report1.nsys-rep"),)),
+    "nsys_no_kernels": Family("nsys_no_kernels", (files(r"report1\.sqlite", "os_calls.sqlite"), into("nsys")),
+                              "a .sqlite export under any name, kernels or not"),
     "paddle": Family("paddle", (files(r"worker0\.paddle_trace\.json", "rank0.json"),), "a trace under any name"),
     "pytorch_cuda": Family("pytorch_cuda", (files(r"rank-0\.pt\.trace\.json\.gz", "trace.json.gz"),),
                            "a gzip trace under any name"),
