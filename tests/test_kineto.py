@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import FIXTURES, assert_generator_reproduces, query, realdata, run
 from fuzzing import read_damaged
-from profpipe.errors import InputError
+from profpipe.errors import EXIT_PARTIAL, InputError
 from profpipe.ingest import kineto
 from profpipe.ingest.scratch import memory_database
 
@@ -103,8 +103,9 @@ def test_attribution_holds_when_the_external_id_is_the_correlation_id(tmp_path_f
     """Some Kineto versions write each launch's correlation id as its External id (HTA's trace_filter traces):
     that id names no op, or by chance one that did not launch it. A device activity's op is then the innermost
     op open on its runtime call's thread. Oracle: the op the intact trace links by External id. Runtime calls
-    dropped (damage) leave their activities without an op only where no External id names one, and
-    trace_health counts them (unlinked, with the reason)."""
+    dropped (damage) leave their activities without an op only where no External id names one; trace_health
+    counts them: as launched before the capture (kept) where their ids are below every call's left and they ran
+    first on their stream, else as damaged ids (read as none, repaired: the run is partial)."""
     tmp_path = tmp_path_factory.mktemp("attribution")
     trace = json.loads((KINETO / "current" / "rank-0.pt.trace.json").read_text())
     events = trace["traceEvents"]
@@ -119,13 +120,26 @@ def test_attribution_holds_when_the_external_id_is_the_correlation_id(tmp_path_f
             event["args"]["External id"] = event["args"]["correlation"]
     trace["traceEvents"] = [e for e in events if e.get("cat") != "cuda_runtime" or e["args"]["correlation"] not in dropped]
     result = run(_bad(tmp_path, json.dumps(trace).encode()), tmp_path / "out")
+    # an activity whose call is gone was launched before the capture where its id is below every call left and it
+    # ran before every activity of its stream whose call is left; any other is a damaged id (read as none)
+    left = [e["args"]["correlation"] for e in calls if e["args"]["correlation"] not in dropped]
+    first_called = defaultdict(lambda: None)
+    for e in device:
+        if e["args"]["correlation"] not in dropped:
+            stream, ts = e["args"]["stream"], Decimal(str(e["ts"]))
+            first_called[stream] = ts if first_called[stream] is None else min(ts, first_called[stream])
+    before = {e["args"]["correlation"] for e in device if e["args"]["correlation"] in dropped
+              and left and e["args"]["correlation"] < min(left)
+              and (first_called[e["args"]["stream"]] is None or Decimal(str(e["ts"])) <= first_called[e["args"]["stream"]])}
+    damaged = (dropped & expected.keys()) - before
     unlinked = dropped if external_is_correlation else set()
-    got = dict(query(result.output, "SELECT correlation, op_name FROM device_exec WHERE kind <> 'sync'"))
-    assert got == {c: (None if c in unlinked else op) for c, op in expected.items()}
-    ledger = [(r["rows"], r["message"]) for r in result.health["rows"] if r["check_name"] == "unlinked"]
-    lost = len(unlinked & expected.keys())
-    assert ledger == ([(lost, ledger[0][1])] if lost else [])
-    assert not lost or "no runtime call with their correlation id" in ledger[0][1]
+    got = sorted(query(result.output, "SELECT correlation, op_name FROM device_exec WHERE kind <> 'sync'"), key=str)
+    assert got == sorted(((None if c in damaged else c, None if c in unlinked else op) for c, op in expected.items()),
+                         key=str)
+    ledger = {(r["action"], r["rows"]) for r in result.health["rows"] if r["check_name"] == "unlinked"}
+    kept = len(unlinked & before)
+    assert ledger == {row for row in [("kept", kept), ("repaired", len(damaged))] if row[1]}
+    assert (result.exit_code == EXIT_PARTIAL) == bool(damaged)
 
 
 def test_attribution_on_a_trace_whose_external_ids_are_correlation_ids(tmp_path: Path):

@@ -299,7 +299,10 @@ WHERE d.correlation IS NULL
 
 #: Each device activity with the op that launched it: the one its External id names (by_external_id), else
 #: the innermost op open on its runtime call's thread when the call (same correlation id, the last before
-#: it) was made; `unlinked` says why an activity has neither.
+#: it) was made; `unlinked` says why an activity has neither. An activity whose correlation id names no runtime
+#: call of the trace was launched before the capture began where the id is below every call's (CUPTI and
+#: roctracer number launches in order) and it starts no later than the first activity of its stream whose call
+#: the trace holds (a stream runs its work in launch order); otherwise the id is damaged (`call_missing`).
 _LAUNCHED_SQL = """
 CREATE TABLE launched AS
 WITH by_launch AS (
@@ -307,26 +310,42 @@ WITH by_launch AS (
     FROM (FROM device ANTI JOIN by_external_id USING (row_id)) d
     ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
     JOIN host_ops h ON h.op_index = c.op_index
+), called AS (
+    SELECT d.row_id, c.correlation IS NOT NULL AS has_call,
+           min(d.start_ns) FILTER (WHERE c.correlation IS NOT NULL) OVER (
+               PARTITION BY d.pid, coalesce(d.stream, try_cast(d.tid AS BIGINT))) AS first_called_ns
+    FROM device d LEFT JOIN (SELECT DISTINCT correlation FROM calls) c USING (correlation)
+), missing AS (
+    SELECT row_id, CASE WHEN d.correlation IS NULL OR has_call THEN NULL
+                        WHEN (SELECT min(correlation) FROM calls) IS NULL THEN 'no_calls'
+                        WHEN d.correlation < (SELECT min(correlation) FROM calls)
+                             AND d.start_ns <= coalesce(first_called_ns, d.start_ns) THEN 'before_capture'
+                        ELSE 'damaged' END AS call_missing
+    FROM device d JOIN called USING (row_id)
 )
-SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name,
-       CASE WHEN coalesce(x.op_index, l.op_index) IS NOT NULL THEN NULL
+SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name, m.call_missing,
+       CASE WHEN coalesce(x.op_index, l.op_index) IS NOT NULL OR m.call_missing = 'damaged' THEN NULL
             WHEN d.correlation IS NULL THEN 'no_correlation'
-            WHEN NOT EXISTS (SELECT 1 FROM calls c WHERE c.correlation = d.correlation) THEN 'no_call'
+            WHEN m.call_missing IS NOT NULL THEN m.call_missing
             ELSE 'outside_ops' END AS unlinked
-FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
+FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id) JOIN missing m USING (row_id)
 """
 
 #: Why a device activity has no launching op (launched.unlinked), as trace_health says it.
 _UNLINKED = {
     "no_correlation": "have no correlation id and no External id of a host op",
-    "no_call": "have no runtime call with their correlation id in the trace (launched before the profiler "
-               "started, or the call was cut)",
+    "before_capture": "were launched before the profiler started: their correlation ids name no runtime call and "
+                      "are below every call's, and each ran before the first activity of its stream whose call the "
+                      "trace holds",
+    "no_calls": "have no runtime call with their correlation id: the trace holds no runtime calls (host activities "
+                "were not recorded)",
     "outside_ops": "were launched by a runtime call made outside every host op",
 }
 
 _DEVICE_EXEC_SQL = """
 SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
-       kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
+       kind, name, CASE WHEN call_missing IS DISTINCT FROM 'damaged' THEN correlation END AS correlation,
+       NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
        coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block, registers_per_thread,
        shared_memory_bytes, wait_stream_id, wait_correlation
 FROM launched
@@ -604,12 +623,24 @@ def _counter_sql(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> list
 
 
 def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
-    """One trace_health row per reason a device activity has no launching op (it is kept, without an op)."""
+    """One trace_health row per reason a device activity has no launching op (it is kept, without an op), and one
+    for activities whose correlation id is damaged (_LAUNCHED_SQL: it names no runtime call, yet they were not
+    launched before the capture): the id is read as none (repaired), so the activity keeps only the op its External
+    id names."""
     for reason, rows, kinds, example in con.execute(
             "SELECT unlinked, count(*), string_agg(DISTINCT kind, ', ' ORDER BY kind), min(name) FROM launched "
             "WHERE unlinked IS NOT NULL GROUP BY unlinked ORDER BY unlinked").fetchall():
         warn(f"{path}: {rows} device activities ({kinds}) {_UNLINKED[reason]}: kept without a launching op",
              check="unlinked", action="kept", rows=rows, path=path, example=example, tables="device_exec")
+    damaged, example = con.execute(
+        "SELECT count(*), any_value(concat(name, ' (correlation ', correlation, ', at ', start_ns, ' ns)')) "
+        "FROM launched WHERE call_missing = 'damaged'").fetchall()[0]
+    if damaged:
+        warn(f"{path}: {damaged} device activities have a correlation id that names no runtime call of the trace, "
+             "though they were not launched before the capture (the id is not below every call's, or they ran "
+             "after work of their stream whose call the trace holds): damaged ids, read as none; their op is the "
+             "one their External id names, if any", check="unlinked", action="repaired", rows=damaged, path=path,
+             example=example, tables="device_exec")
 
 
 def _report_collective_args(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -741,8 +772,9 @@ def _report_odd_events(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -
              "(real traces hold them); kept as recorded", check="out_of_range", action="kept", rows=zero, path=path,
              example=zero_example, tables="device_exec")
     if overlap:
-        warn(f"{path}: {overlap} device activities start before the one before them on their stream ended (a stream "
-             "runs one at a time: times converted from the device clock, or damage); kept as recorded, so a stream's "
+        warn(f"{path}: {overlap} device activities start before the one before them on their stream ended: kernels "
+             "under programmatic dependent launch (PDL, Hopper and later GPUs: a kernel may start while the one before "
+             "it on its stream finishes), or times converted from the device clock; kept as recorded, so a stream's "
              "busy time is less than the sum of its durations", check="clock", action="kept", rows=overlap,
              path=path, example=overlap_example, tables="device_exec")
 
