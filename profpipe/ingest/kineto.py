@@ -510,11 +510,7 @@ ORDER BY start_ns, seq
 #: cut-off counts their starts; the step's GPU window (int_step_gpu_window) is their span.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
-WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
-                     -- stream's clock of work, later than the host's, and would give each step two windows
-    SELECT name, start_ns, dur_ns FROM events WHERE cat IN {HOST_OP_CATS}
-), steps AS ({steps_sql("host_spans", step_range)}
-), inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
+WITH inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
                 -- do not overlap; a range join would pair every step with every event)
     SELECT s.step, e.name, e.cat, e.phase, e.has_sequence, e.start_ns, e.start_ns + e.dur_ns AS end_ns
     FROM (SELECT * FROM events WHERE (cat = 'cpu_op' OR phase IS NOT NULL) AND NOT {is_step_sql('name', step_range)}) e
@@ -539,13 +535,73 @@ WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerSt
     SELECT try_cast(nullif(regexp_extract(name, {sql_text(step_pattern(step_range))}, 1), '') AS BIGINT) AS step,
            start_ns, start_ns + dur_ns AS end_ns
     FROM events WHERE cat = 'gpu_user_annotation' AND {is_step_sql('name', step_range)}
+), kept_device_steps AS (  -- those of the steps left out are left out too
+    FROM device_steps WHERE step NOT IN (SELECT step FROM host_steps WHERE fault IS NOT NULL)
 )
 SELECT * FROM host_points
 UNION ALL
-SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM kept_device_steps WHERE step IS NOT NULL
 UNION ALL
-SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM kept_device_steps WHERE step IS NOT NULL
 ORDER BY step, seq, ts_ns"""
+
+
+#: The host's steps (a gpu_user_annotation ProfilerStep#N is the same step on a GPU stream's clock of work, later
+#: than the host's, and would give each step two windows), each with what makes its window one the trace's ops
+#: contradict (`fault`): it overlaps the step before or after it, its number is not above the one before it and
+#: below the one after it, or an op of its thread crosses its start or its end (a step holds the ops run in it,
+#: as PyTorch's profiler.step() opens it between iterations: time going backwards). Table `steps` keeps the others.
+def _steps_sql(step_range: str | None) -> str:
+    return f"""
+CREATE TABLE host_steps AS
+WITH host_spans AS (
+    SELECT name, start_ns, dur_ns FROM events WHERE cat IN {HOST_OP_CATS}
+), found AS ({steps_sql("host_spans", step_range)}
+), ordered AS (
+    SELECT *, lag(end_ns) OVER w AS prev_end, lead(start_ns) OVER w AS next_start, lag(step) OVER w AS prev_step,
+           lead(step) OVER w AS next_step
+    FROM found WINDOW w AS (ORDER BY start_ns, end_ns, step)
+), threads AS (
+    SELECT DISTINCT s.step, s.start_ns, s.end_ns, e.tid
+    FROM found s JOIN events e ON e.start_ns = s.start_ns AND e.start_ns + e.dur_ns = s.end_ns
+    WHERE e.cat IN {HOST_OP_CATS} AND {is_step_sql('e.name', step_range)}
+), cut AS (
+    SELECT DISTINCT t.step, t.start_ns
+    FROM threads t JOIN events o ON o.tid = t.tid
+    WHERE o.cat = 'cpu_op' AND (o.start_ns < t.start_ns AND o.start_ns + o.dur_ns > t.start_ns
+                                AND o.start_ns + o.dur_ns < t.end_ns
+                                OR o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.start_ns + o.dur_ns > t.end_ns)
+)
+SELECT o.step, o.start_ns, o.end_ns,
+       CASE WHEN o.start_ns < o.prev_end OR o.end_ns > o.next_start THEN 'overlap'
+            WHEN o.step <= o.prev_step OR o.step >= o.next_step THEN 'order'
+            WHEN c.step IS NOT NULL THEN 'cut' END AS fault
+FROM ordered o LEFT JOIN cut c USING (step, start_ns);
+CREATE TABLE steps AS SELECT step, start_ns, end_ns FROM host_steps WHERE fault IS NULL
+"""
+
+
+def _check_steps(con: duckdb.DuckDBPyConnection, path: Path, step_range: str | None, warn: Warn) -> None:
+    """Tables host_steps and steps (_steps_sql); a trace_health row for the steps left out, whose windows the
+    trace's ops contradict (their ops then belong to no step: the step's numbers would be wrong)."""
+    con.execute(_steps_sql(step_range))
+    counts = dict(con.execute("SELECT fault, count(*) FROM host_steps WHERE fault IS NOT NULL GROUP BY fault").fetchall())
+    if not counts:
+        return
+    example = con.execute("SELECT concat('step ', step, ' from ', start_ns, ' to ', end_ns, ' ns (', fault, ')') "
+                          "FROM host_steps WHERE fault IS NOT NULL ORDER BY start_ns LIMIT 1").fetchall()[0][0]
+    rows = sum(counts.values())
+    what = ", ".join(f"{n} {_STEP_FAULTS[fault]}" for fault, n in sorted(counts.items()))
+    warn(f"{path}: {rows} steps are left out, as the trace's times contradict their windows ({what}); their ops "
+         "belong to no step", check="clock", action="dropped", rows=rows, path=path, example=example,
+         tables="step_point")
+
+
+#: Why a step's window cannot be trusted (host_steps.fault), as trace_health says it.
+_STEP_FAULTS = {"overlap": "overlap the step before or after them",
+                "order": "are out of order (a number not above the step's before them)",
+                "cut": "start after an op of their thread that ends inside them, or end before one that began "
+                       "inside them ends (time going backwards)"}
 
 
 #: Top-level members kept in run_info.metadata_json (libkineto's INFO/WARNING logs are left out).
@@ -582,6 +638,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             frames, ranges = con.execute(f"SELECT count(*) FILTER (WHERE cat = 'python_function'), "
                                          f"count(*) FILTER (WHERE cat = '{COUNTER_CAT}') FROM events").fetchall()[0]
             counters = _counter_sql(con, path, warn) if ranges else []
+            _check_steps(con, path, source.step_range, warn)
             if frames:
                 resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM host_ops", path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
