@@ -47,7 +47,11 @@ once (duplicate_record); a cut trace says where it was cut, how many events were
 lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
 are left out; so are events without a category (cat); a host thread id that is not a number is read as none
 (repaired); device activities of 0 ns (legitimate: below the trace's resolution) and activities that start before
-the one before them on their stream ended are kept with a row (kept); collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
+the one before them on their stream ended (programmatic dependent launch) are kept with a row (kept); activities
+whose correlation id names no runtime call are kept as launched before the capture where the id is below every
+call's and they ran first on their stream, else the id is damaged (read as none, repaired: _LAUNCHED_SQL);
+ProfilerStep ranges that overlap, are out of order or cut through an op of their thread are left out of step_point
+(clock, dropped: _steps_sql); collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
 and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
 size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
