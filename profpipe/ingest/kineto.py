@@ -51,9 +51,9 @@ the one before them on their stream ended (programmatic dependent launch) are ke
 whose correlation id names no runtime call are kept as launched before the capture where the id is below every
 call's and they ran first on their stream, else the id is damaged (read as none, repaired: _LAUNCHED_SQL);
 ProfilerStep ranges that overlap, are out of order or cut through an op of their thread are left out of step_point
-(clock, dropped: _steps_sql); collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
-and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
-size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
+(clock, dropped: _steps_sql); collective args of the wrong JSON type, negative element counts or beyond 2^58, group
+sizes below 1 and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept
+without a size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
@@ -332,7 +332,8 @@ SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.
             WHEN d.correlation IS NULL THEN 'no_correlation'
             WHEN m.call_missing IS NOT NULL THEN m.call_missing
             ELSE 'outside_ops' END AS unlinked
-FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id) JOIN missing m USING (row_id)
+FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
+JOIN missing m USING (row_id)
 """
 
 #: Why a device activity has no launching op (launched.unlinked), as trace_health says it.
@@ -572,9 +573,9 @@ WITH host_spans AS (
 ), cut AS (
     SELECT DISTINCT t.step, t.start_ns
     FROM threads t JOIN events o ON o.tid = t.tid
-    WHERE o.cat = 'cpu_op' AND (o.start_ns < t.start_ns AND o.start_ns + o.dur_ns > t.start_ns
-                                AND o.start_ns + o.dur_ns < t.end_ns
-                                OR o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.start_ns + o.dur_ns > t.end_ns)
+    WHERE o.cat = 'cpu_op'
+      AND (o.start_ns < t.start_ns AND o.start_ns + o.dur_ns > t.start_ns AND o.start_ns + o.dur_ns < t.end_ns
+           OR o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.start_ns + o.dur_ns > t.end_ns)
 )
 SELECT o.step, o.start_ns, o.end_ns,
        CASE WHEN o.start_ns < o.prev_end OR o.end_ns > o.next_start THEN 'overlap'
@@ -589,7 +590,8 @@ def _check_steps(con: duckdb.DuckDBPyConnection, path: Path, step_range: str | N
     """Tables host_steps and steps (_steps_sql); a trace_health row for the steps left out, whose windows the
     trace's ops contradict (their ops then belong to no step: the step's numbers would be wrong)."""
     con.execute(_steps_sql(step_range))
-    counts = dict(con.execute("SELECT fault, count(*) FROM host_steps WHERE fault IS NOT NULL GROUP BY fault").fetchall())
+    counts = dict(con.execute(
+        "SELECT fault, count(*) FROM host_steps WHERE fault IS NOT NULL GROUP BY fault").fetchall())
     if not counts:
         return
     example = con.execute("SELECT concat('step ', step, ' from ', start_ns, ' to ', end_ns, ' ns (', fault, ')') "

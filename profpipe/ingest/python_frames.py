@@ -90,7 +90,8 @@ ORDER BY frame_index
 NO_OPS_SQL = "SELECT NULL::BIGINT AS op_index, NULL::VARCHAR AS thread, NULL::BIGINT AS start_ns WHERE false"
 
 
-#: Frames whose parent id resolves on no earlier frame of their thread that holds them (py_frames_resolved.parent_unlinked): the ledger's check and action, and what the message says.
+#: Frames whose parent id resolves on no earlier frame of their thread that holds them, by kind
+#: (py_frames_resolved.parent_unlinked): the ledger's check and action, and what the message says.
 _UNRESOLVED = {
     "other_thread": ("ambiguous", "kept", "name as parent a frame of another thread that started before them (the "
                      "caller that set their thread to work, e.g. autograd's backward thread under run_backward, as "
