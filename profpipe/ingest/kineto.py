@@ -570,12 +570,15 @@ WITH host_spans AS (
     SELECT DISTINCT s.step, s.start_ns, s.end_ns, e.tid
     FROM found s JOIN events e ON e.start_ns = s.start_ns AND e.start_ns + e.dur_ns = s.end_ns
     WHERE e.cat IN {HOST_OP_CATS} AND {is_step_sql('e.name', step_range)}
-), cut AS (
-    SELECT DISTINCT t.step, t.start_ns
-    FROM threads t JOIN events o ON o.tid = t.tid
-    WHERE o.cat = 'cpu_op'
-      AND (o.start_ns < t.start_ns AND o.start_ns + o.dur_ns > t.start_ns AND o.start_ns + o.dur_ns < t.end_ns
-           OR o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.start_ns + o.dur_ns > t.end_ns)
+), ops AS (
+    SELECT tid, start_ns, start_ns + dur_ns AS end_ns FROM events WHERE cat = 'cpu_op'
+), cut AS (  -- an op that begins in a step and ends after it, or begins before the next step and ends inside it
+             -- (ASOF joins: each op meets the step it starts in and the one after, not every step of its thread)
+    SELECT t.step, t.start_ns FROM ops o ASOF JOIN threads t ON o.tid = t.tid AND o.start_ns >= t.start_ns
+    WHERE o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.end_ns > t.end_ns
+    UNION
+    SELECT t.step, t.start_ns FROM ops o ASOF JOIN threads t ON o.tid = t.tid AND o.start_ns < t.start_ns
+    WHERE o.end_ns > t.start_ns AND o.end_ns < t.end_ns
 )
 SELECT o.step, o.start_ns, o.end_ns,
        CASE WHEN o.start_ns < o.prev_end OR o.end_ns > o.next_start THEN 'overlap'
