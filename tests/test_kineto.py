@@ -888,3 +888,18 @@ def test_a_profiler_step_the_ops_contradict_is_left_out_and_counted(shift_us: in
     rows = [(message, kw) for message, kw in warnings if kw["check"] == "clock" and kw["action"] == "dropped"]
     assert [kw["rows"] for _, kw in rows] == ([len(left_out)] if left_out else [])
     assert all(fault in message for message, _ in rows)
+
+
+def test_activities_of_a_trace_without_runtime_calls_are_kept(tmp_path: Path):
+    """A capture of device activity only (ProfilerActivity.CUDA alone) holds no runtime call: no id can be judged,
+    each activity is kept without an op (unlinked, kept) with its correlation id as recorded."""
+    trace = _launch_trace([3, 4, 10, 11])
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] == "kernel"]
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    warnings: list[tuple[str, dict]] = []
+    tables = {name: table.to_pylist() for name, table in
+              kineto.read(discover(path)[0], lambda message, **kw: warnings.append((message, kw)))}
+    assert [row["correlation"] for row in sorted(tables["device_exec"], key=lambda r: r["start_ns"])] == [3, 4, 10, 11]
+    assert [(kw["check"], kw["action"], kw["rows"]) for _, kw in warnings] == [("unlinked", "kept", 4)]
+    assert "holds no runtime calls" in warnings[0][0]
