@@ -704,8 +704,9 @@ def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> 
     if damaged:
         warn(f"{path}: {damaged} device activities have a correlation id that names no runtime call of the trace, "
              "though they were not launched before the capture (the id is not below every call's, or they ran "
-             "after work of their stream whose call the trace holds): damaged ids, read as none; their op is the "
-             "one their External id names, if any", check="unlinked", action="repaired", rows=damaged, path=path,
+             "after work of their stream whose call the trace holds): the id is damaged, or its call is missing "
+             "from the middle of the capture (filtered out); read as none, their op is the one their External id "
+             "names, if any", check="unlinked", action="repaired", rows=damaged, path=path,
              example=example, tables="device_exec")
 
 
