@@ -557,3 +557,45 @@ def test_analyse_a_damaged_trace(damage: str, tmp_path: Path):
     assert result.exit_code == EXIT_PARTIAL
     assert expected <= set(result.health["checks"])
     assert (result.output / "timeline" / "trace.json").exists()
+
+
+#: The committed trace's steps (ProfilerStep#1 from 0, #2 from 10,000 µs after its first event, 10,000 µs each).
+_STEP_US = 10_000
+
+
+@FUZZ
+@given(step=st.sampled_from(["ProfilerStep#1", "ProfilerStep#2"]), shift=st.integers(-15_000, 15_000),
+       swap=st.booleans())
+def test_a_moved_profiler_step_never_takes_another_steps_ops(step: str, shift: int, swap: bool):
+    """A ProfilerStep#N moved in time (time going backwards) or renumbered: a step that is kept holds only ops of
+    its own step in the undamaged trace, and its FP point is one of them; a step left out is a lossy row (clock,
+    dropped) naming how many. Oracle: the undamaged step of each cpu_op, from its start in the raw file (by hand:
+    the steps are back to back). Exempt (documented): a step moved within its ops' gaps loses them to no step."""
+    trace = json.loads(KINETO.read_text(), parse_float=Decimal)
+    origin = min(e["ts"] for e in trace["traceEvents"] if e.get("ph") == "X")
+    own_step = {}
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "cpu_op":
+            own_step[(event["name"], int((event["ts"] - origin) * 1000))] = int((event["ts"] - origin) // _STEP_US) + 1
+        if event.get("cat") == "user_annotation" and event.get("name", "").startswith("ProfilerStep#"):
+            if event["name"] == step:
+                event["ts"] += shift
+            if swap:
+                event["name"] = {"ProfilerStep#1": "ProfilerStep#2", "ProfilerStep#2": "ProfilerStep#1"}[event["name"]]
+    with _folder("rank-0.pt.trace.json", json.dumps(trace, default=str).encode()) as folder:
+        outcome = read_damaged(folder)
+    assert not outcome.errors
+    base = int(origin * 1000) + BASE_NS
+    points = outcome.tables["step_point"].to_pylist() if "step_point" in outcome.tables else []
+    windows = {p["step"]: (next(q["ts_ns"] for q in points if q["step"] == p["step"] and q["kind"] == "step_start"),
+                           next(q["ts_ns"] for q in points if q["step"] == p["step"] and q["kind"] == "step_end"))
+               for p in points}
+    ops = [(o["op_name"], o["start_ns"] - base) for o in outcome.tables["host_op"].to_pylist()
+           if o["category"] == "cpu_op" or (o["op_name"], o["start_ns"] - base) in own_step]
+    for number, (start, end) in windows.items():
+        held = {own_step[op] for op in ops if op in own_step and start <= op[1] + base < end}
+        assert held <= {number}, (number, held)
+        fp = next((p for p in points if p["step"] == number and p["kind"] == "fp_start"), None)
+        assert fp is None or own_step.get((fp["op_name"], fp["ts_ns"] - base)) == number
+    left_out = 2 - len(windows)
+    assert _rows(outcome, "clock", "dropped") == left_out

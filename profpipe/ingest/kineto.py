@@ -47,9 +47,13 @@ once (duplicate_record); a cut trace says where it was cut, how many events were
 lost rows (runtime calls whose device activity is missing: device_exec); elements that are not objects
 are left out; so are events without a category (cat); a host thread id that is not a number is read as none
 (repaired); device activities of 0 ns (legitimate: below the trace's resolution) and activities that start before
-the one before them on their stream ended are kept with a row (kept); collective args of the wrong JSON type, negative element counts or beyond 2^58, group sizes below 1
-and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept without a
-size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
+the one before them on their stream ended (programmatic dependent launch) are kept with a row (kept); activities
+whose correlation id names no runtime call are kept as launched before the capture where the id is below every
+call's and they ran first on their stream, else the id is damaged (read as none, repaired: _LAUNCHED_SQL);
+ProfilerStep ranges that overlap, are out of order or cut through an op of their thread are left out of step_point
+(clock, dropped: _steps_sql); collective args of the wrong JSON type, negative element counts or beyond 2^58, group
+sizes below 1 and negative Seq are read as none (repaired), a collective lacking dtype, nelems or group size is kept
+without a size. A trace that cannot be parsed at all is an InputError naming the file and the offset.
 """
 from __future__ import annotations
 
@@ -299,7 +303,10 @@ WHERE d.correlation IS NULL
 
 #: Each device activity with the op that launched it: the one its External id names (by_external_id), else
 #: the innermost op open on its runtime call's thread when the call (same correlation id, the last before
-#: it) was made; `unlinked` says why an activity has neither.
+#: it) was made; `unlinked` says why an activity has neither. An activity whose correlation id names no runtime
+#: call of the trace was launched before the capture began where the id is below every call's (CUPTI and
+#: roctracer number launches in order) and it starts no later than the first activity of its stream whose call
+#: the trace holds (a stream runs its work in launch order); otherwise the id is damaged (`call_missing`).
 _LAUNCHED_SQL = """
 CREATE TABLE launched AS
 WITH by_launch AS (
@@ -307,26 +314,43 @@ WITH by_launch AS (
     FROM (FROM device ANTI JOIN by_external_id USING (row_id)) d
     ASOF JOIN call_ops c ON c.call_id = d.correlation AND d.start_ns >= c.start_ns
     JOIN host_ops h ON h.op_index = c.op_index
+), called AS (
+    SELECT d.row_id, c.correlation IS NOT NULL AS has_call,
+           min(d.start_ns) FILTER (WHERE c.correlation IS NOT NULL) OVER (
+               PARTITION BY d.pid, coalesce(d.stream, try_cast(d.tid AS BIGINT))) AS first_called_ns
+    FROM device d LEFT JOIN (SELECT DISTINCT correlation FROM calls) c USING (correlation)
+), missing AS (
+    SELECT row_id, CASE WHEN d.correlation IS NULL OR has_call THEN NULL
+                        WHEN (SELECT min(correlation) FROM calls) IS NULL THEN 'no_calls'
+                        WHEN d.correlation < (SELECT min(correlation) FROM calls)
+                             AND d.start_ns <= coalesce(first_called_ns, d.start_ns) THEN 'before_capture'
+                        ELSE 'damaged' END AS call_missing
+    FROM device d JOIN called USING (row_id)
 )
-SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name,
-       CASE WHEN coalesce(x.op_index, l.op_index) IS NOT NULL THEN NULL
+SELECT d.*, coalesce(x.op_index, l.op_index) AS op_index, coalesce(x.op_name, l.op_name) AS op_name, m.call_missing,
+       CASE WHEN coalesce(x.op_index, l.op_index) IS NOT NULL OR m.call_missing = 'damaged' THEN NULL
             WHEN d.correlation IS NULL THEN 'no_correlation'
-            WHEN NOT EXISTS (SELECT 1 FROM calls c WHERE c.correlation = d.correlation) THEN 'no_call'
+            WHEN m.call_missing IS NOT NULL THEN m.call_missing
             ELSE 'outside_ops' END AS unlinked
 FROM device d LEFT JOIN by_external_id x USING (row_id) LEFT JOIN by_launch l USING (row_id)
+JOIN missing m USING (row_id)
 """
 
 #: Why a device activity has no launching op (launched.unlinked), as trace_health says it.
 _UNLINKED = {
     "no_correlation": "have no correlation id and no External id of a host op",
-    "no_call": "have no runtime call with their correlation id in the trace (launched before the profiler "
-               "started, or the call was cut)",
+    "before_capture": "were launched before the profiler started: their correlation ids name no runtime call and "
+                      "are below every call's, and each ran before the first activity of its stream whose call the "
+                      "trace holds",
+    "no_calls": "have no runtime call with their correlation id: the trace holds no runtime calls (host activities "
+                "were not recorded)",
     "outside_ops": "were launched by a runtime call made outside every host op",
 }
 
 _DEVICE_EXEC_SQL = """
 SELECT coalesce(stream, try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(\\d+)', 1) AS BIGINT)) AS stream_id,
-       kind, name, correlation, NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
+       kind, name, CASE WHEN call_missing IS DISTINCT FROM 'damaged' THEN correlation END AS correlation,
+       NULL::BIGINT AS task_id, op_name, start_ns, dur_ns, external_id,
        coalesce(device, try_cast(pid AS BIGINT)) AS device_id, op_index, bytes, grid, block, registers_per_thread,
        shared_memory_bytes, wait_stream_id, wait_correlation
 FROM launched
@@ -491,11 +515,7 @@ ORDER BY start_ns, seq
 #: cut-off counts their starts; the step's GPU window (int_step_gpu_window) is their span.
 def _step_point_sql(step_range: str | None) -> str:
     return f"""
-WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerStep#N is the same step on a GPU
-                     -- stream's clock of work, later than the host's, and would give each step two windows
-    SELECT name, start_ns, dur_ns FROM events WHERE cat IN {HOST_OP_CATS}
-), steps AS ({steps_sql("host_spans", step_range)}
-), inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
+WITH inside AS (  -- the events that can carry a point, in the step that holds their start (an ASOF join: steps
                 -- do not overlap; a range join would pair every step with every event)
     SELECT s.step, e.name, e.cat, e.phase, e.has_sequence, e.start_ns, e.start_ns + e.dur_ns AS end_ns
     FROM (SELECT * FROM events WHERE (cat = 'cpu_op' OR phase IS NOT NULL) AND NOT {is_step_sql('name', step_range)}) e
@@ -520,13 +540,77 @@ WITH host_spans AS (  -- steps are host ranges: a gpu_user_annotation ProfilerSt
     SELECT try_cast(nullif(regexp_extract(name, {sql_text(step_pattern(step_range))}, 1), '') AS BIGINT) AS step,
            start_ns, start_ns + dur_ns AS end_ns
     FROM events WHERE cat = 'gpu_user_annotation' AND {is_step_sql('name', step_range)}
+), kept_device_steps AS (  -- those of the steps left out are left out too
+    FROM device_steps WHERE step NOT IN (SELECT step FROM host_steps WHERE fault IS NOT NULL)
 )
 SELECT * FROM host_points
 UNION ALL
-SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_start', NULL, 4, NULL, NULL, start_ns FROM kept_device_steps WHERE step IS NOT NULL
 UNION ALL
-SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM device_steps WHERE step IS NOT NULL
+SELECT step, 'device_step_end', NULL, 5, NULL, NULL, end_ns FROM kept_device_steps WHERE step IS NOT NULL
 ORDER BY step, seq, ts_ns"""
+
+
+#: The host's steps (a gpu_user_annotation ProfilerStep#N is the same step on a GPU stream's clock of work, later
+#: than the host's, and would give each step two windows), each with what makes its window one the trace's ops
+#: contradict (`fault`): it overlaps the step before or after it, its number is not above the one before it and
+#: below the one after it, or an op of its thread crosses its start or its end (a step holds the ops run in it,
+#: as PyTorch's profiler.step() opens it between iterations: time going backwards). Table `steps` keeps the others.
+def _steps_sql(step_range: str | None) -> str:
+    return f"""
+CREATE TABLE host_steps AS
+WITH host_spans AS (
+    SELECT name, start_ns, dur_ns FROM events WHERE cat IN {HOST_OP_CATS}
+), found AS ({steps_sql("host_spans", step_range)}
+), ordered AS (
+    SELECT *, lag(end_ns) OVER w AS prev_end, lead(start_ns) OVER w AS next_start, lag(step) OVER w AS prev_step,
+           lead(step) OVER w AS next_step
+    FROM found WINDOW w AS (ORDER BY start_ns, end_ns, step)
+), threads AS (
+    SELECT DISTINCT s.step, s.start_ns, s.end_ns, e.tid
+    FROM found s JOIN events e ON e.start_ns = s.start_ns AND e.start_ns + e.dur_ns = s.end_ns
+    WHERE e.cat IN {HOST_OP_CATS} AND {is_step_sql('e.name', step_range)}
+), ops AS (
+    SELECT tid, start_ns, start_ns + dur_ns AS end_ns FROM events WHERE cat = 'cpu_op'
+), cut AS (  -- an op that begins in a step and ends after it, or begins before the next step and ends inside it
+             -- (ASOF joins: each op meets the step it starts in and the one after, not every step of its thread)
+    SELECT t.step, t.start_ns FROM ops o ASOF JOIN threads t ON o.tid = t.tid AND o.start_ns >= t.start_ns
+    WHERE o.start_ns > t.start_ns AND o.start_ns < t.end_ns AND o.end_ns > t.end_ns
+    UNION
+    SELECT t.step, t.start_ns FROM ops o ASOF JOIN threads t ON o.tid = t.tid AND o.start_ns < t.start_ns
+    WHERE o.end_ns > t.start_ns AND o.end_ns < t.end_ns
+)
+SELECT o.step, o.start_ns, o.end_ns,
+       CASE WHEN o.start_ns < o.prev_end OR o.end_ns > o.next_start THEN 'overlap'
+            WHEN o.step <= o.prev_step OR o.step >= o.next_step THEN 'order'
+            WHEN c.step IS NOT NULL THEN 'cut' END AS fault
+FROM ordered o LEFT JOIN cut c USING (step, start_ns);
+CREATE TABLE steps AS SELECT step, start_ns, end_ns FROM host_steps WHERE fault IS NULL
+"""
+
+
+def _check_steps(con: duckdb.DuckDBPyConnection, path: Path, step_range: str | None, warn: Warn) -> None:
+    """Tables host_steps and steps (_steps_sql); a trace_health row for the steps left out, whose windows the
+    trace's ops contradict (their ops then belong to no step: the step's numbers would be wrong)."""
+    con.execute(_steps_sql(step_range))
+    counts = dict(con.execute(
+        "SELECT fault, count(*) FROM host_steps WHERE fault IS NOT NULL GROUP BY fault").fetchall())
+    if not counts:
+        return
+    example = con.execute("SELECT concat('step ', step, ' from ', start_ns, ' to ', end_ns, ' ns (', fault, ')') "
+                          "FROM host_steps WHERE fault IS NOT NULL ORDER BY start_ns LIMIT 1").fetchall()[0][0]
+    rows = sum(counts.values())
+    what = ", ".join(f"{n} {_STEP_FAULTS[fault]}" for fault, n in sorted(counts.items()))
+    warn(f"{path}: {rows} steps are left out, as the trace's times contradict their windows ({what}); their ops "
+         "belong to no step", check="clock", action="dropped", rows=rows, path=path, example=example,
+         tables="step_point")
+
+
+#: Why a step's window cannot be trusted (host_steps.fault), as trace_health says it.
+_STEP_FAULTS = {"overlap": "overlap the step before or after them",
+                "order": "are out of order (a number not above the step's before them)",
+                "cut": "start after an op of their thread that ends inside them, or end before one that began "
+                       "inside them ends (time going backwards)"}
 
 
 #: Top-level members kept in run_info.metadata_json (libkineto's INFO/WARNING logs are left out).
@@ -563,6 +647,7 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             frames, ranges = con.execute(f"SELECT count(*) FILTER (WHERE cat = 'python_function'), "
                                          f"count(*) FILTER (WHERE cat = '{COUNTER_CAT}') FROM events").fetchall()[0]
             counters = _counter_sql(con, path, warn) if ranges else []
+            _check_steps(con, path, source.step_range, warn)
             if frames:
                 resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM host_ops", path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
@@ -604,12 +689,25 @@ def _counter_sql(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> list
 
 
 def _report_unlinked(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
-    """One trace_health row per reason a device activity has no launching op (it is kept, without an op)."""
+    """One trace_health row per reason a device activity has no launching op (it is kept, without an op), and one
+    for activities whose correlation id is damaged (_LAUNCHED_SQL: it names no runtime call, yet they were not
+    launched before the capture): the id is read as none (repaired), so the activity keeps only the op its External
+    id names."""
     for reason, rows, kinds, example in con.execute(
             "SELECT unlinked, count(*), string_agg(DISTINCT kind, ', ' ORDER BY kind), min(name) FROM launched "
             "WHERE unlinked IS NOT NULL GROUP BY unlinked ORDER BY unlinked").fetchall():
         warn(f"{path}: {rows} device activities ({kinds}) {_UNLINKED[reason]}: kept without a launching op",
              check="unlinked", action="kept", rows=rows, path=path, example=example, tables="device_exec")
+    damaged, example = con.execute(
+        "SELECT count(*), any_value(concat(name, ' (correlation ', correlation, ', at ', start_ns, ' ns)')) "
+        "FROM launched WHERE call_missing = 'damaged'").fetchall()[0]
+    if damaged:
+        warn(f"{path}: {damaged} device activities have a correlation id that names no runtime call of the trace, "
+             "though they were not launched before the capture (the id is not below every call's, or they ran "
+             "after work of their stream whose call the trace holds): the id is damaged, or its call is missing "
+             "from the middle of the capture (filtered out); read as none, their op is the one their External id "
+             "names, if any", check="unlinked", action="repaired", rows=damaged, path=path,
+             example=example, tables="device_exec")
 
 
 def _report_collective_args(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
@@ -741,8 +839,9 @@ def _report_odd_events(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -
              "(real traces hold them); kept as recorded", check="out_of_range", action="kept", rows=zero, path=path,
              example=zero_example, tables="device_exec")
     if overlap:
-        warn(f"{path}: {overlap} device activities start before the one before them on their stream ended (a stream "
-             "runs one at a time: times converted from the device clock, or damage); kept as recorded, so a stream's "
+        warn(f"{path}: {overlap} device activities start before the one before them on their stream ended: kernels "
+             "under programmatic dependent launch (PDL, Hopper and later GPUs: a kernel may start while the one before "
+             "it on its stream finishes), or times converted from the device clock; kept as recorded, so a stream's "
              "busy time is less than the sum of its durations", check="clock", action="kept", rows=overlap,
              path=path, example=overlap_example, tables="device_exec")
 
