@@ -446,10 +446,15 @@ def _count(path: Path, sql: str) -> int:
 
 
 def _expected_nsys(path: Path) -> dict[str, int]:
-    """Rows per table from the export itself: intervals with integer times in range, end >= start, once each."""
+    """Rows per table from the export itself: intervals with integer times in range, end >= start, once each; device
+    activities that start no earlier than their launching call."""
     ok = ('typeof(start) IN (\'integer\', \'real\') AND typeof("end") IN (\'integer\', \'real\') AND abs(start) < 4.6e18 '
           'AND abs("end") < 4.6e18 AND round("end") >= round(start)')
-    device = sum(_count(path, f"SELECT count(*) FROM (SELECT DISTINCT * FROM {t} WHERE {ok})")
+    calls = (f"SELECT (globalTid >> 24) & 16777215 AS pid, correlationId, min(start) AS call_start "
+             f"FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE {ok} GROUP BY 1, 2")
+    launched_after = (f"NOT EXISTS (SELECT 1 FROM ({calls}) c WHERE c.correlationId = a.correlationId "
+                      "AND c.pid = (a.globalPid >> 24) & 16777215 AND a.start < c.call_start)")  # else a damaged time
+    device = sum(_count(path, f"SELECT count(*) FROM (SELECT DISTINCT * FROM {t} a WHERE {ok} AND {launched_after})")
                  for t, table in _NSYS_TIMED.items() if table == "device_exec")
     api = _count(path, f"SELECT count(*) FROM (SELECT DISTINCT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE {ok})")
     return {"device_exec": device, "host_api": api}

@@ -461,8 +461,9 @@ def _quick_check(db: sqlite3.Connection, path: Path, warn: Warn) -> None:
     problems = [str(line) for (line,) in db.execute("PRAGMA quick_check(5)")]
     if problems != ["ok"]:
         warn(f"{path}: the SQLite file fails its own consistency check (PRAGMA quick_check: {'; '.join(problems)}): "
-             "a page is damaged; rows on it may be missing or changed; the rows SQLite returns are read",
-             check="malformed_record", action="dropped", path=path, example=problems[0])
+             "a page is damaged; rows on it may be missing or changed (how many is unknown: counted as 0); the rows "
+             "SQLite returns are read", check="malformed_record", action="dropped", rows=0, path=path,
+             example=problems[0])
 
 
 def _drop_before_launch(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> None:
