@@ -33,7 +33,7 @@ def test_layout_and_manifest(tmp_path):
                                                ".profpipe-output"}
     assert {p.stem for p in (out / "tables").glob("*.parquet")} == set(catalog())
     manifest = json.loads((out / "manifest.json").read_text())
-    assert set(manifest["timings_s"]) == {"discover", "ingest", "merge", "models", "export"}
+    assert set(manifest["timings_s"]) == {"discover", "ingest", "merge", "models", "checks", "export"}
     assert manifest["versions"]["duckdb"] == duckdb.__version__
     files = manifest["sources"][0]["files"]
     assert {f["role"] for f in files} >= {"gpu_op_timestamp", "activity_timestamp", "step_trace"}

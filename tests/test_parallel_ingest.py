@@ -156,7 +156,7 @@ def test_each_stage_has_its_time_and_peak_memory(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["analyse", str(FIXTURES / "kineto" / "current"), "-o", str(out), "-q",
                                       "--profile-stages", "--workers", "2"])
     assert result.exit_code == 0, result.output
-    stages = ["discover", "ingest", "merge", "models", "export"]
+    stages = ["discover", "ingest", "merge", "models", "checks", "export"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert list(manifest["timings_s"]) == list(manifest["peak_rss_bytes"]) == stages
     assert all(manifest["timings_s"][s] > 0 for s in stages)
@@ -165,7 +165,7 @@ def test_each_stage_has_its_time_and_peak_memory(tmp_path: Path) -> None:
     assert list(manifest["worker_peak_rss_bytes"]) == ["ingest"]
     table = result.output.splitlines()
     assert table[0].split() == ["stage", "seconds", "peak", "MiB", "worker", "peak", "MiB"]
-    assert [line.split()[0] for line in table[2:7]] == stages
+    assert [line.split()[0] for line in table[2:8]] == stages
 
 
 def test_the_stage_peak_is_the_stage_own() -> None:
