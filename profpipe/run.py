@@ -322,7 +322,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             with transaction(con):
                 models_to_run = [m for m in load_models() if selection is None or m.name in selection.models]
                 reporter.stage("models", len(models_to_run))
-                fill_tables(con, tmp, row_counts)
+                fill_tables(con, tmp, row_counts if selection is None else  # only the tables the selection reads
+                            {name: count for name, count in row_counts.items() if name in selection.built})
                 set_run_options(con, options.model_options)
                 model_run = run_models(con, models_to_run, row_counts, prepared=True)
                 findings = advise(con, rules_reading(None if selection is None else selection.models))

@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..models import Selection
 from ..output import is_profpipe_output
 from ..version import VERSION
-from ..warehouse import is_warehouse, open_run
+from ..warehouse import is_warehouse, open_run, run_built
 from . import document
 from .pages import RunContext, run_pages
 
@@ -70,8 +70,8 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
     if is_warehouse(output):
         if run is None:
             return write_warehouse_report(output, path or output / "report.html")
-        context = RunContext(input=f"{output} run {run}", profpipe_version=VERSION)
         with open_run(output, run) as con:
+            context = RunContext(input=f"{output} run {run}", profpipe_version=VERSION, built=run_built(output, run))
             return write_run_report(con, path or output / f"report-{run}.html", context)
     if run is not None:
         raise UsageError(f"{output}: --run needs a warehouse (profpipe batch), not an output folder")
