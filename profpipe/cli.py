@@ -508,7 +508,8 @@ def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpip
 @_command('profpipe tables out')
 def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")]) -> None:
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
-    the columns). A warehouse holds the normalized tables and the marts of every run."""
+    the columns); "not built" for those a run with --select did not build. A warehouse holds the normalized tables
+    and the marts of every run (batch_runs.tables_not_built: what each run did not build)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -518,14 +519,18 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
         raise _usage(str(exc)) from None
     from .models import documentation
 
+    from .output import built_by
+
     present = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
                                                "SELECT view_name FROM duckdb_views()").fetchall()}
+    built = built_by(output)  # --select: a model the run did not build has no rows because it was not built
     listing = Table("name", "kind", "rows", "one row is")
     for entry in documentation().values():
         if entry["layer"] == "intermediate" or entry["name"] not in present:
             continue
-        rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
-        listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
+        rows = "not built" if built is not None and entry["name"] not in built else \
+            str(con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0])
+        listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], rows, entry["description"])))
     _console().print(listing)
 
 

@@ -120,6 +120,10 @@ def test_op_type_stats_alone_gives_the_full_runs_rows_and_writes_only_what_it_bu
     assert manifest["selection"] == chosen.as_json()
     assert json.loads((full / "manifest.json").read_text())["selection"] is None
     assert json.loads((out / "reports" / "summary.json").read_text())["selection"]["select"] == ["op_type_stats"]
+    listed = {line.split("│")[1].strip(): line.split("│")[3].strip()
+              for line in CliRunner().invoke(app, ["tables", str(out)], terminal_width=200).output.splitlines()
+              if line.count("│") >= 4 and line.split("│")[1].strip()}
+    assert listed["kernel_stats"] == "not built" and int(listed["op_type_stats"]) > 0
 
 
 def test_a_selection_reads_only_the_sources_whose_tables_it_reads(tmp_path: Path) -> None:

@@ -16,8 +16,7 @@ import pyarrow as pa
 
 from ..database import connect as duckdb_connect
 from ..errors import UsageError
-from ..models import Selection
-from ..output import is_profpipe_output
+from ..output import built_by, is_profpipe_output
 from ..version import VERSION
 from ..warehouse import is_warehouse, open_run, run_built
 from . import document
@@ -80,10 +79,9 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
         raise UsageError(f"{output}: not an output folder of profpipe analyse or a warehouse of profpipe batch")
     summary = _json(output / "reports" / "summary.json")
     timeline = summary.get("timeline")
-    selection = _json(output / "manifest.json").get("selection")  # --select: what the run built
     context = RunContext(input=summary.get("input", str(output)), profpipe_version=summary.get("profpipe_version", VERSION),
                          timeline=timeline, timeline_content=(timeline or {}).get("content", "full") if timeline else "none",
-                         built=None if not selection else Selection.from_json(selection).built)
+                         built=built_by(output))
     with duckdb_connect(database, read_only=True) as con:
         return write_run_report(con, path or output / "report.html", context)
 
