@@ -297,7 +297,7 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
     started = time.perf_counter()
     if options.executor not in EXECUTORS:
         raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}")
-    options.analysis.selection  # noqa: B018 - an unknown model name is a usage error before any run
+    options.analysis.selection  # noqa: B018 - a model name that is no model is a usage error before any run
     root = options.warehouse.resolve()
     for input_root in options.roots:
         resolved = input_root.resolve()

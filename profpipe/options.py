@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -152,18 +153,15 @@ class Options:
         not given, the rank map and the selection's model names checked, and whether to write report.html decided."""
         if self.rank_map is not None and not self.rank_map.is_file():
             raise UsageError(f"--rank-map {self.rank_map}: no such file")
-        if self.select is not None:
-            from .models import select
-
-            select(self.select)
+        self.selection  # noqa: B018 - a model name that is no model is a usage error before the run starts
         return replace(self, visual_report=self.select is None if self.visual_report is None else self.visual_report,
                        fp_op=self.fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START"),
                        bp_op=self.bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END"))
 
-    @property
+    @cached_property
     def selection(self) -> Selection | None:
         """The models and tables `select` builds (None: every model); with the timeline asked for (`timeline` full or
-        summary), the mart it is written from too."""
+        summary), the mart it is written from too. Computed once per Options (a batch asks for it per run)."""
         from .models import select
 
         if self.select is None:
