@@ -163,8 +163,13 @@ def test_the_warehouse_tells_not_built_from_no_rows(tmp_path: Path) -> None:
     shutil.copytree(KINETO, root / "sel")
     warehouse = tmp_path / "w"
     options = BatchOptions(roots=(root,), warehouse=warehouse, workers=1,
-                           analysis=Options(select=("op_type_stats",), visual_report=False))
+                           analysis=Options(select=("op_type_stats",)))
     assert batch(options).analysed == ["sel"]
+    [page] = _pages(warehouse / "report.html")  # the batch report: the run's selection, its steps "not built"
+    sections = {section["title"]: section for section in page["sections"]}
+    built = [c["key"] for c in sections["Runs"]["columns"]].index("built")
+    assert [row[built] for row in sections["Runs"]["rows"]] == ["--select op_type_stats"]
+    assert "their steps were not built" in sections["Regressions"]["why"]
     with connect(warehouse) as con:
         [(selection, lacks)] = con.execute("SELECT selection, tables_not_built FROM batch_runs").fetchall()
         assert selection == "op_type_stats" and "kernel_stats" in lacks and "op_type_stats" not in lacks
