@@ -184,3 +184,15 @@ def test_the_warehouse_tells_not_built_from_no_rows(tmp_path: Path) -> None:
         assert con.execute("SELECT selection, tables_not_built FROM batch_runs").fetchall() == [(None, None)]
         assert lacking(con, "kernel_stats") == {}
         assert lacking(con, "data_op") == {"sel": "no rows"}  # a PyTorch trace has no MindData pipeline
+
+
+def test_the_api_selects_and_a_timeline_asked_for_builds_its_mart(tmp_path: Path) -> None:
+    from profpipe import offline_analyse
+
+    result = offline_analyse(KINETO, output_path=tmp_path / "api", select="op_type_stats kernel_stats")
+    assert set(result.models.seconds) | set(result.models.skipped) == select(["op_type_stats", "kernel_stats"]).models
+    assert not (tmp_path / "api" / "report.html").exists()  # not asked for
+    assert _csvs(tmp_path / "api") - {"trace_health"} == {"op_type_stats", "op_detail_stats", "kernel_stats"}
+    asked = run(KINETO, tmp_path / "timeline", timeline="summary", select=("op_type_stats",))
+    assert (asked.output / "timeline").is_dir()
+    assert "timeline_span" in json.loads((asked.output / "manifest.json").read_text())["selection"]["models"]
