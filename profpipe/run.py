@@ -494,7 +494,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file and m.name not in empty]
     write_reports(con, tmp / "reports", reports, options.report.style)
-    write_ascend_reports(con, tmp / "reports", options.report)
+    write_ascend_reports(con, tmp / "reports", options.report, None if selection is None else selection.models)
     write_minddata_reports(con, tmp / "reports", reports, options.report.style)
     write_memory_reports(con, tmp / "reports", reports)
     write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"], empty)

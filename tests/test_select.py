@@ -196,3 +196,15 @@ def test_the_api_selects_and_a_timeline_asked_for_builds_its_mart(tmp_path: Path
     asked = run(KINETO, tmp_path / "timeline", timeline="summary", select=("op_type_stats",))
     assert (asked.output / "timeline").is_dir()
     assert "timeline_span" in json.loads((asked.output / "manifest.json").read_text())["selection"]["models"]
+
+
+def test_the_compatible_files_are_those_of_the_reports_built(tmp_path: Path) -> None:
+    """The Ascend text files (profpipe/export/ascend_reports.py) follow the report models built, as the CSVs do."""
+    full = {p.name for p in (run(FIXTURES / "ascend_raw", tmp_path / "full", timeline="none").output / "reports").iterdir()}
+    out = run(FIXTURES / "ascend_raw", tmp_path / "sel", timeline="none", select=("aicore_intermediate_detail",)).output
+    written = {p.name for p in (out / "reports").iterdir()}
+    assert {"output_timeline_data_0.txt", "step_trace_raw_0_detail_time.csv", "hccl_raw_0.csv"} & full
+    assert written - {"trace_health.csv", "summary.json"} == {
+        "aicore_intermediate_0_detail.csv", "output_op_compute_time_0.txt", "output_op_compute_time_detail_0.txt",
+        "device_op_stats.csv"}
+    assert written <= full
