@@ -155,6 +155,8 @@ def test_a_report_on_a_selection_shows_only_the_pages_it_built(tmp_path: Path) -
     assert [page["id"] for page in _pages(rebuilt)] == shown
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "No step trace" not in html  # a page or section of a model not built is absent, not "no data"
+    [overview] = [page for page in _pages(out / "report.html") if page["id"] == "overview"]
+    assert [s["title"] for s in overview["sections"]] == ["Trace health"]  # no run facts, phases or advisor: not built
     assert query_reads("report_op_types") <= select(["op_type_stats"]).built
 
 

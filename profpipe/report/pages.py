@@ -138,7 +138,8 @@ def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list
     else:
         sections.append(empty("Average step time by phase, per rank",
                               "No step trace in this dump (no step_trace/ProfilerStep/MindSpore step data), so no phases."))
-    sections.append(_finding_list("Top findings of the advisor", findings, 5))
+    if findings != []:  # no rule checked: a --select run that built the marts of none
+        sections.append(_finding_list("Top findings of the advisor", findings, 5))
     sections.append(_health(con))
     return _page("overview", "Overview", sections)
 
