@@ -172,6 +172,8 @@ def test_the_warehouse_tells_not_built_from_no_rows(tmp_path: Path) -> None:
     built = [c["key"] for c in sections["Runs"]["columns"]].index("built")
     assert [row[built] for row in sections["Runs"]["rows"]] == ["--select op_type_stats"]
     assert "their steps were not built" in sections["Regressions"]["why"]
+    run_report = write_report(warehouse, tmp_path / "run.html", run="sel")  # a run's report: what the run built
+    assert [page["id"] for page in _pages(run_report)] == ["overview", "operators"]
     with connect(warehouse) as con:
         [(selection, lacks)] = con.execute("SELECT selection, tables_not_built FROM batch_runs").fetchall()
         assert selection == "op_type_stats" and "kernel_stats" in lacks and "op_type_stats" not in lacks
