@@ -358,6 +358,7 @@ def _closure(names: set[str], edges: dict[str, set[str]]) -> set[str]:
     return found
 
 
+@lru_cache(maxsize=256)
 def query_reads(name: str) -> frozenset[str]:
     """The models and normalized tables that sql/queries/<name>.sql reads (the words of its text that name one)."""
     known = set(catalog()) | {m.name for m in load_models()}
