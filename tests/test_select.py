@@ -72,6 +72,8 @@ def test_an_unknown_model_is_a_usage_error_naming_the_near_ones(tmp_path: Path) 
     assert printed.exit_code == 2
     assert "no model 'op_type_stat'" in printed.output and "did you mean op_type_stats" in printed.output
     assert not (tmp_path / "out").exists()
+    printed = CliRunner().invoke(app, ["batch", str(FIXTURES / "kineto"), "-w", str(tmp_path / "w"), "-s", "nosuch"])
+    assert printed.exit_code == 2 and "no model 'nosuch'" in printed.output and not (tmp_path / "w").exists()
 
 
 def test_every_family_declares_every_table_its_reader_names() -> None:
