@@ -139,10 +139,16 @@ def _number(value: float | None) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def rules_reading(built: frozenset[str] | None) -> list[Rule]:
+    """The rules whose marts (those they read and those they require) are all among the models `built` (--select);
+    every rule for None."""
+    return [rule for rule in load_rules() if built is None or (rule.reads | set(rule.requires)) <= built]
+
+
 def advise(con: duckdb.DuckDBPyConnection, rules: list[Rule] | None = None) -> list[Finding]:
     """Run every rule on `con` (a profile.duckdb, or one run of a warehouse); the findings, fired ones first by
     severity, then the others, each group in rule order."""
-    findings = [_check(con, rule) for rule in rules or load_rules()]
+    findings = [_check(con, rule) for rule in (load_rules() if rules is None else rules)]
     order = {status: i for i, status in enumerate(("fired", "error", "passed", "not_applicable"))}
     return sorted(findings, key=lambda f: (order[f.status], SEVERITIES.index(f.severity), f.rule_id))
 

@@ -21,7 +21,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
                     subgraph: str = "all", optypes_to_deal: str = "", optypes_not_deal: str = "Variable",
                     is_show_op_path: bool = False, report_style: str = "latest", rank_map: str | Path | None = None,
                     timeline_limit: float | None = DEFAULT_TIMELINE_LIMIT_MB, strict: bool = False,
-                    force: bool = False, workers: int | None = 1) -> RunResult:
+                    force: bool = False, workers: int | None = 1, select: str | list[str] | None = None,
+                    visual_report: bool | None = None) -> RunResult:
     """Analyse the saved profiler folder (or one trace file) `path`, as MindSpore's
     `Profiler.offline_analyse(path, pretty, step_list, data_simplification)` does.
 
@@ -42,6 +43,9 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
       timeline_limit: MindSpore's Profiler(timeline_limit=500): cap timeline/trace.json at this many MiB (the
         latest events are dropped first, steps kept); None or 0: no cap.
       strict: make any data loss an error.  force: see output_path.
+      select: build only these models and what they read, as dbt's --select ("op_type_stats", "step_phases+",
+        or a list); only their CSVs (and report pages) are written, and no timeline. See `profpipe analyse --select`.
+      visual_report: write report.html (default: yes, unless `select` is given).
       workers: processes that read the sources (default 1: this one). More, or None (one per core once the input
         passes 64 MiB), start worker processes, which import the calling script's main module: call from
         under `if __name__ == "__main__":` (the multiprocessing rule), as the profpipe command does.
@@ -49,7 +53,8 @@ def offline_analyse(path: str | Path, pretty: bool = False, step_list: list[int]
     """
     options = Options(
         step_list=step_list, data_simplification=data_simplification, pretty=pretty, rank_map=rank_map,
-        timeline_limit_mb=timeline_limit, strict=strict, force=force, workers=workers,
+        timeline_limit_mb=timeline_limit, strict=strict, force=force, workers=workers, visual_report=visual_report,
+        select=None if select is None else tuple([select] if isinstance(select, str) else select),
         report=ReportOptions(style=report_style, subgraph=subgraph,
                              optypes_to_deal=tuple(t for t in optypes_to_deal.split(",") if t),
                              optypes_not_deal=tuple(t for t in optypes_not_deal.split(",") if t),

@@ -36,10 +36,11 @@ from .options import Options
 from .parallel import cores, local_workers, process_pool, submit
 from .report import write_warehouse_report
 from .resources import data_dir
-from .run import IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, source_error
+from .run import (IngestOutcome, QuietReporter, Reporter, build_output, find_sources, ingest_source, selected_sources,
+                  source_error)
 from .safety import raise_if_interrupted, stop_on_signals
 from .version import VERSION
-from .warehouse import RunRecord, Warehouse, locked, publish_run
+from .warehouse import RunRecord, Warehouse, locked, not_built, publish_run, selection_text
 
 #: Executors `--executor` accepts.
 EXECUTORS = ("local", "dask")
@@ -296,6 +297,7 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
     started = time.perf_counter()
     if options.executor not in EXECUTORS:
         raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}")
+    options.analysis.selection  # noqa: B018 - a model name that is no model is a usage error before any run
     root = options.warehouse.resolve()
     for input_root in options.roots:
         resolved = input_root.resolve()
@@ -320,7 +322,7 @@ def batch(options: BatchOptions, reporter: Reporter | None = None) -> BatchResul
             if warehouse.uncommitted:
                 warehouse.commit(version)
         warehouse.write_catalog()
-        if options.analysis.visual_report:
+        if options.analysis.visual_report is not False:
             write_warehouse_report(root, root / "report.html")
     result.wall_s = time.perf_counter() - started
     return result
@@ -385,6 +387,8 @@ def _unchanged(record: RunRecord, folder: RunFolder, stat: str, content: str | N
         return False
     if content is not None and row.get("content_fingerprint") not in (None, content):
         return False
+    if row.get("selection") != selection_text(options.analysis.selection):  # built with another --select
+        return False
     return not (options.retry_failed and row["status"] == "failed")
 
 
@@ -396,7 +400,8 @@ def _analyse_runs(todo: list[_PlannedRun], warehouse: Warehouse, version: str, o
         planned.generation = f"g{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
         health = HealthLedger()
         try:
-            planned.sources = find_sources(planned.folder.path, options.analysis, health)
+            planned.sources = selected_sources(find_sources(planned.folder.path, options.analysis, health),
+                                               options.analysis.selection, [])
         except NoProfilerData as error:
             _commit_failure(warehouse, version, planned, str(error), result, status="empty")
         except ProfpipeError as error:
@@ -513,6 +518,8 @@ def _commit_failure(warehouse: Warehouse, version: str, planned: _PlannedRun, er
     previous = warehouse.runs.get(planned.folder.run)
     row = _row(planned, version, status=status, error=error,
                generation=previous.generation if previous else None)
+    if previous is not None:  # the tables kept are the last good version's, built with its selection
+        row.update(selection=previous.row.get("selection"), tables_not_built=previous.row.get("tables_not_built"))
     warehouse.put(RunRecord(row, previous.files if previous else {}))
     warehouse.commit_soon(version)
     shutil.rmtree(warehouse.root / ".staging" / planned.generation, ignore_errors=True)
@@ -527,7 +534,7 @@ def _row(planned: _PlannedRun, version: str, *, status: str, error: str | None,
             "ingest_s": planned.ingest_s, "models_s": None, "input_bytes": planned.input_bytes,
             "input_files": planned.input_files, "sources": len(planned.sources), "ranks": None,
             "health_events": None, "health_lossy_rows": None, "sources_failed": None,
-            "profpipe_version": VERSION, "schema_version": version}
+            "profpipe_version": VERSION, "schema_version": version, "selection": None, "tables_not_built": None}
 
 
 def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOutcome],
@@ -543,13 +550,16 @@ def _build_run(folder: RunFolder, sources: list[Source], outcomes: list[IngestOu
         health.add(event)
     built = build_output(folder.path, out, sources, outcomes, options, health, QuietReporter(), StageMeter(),
                          exports=False)
+    selection = options.selection
+    lacks = [] if selection is None else not_built(selection)  # never published: the run did not build them
     files, columns = publish_run(out / "profile.duckdb", warehouse, folder.run, generation,
-                                 built.models.empty if built.models else frozenset())
+                                 (built.models.empty if built.models else set()) | set(lacks))
     shutil.rmtree(out, ignore_errors=True)
     lossy_rows = sum(int(r["rows"] or 0) for r in health.rows() if r["action"] in ("dropped", "clamped", "repaired"))
     return {"status": "partial" if built.skipped or health.lossy else "ok", "files": files, "columns": columns,
             "row": {"ranks": len(built.ranks), "health_events": len(health.events), "health_lossy_rows": lossy_rows,
-                    "sources_failed": len(built.skipped)}}
+                    "sources_failed": len(built.skipped), "selection": selection_text(selection),
+                    "tables_not_built": None if selection is None else lacks}}
 
 
 def _timed(memory_mb: int | None, host_threads: dict[str, int] | None, function: Callable[..., Any],

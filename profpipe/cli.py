@@ -132,6 +132,13 @@ class _BarReporter:
         self._progress.advance(self._task, amount)
 
 
+#: Help of --select (analyse and batch).
+SELECT_HELP = ("Build only these models and what they read, as dbt's --select: MODEL (or +MODEL, the same), MODEL+ for "
+               "every model that reads it too; repeat, or separate names by commas or spaces. Reads only the sources "
+               "whose tables they read, writes only their CSVs and report pages, and the timeline only with --timeline "
+               "full|summary. `profpipe describe` lists the models.")
+
+
 @_command('# a profiler folder (MindSpore, PyTorch, msprof...) into out/, steps 3 to 5 only\nprofpipe analyse ./resnet_profile -o out --step-list 3-5')
 def analyse(
     path: Annotated[Path, typer.Argument(help="Folder the profiler saved (any level above the data files), or one trace file that stands alone (PyTorch/Paddle trace, Nsight Systems export, MindData log).")],
@@ -161,7 +168,8 @@ def analyse(
     pretty: Annotated[bool, typer.Option("--pretty", rich_help_panel='Output', help="Indent the JSON reports.")] = False,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, rich_help_panel='Performance', help="Worker processes that read the sources in parallel (default: one per core once the input passes 64 MiB, fewer when memory cannot hold one largest source per worker; 1: read them in this process).")] = None,
     memory_limit: Annotated[Optional[int], typer.Option("--memory-limit", metavar="MB", min=64, rich_help_panel='Performance', help="MiB each DuckDB database of the run may hold before it spills to disk (a reader's under $TMPDIR, the output's beside OUTPUT's profile.duckdb while it is written). Default: DuckDB's, 80 % of the machine's memory, and 640 MiB for a reader. Each worker process has its own databases.")] = None,
-    visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`).")] = True,
+    visual_report: Annotated[Optional[bool], typer.Option("--report/--no-report", rich_help_panel='Output', help="Write OUTPUT/report.html, the visual report (one self-contained HTML file; see `profpipe report`). Default: yes, unless --select is given.", show_default=False)] = None,
+    select: Annotated[Optional[list[str]], typer.Option("--select", "-s", metavar="MODEL[+]", rich_help_panel='Steps and analysis', help=SELECT_HELP)] = None,
     profile_stages: Annotated[bool, typer.Option("--profile-stages", rich_help_panel='Performance', help="After the run, print each stage's wall time and peak memory and the slowest models (also in OUTPUT/manifest.json: timings_s, peak_rss_bytes, slowest_models_s).")] = False,
 ) -> None:
     """Analyse a saved profiler folder, or one trace file, into OUTPUT (profile.duckdb, reports/, timeline/,
@@ -180,7 +188,7 @@ def analyse(
         options = Options(
             ranks=rank, step_list=_step_list(step_list), data_simplification=data_simplification, pretty=pretty,
             timeline_limit_mb=timeline_limit, timeline="summary" if timeline_summary else timeline,
-            timeline_gzip=timeline_gzip, visual_report=visual_report,
+            timeline_gzip=timeline_gzip, visual_report=visual_report, select=tuple(select) if select else None,
             msprof_models=model,
             step_range_name=step_range_name, fp_op=fp_op, bp_op=bp_op, peak_tflops=peak_tflops, rank_map=rank_map,
             strict=strict,
@@ -238,6 +246,7 @@ def batch(
     json_out: Annotated[bool, typer.Option("--json", rich_help_panel='Output', help="Print what the batch did as JSON.")] = False,
     visual_report: Annotated[bool, typer.Option("--report/--no-report", rich_help_panel='Output', help="Write WAREHOUSE/report.html: the runs' step-time trend and the latest run's regressions.")] = True,
     fail_above: Annotated[Optional[float], typer.Option("--fail-above", metavar="PCT", min=0, rich_help_panel='Output', help=FAIL_ABOVE_HELP + " Compares the newest run with steps (by analysis time) with the one before it.")] = None,
+    select: Annotated[Optional[list[str]], typer.Option("--select", "-s", metavar="MODEL[+]", rich_help_panel='Steps and analysis', help=SELECT_HELP + " The warehouse records it per run (batch_runs.selection, tables_not_built); a run batched with another selection is analysed again.")] = None,
 ) -> None:
     """Analyse every new or changed run under the ROOTs into one warehouse of Parquet tables.
 
@@ -274,7 +283,8 @@ def batch(
                                verify=verify, keep_missing=keep_missing, retry_failed=retry_failed,
                                executor=executor, scheduler=scheduler, workers=workers,
                                analysis=Options(strict=strict, step_range_name=step_range_name,
-                                                memory_limit_mb=memory_limit, visual_report=visual_report))
+                                                memory_limit_mb=memory_limit, visual_report=visual_report,
+                                                select=tuple(select) if select else None))
         with _progress_bars(quiet) as bars:
             result = run_batch(options, reporter=bars)
     document = {"warehouse": str(warehouse), "analysed": result.analysed, "unchanged": result.unchanged,
@@ -499,7 +509,8 @@ def check(output: Annotated[Path, typer.Argument(help="Output folder of `profpip
 @_command('profpipe tables out')
 def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpipe analyse`, or a warehouse of `profpipe batch`.")]) -> None:
     """List the tables and SQL models in OUTPUT with row counts and what one row is (`describe` gives
-    the columns). A warehouse holds the normalized tables and the marts of every run."""
+    the columns); "not built" for those a run with --select did not build. A warehouse holds the normalized tables
+    and the marts of every run (batch_runs.tables_not_built: what each run did not build)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -509,14 +520,18 @@ def tables(output: Annotated[Path, typer.Argument(help="Output folder of `profpi
         raise _usage(str(exc)) from None
     from .models import documentation
 
+    from .output import built_by
+
     present = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
                                                "SELECT view_name FROM duckdb_views()").fetchall()}
+    built = built_by(output)  # --select: a model the run did not build has no rows because it was not built
     listing = Table("name", "kind", "rows", "one row is")
     for entry in documentation().values():
         if entry["layer"] == "intermediate" or entry["name"] not in present:
             continue
-        rows = con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0]
-        listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], str(rows), entry["description"])))
+        rows = "not built" if built is not None and entry["name"] not in built else \
+            str(con.execute(f"SELECT count(*) FROM {entry['name']}").fetchone()[0])
+        listing.add_row(*(Text(v) for v in (entry["name"], entry["layer"], rows, entry["description"])))
     _console().print(listing)
 
 
@@ -963,6 +978,11 @@ def _print_summary(result: "RunResult") -> None:
     from rich.text import Text
 
     _console().print(f"profpipe: wrote {result.output} (ranks {', '.join(map(str, result.ranks))})", markup=False)
+    if "selection" in result.summary:
+        selection = result.summary["selection"]
+        _console().print(f"profpipe: --select {' '.join(selection['select'])}: built {len(selection['models'])} models "
+                         f"({', '.join(m for m in selection['models'] if not m.startswith(('stg_', 'int_')))} and what "
+                         "they read); the others were not built", markup=False)
     for rank in result.summary["ranks"]:
         if rank.get("top_ops"):
             ops = Table(title=f"rank {rank['rank']}: top ops by self time (annotations such as ProfilerStep#N left out)",

@@ -32,9 +32,15 @@ the view while marts and exports read it; the saved profile.duckdb keeps only th
 SQL cannot compute well (a sequential pass, such as the critical path's longest path) names in `computed_by`
 (`package.module:function`) the Python function that computes it: its SQL selects the function's input, the function
 returns the model's rows as an Arrow table of its declared columns, and the model is saved as a table.
+
+`select` turns `--select` (dbt's syntax: `MODEL`, `+MODEL`, `MODEL+`) into the models a run builds over this graph:
+the named models and everything they read, with `MODEL+` also every model that reads MODEL (and what those read),
+and the normalized tables those read; `query_reads` says which models and tables a named query reads, so that an
+export or a report page can tell whether its inputs were built.
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import time
@@ -47,6 +53,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from .errors import UsageError
 from .resources import cached, data_dir, read_yaml
 from .tables import catalog
 
@@ -286,6 +293,76 @@ def _check_references(model: Model, text: str, models: dict[str, Model], sources
     words = set(_WORD.findall(text))  # whole words not after a dot: a column of an alias is not a table
     if unnamed := sorted(words & (set(models) | sources) - {model.name}):
         raise ModelError(f"SQL model {model.name}: reads {unnamed[0]} without ref()/source()")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What `--select` asked for and what a run builds for it."""
+
+    #: The selectors as given (MODEL, +MODEL, MODEL+), in order.
+    asked: tuple[str, ...]
+    #: The models built: the named ones, their downstream where asked (MODEL+), and everything those read.
+    models: frozenset[str]
+    #: The normalized tables those models read (the sources that write no one of them need not be read).
+    tables: frozenset[str]
+
+    @property
+    def built(self) -> frozenset[str]:
+        """Every model and table whose rows the run holds: the models built, the tables they read, and the
+        trace-health ledger (every run has it)."""
+        return self.models | self.tables | {"trace_health"}
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest's record of the selection: what was asked, the models built, the tables read."""
+        return {"select": list(self.asked), "models": sorted(self.models), "tables": sorted(self.tables)}
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> Selection:
+        """The selection a manifest recorded (`as_json`)."""
+        return cls(tuple(record["select"]), frozenset(record["models"]), frozenset(record["tables"]))
+
+
+def select(selectors: tuple[str, ...] | list[str], models: list[Model] | None = None) -> Selection:
+    """The models that `selectors` build (dbt's syntax, each item one or more names separated by commas or spaces):
+    `MODEL` (or `+MODEL`: the same, its upstream is always built) builds MODEL and every model it reads, transitively;
+    `MODEL+` also every model that reads MODEL, transitively, with what those read. A name that is no model is a
+    UsageError naming the nearest ones."""
+    by_name = {m.name: m for m in models or load_models()}
+    asked = tuple(item for selector in selectors for item in re.split(r"[\s,]+", selector.strip()) if item)
+    if not asked:
+        raise UsageError("--select needs at least one model name (profpipe describe lists them)")
+    readers: dict[str, set[str]] = {name: set() for name in by_name}
+    for model in by_name.values():
+        for ref in model.refs:
+            readers[ref].add(model.name)
+    roots: set[str] = set()
+    for item in asked:
+        name = item.removeprefix("+").removesuffix("+")
+        if name not in by_name:
+            near = difflib.get_close_matches(name, list(by_name), n=5, cutoff=0.6)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; profpipe describe lists the models"
+            raise UsageError(f"--select {item}: no model {name!r}{hint}")
+        roots |= _closure({name}, readers) if item.endswith("+") else {name}
+    chosen = _closure(roots, {name: set(m.refs) for name, m in by_name.items()})
+    tables = frozenset(t for name in chosen for t in by_name[name].sources) - set(EXTRA_SOURCES)
+    return Selection(asked, frozenset(chosen), tables)
+
+
+def _closure(names: set[str], edges: dict[str, set[str]]) -> set[str]:
+    """`names` and every name reachable from them along `edges`."""
+    found, todo = set(names), list(names)
+    while todo:
+        for name in edges[todo.pop()] - found:
+            found.add(name)
+            todo.append(name)
+    return found
+
+
+@lru_cache(maxsize=256)
+def query_reads(name: str) -> frozenset[str]:
+    """The models and normalized tables that sql/queries/<name>.sql reads (the words of its text that name one)."""
+    known = set(catalog()) | {m.name for m in load_models()}
+    return frozenset(set(_WORD.findall(_strip_comments(query(name)))) & known)
 
 
 def load_macros(sql_dir: Path | None = None) -> list[Macro]:

@@ -10,9 +10,14 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .models import Selection
 
 #: Which MindSpore version the compatible reports imitate (docs/mindspore.md, "Ascend reports").
 REPORT_STYLES = ("latest", "legacy")
@@ -21,6 +26,9 @@ SUBGRAPHS = ("all", "Default", "Gradients")
 DEFAULT_TIMELINE_LIMIT_MB = 500.0
 #: What the timeline may hold (Options.timeline).
 TIMELINES = ("auto", "full", "summary", "none")
+#: The mart the timeline is written from (profpipe/export/chrome_trace.py): built with a selection that asks for a
+#: timeline.
+TIMELINE_MART = "timeline_span"
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,12 @@ class Options:
     #: Write the timeline gzip-compressed, as timeline/trace.json.gz (Perfetto and chrome://tracing open it): True,
     #: False, or None: when its text passes GZIP_TIMELINE_FROM_MB (profpipe/export/chrome_trace.py).
     timeline_gzip: bool | None = None
-    #: Write report.html (the visual report, profpipe/report) into the output; a batch writes its warehouse's.
-    visual_report: bool = True
+    #: Write report.html (the visual report, profpipe/report) into the output; a batch writes its warehouse's. None:
+    #: written unless `select` is given (a selection writes the exports it asks for only).
+    visual_report: bool | None = None
+    #: Build only these models and what they read (dbt's --select: MODEL, +MODEL, MODEL+ for its downstream too; items
+    #: may hold several names separated by commas or spaces); None: every model. profpipe/models.py `select`.
+    select: tuple[str, ...] | None = None
     #: msprof exports: read only these model (graph) ids (None: per rank, the model with most files).
     msprof_models: tuple[int, ...] | None = None
     #: PyTorch traces, Nsight Systems exports, msprof exports and raw PROF folders: the annotation, NVTX range or MSTX
@@ -97,6 +109,11 @@ class Options:
     report: ReportOptions = field(default_factory=ReportOptions)
 
     def __post_init__(self) -> None:
+        if self.select is not None:
+            items = (self.select,) if isinstance(self.select, str) else self.select
+            if not all(isinstance(item, str) for item in items):
+                raise UsageError(f"select must be model names, got {self.select!r}")
+            object.__setattr__(self, "select", tuple(items))
         for name in ("ranks", "step_list", "msprof_models"):
             value = getattr(self, name)
             if value is not None:
@@ -133,11 +150,23 @@ class Options:
 
     def resolved(self) -> Options:
         """These options with the FP/BP overrides taken from MindSpore's environment variables where
-        not given, and the rank map checked."""
+        not given, the rank map and the selection's model names checked, and whether to write report.html decided."""
         if self.rank_map is not None and not self.rank_map.is_file():
             raise UsageError(f"--rank-map {self.rank_map}: no such file")
-        return replace(self, fp_op=self.fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START"),
+        self.selection  # noqa: B018 - a model name that is no model is a usage error before the run starts
+        return replace(self, visual_report=self.select is None if self.visual_report is None else self.visual_report,
+                       fp_op=self.fp_op or os.environ.get("FP_POINT") or os.environ.get("PROFILING_FP_START"),
                        bp_op=self.bp_op or os.environ.get("BP_POINT") or os.environ.get("PROFILING_BP_END"))
+
+    @cached_property
+    def selection(self) -> Selection | None:
+        """The models and tables `select` builds (None: every model); with the timeline asked for (`timeline` full or
+        summary), the mart it is written from too. Computed once per Options (a batch asks for it per run)."""
+        from .models import select
+
+        if self.select is None:
+            return None
+        return select(self.select + ((TIMELINE_MART,) if self.timeline in ("full", "summary") else ()))
 
     @property
     def model_options(self) -> dict[str, str]:

@@ -6,14 +6,19 @@ and an earlier good OUT stays until the new one is complete.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .safety import signals_held
+
+if TYPE_CHECKING:
+    from .models import Selection
 
 #: The bytes at each end of a file that `fingerprint` hashes (all of a file up to twice as large).
 FINGERPRINT_EDGE = 1024 * 1024
@@ -37,6 +42,18 @@ def is_profpipe_output(folder: Path) -> bool:
         return '"profpipe"' in manifest.read_text(encoding="utf-8", errors="replace")[:4096]
     except OSError:
         return False
+
+
+def built_by(folder: Path) -> frozenset[str] | None:
+    """The models and tables an output folder's run built, as its manifest.json records its --select
+    (models.Selection.built); None when it built every one (or says nothing of a selection)."""
+    from .models import Selection
+
+    try:
+        record = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("selection")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if not record else Selection.from_json(record).built
 
 
 def check_output(out: Path, inputs: Path, force: bool = False) -> None:

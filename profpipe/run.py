@@ -29,7 +29,7 @@ from .database import configured, transaction
 from .discover import Source, discover
 from .errors import (EXIT_COMPLETE, EXIT_PARTIAL, InputError, NoProfilerData, ProfpipeError, UsageError,
                      first_line_of)
-from .models import Model, ModelRun, comment_on, load_models, run_models, set_run_options
+from .models import Model, ModelRun, Selection, comment_on, load_models, run_models, set_run_options
 from .profile_db import fill_tables, open_profile
 from .health import HealthEvent, HealthLedger
 from .ingest import user_metadata
@@ -124,10 +124,10 @@ def analyse(path: str | Path, output: str | Path, options: Options | None = None
 def _analyse(path: Path, output: Path, options: Options, reporter: Reporter) -> RunResult:
     health = HealthLedger()
     meter = StageMeter()
+    notices: list[str] = []
     with meter.stage("discover"):
-        sources = find_sources(path, options, health)
+        sources = selected_sources(find_sources(path, options, health), options.selection, notices)
     with staged_output(output) as tmp:
-        notices: list[str] = []
         with meter.stage("ingest"):
             outcomes = ingest_sources(sources, tmp / "parts", options, reporter, meter, notices)
         result = build_output(path, tmp, sources, outcomes, options, health, reporter, meter, notices=notices)
@@ -198,6 +198,23 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
             outcomes[index] = ingest_source(source, parts / f"source-{index}", options.strict)
             reporter.advance(sizes[index])
     return [outcomes[index] for index in range(len(sources))]
+
+
+def selected_sources(sources: list[Source], selection: Selection | None, notices: list[str]) -> list[Source]:
+    """The sources a run with `selection` (--select) reads: those whose family may write a table a selected model
+    reads (ingest.tables_of); all of them without a selection. The others are named in `notices`; when none is
+    left, NoProfilerData says so."""
+    if selection is None:
+        return sources
+    kept = [source for source in sources if ingest.tables_of(source) & selection.tables]
+    left = [str(_location(source)) for source in sources if source not in kept]
+    if not kept:
+        raise NoProfilerData(f"--select {' '.join(selection.asked)} reads the tables {sorted(selection.tables) or 'none'}, "
+                             f"which none of the {len(sources)} sources found writes ({', '.join(left[:5])})")
+    if left:
+        notices.append(f"--select: {len(left)} sources not read, no selected model reads their tables: "
+                       + ", ".join(left[:5]) + (" ..." if len(left) > 5 else ""))
+    return kept
 
 
 def find_sources(path: Path, options: Options, health: HealthLedger) -> list[Source]:
@@ -285,9 +302,10 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
     reports, the timeline, summary.json, findings.json and manifest.json. The advisor's findings are saved in
     profile.duckdb (table advisor_finding) in both cases. `meter` times each stage; `notices` are the
     earlier stages' (more are added)."""
-    from .advisor import advise, findings_document, save_findings, write_findings
+    from .advisor import advise, findings_document, rules_reading, save_findings, write_findings
 
     notices = notices if notices is not None else []
+    selection = options.selection
     user_metadata = _user_metadata(path, sources, health)
     failed = [str(o.skipped["error"]) for o in outcomes if o.skipped is not None]
     if not any(o.part_dir is not None for o in outcomes):
@@ -303,12 +321,13 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         with meter.stage("models"):
             con = open_profile(tmp / "profile.duckdb")
             with transaction(con):
-                models_to_run = load_models()
+                models_to_run = [m for m in load_models() if selection is None or m.name in selection.models]
                 reporter.stage("models", len(models_to_run))
-                fill_tables(con, tmp, row_counts)
+                fill_tables(con, tmp, row_counts if selection is None else  # only the tables the selection reads
+                            {name: count for name, count in row_counts.items() if name in selection.built})
                 set_run_options(con, options.model_options)
                 model_run = run_models(con, models_to_run, row_counts, prepared=True)
-                findings = advise(con)
+                findings = advise(con, rules_reading(None if selection is None else selection.models))
                 save_findings(con, findings)
             reporter.advance(len(models_to_run))
         with meter.stage("checks"):
@@ -318,8 +337,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
             cursor = interruptible(con.cursor())  # a connection of its own: a signal interrupts it too
             with meter.stage("export"), _beside(lambda: _document(cursor, set(model_run.tables), notices)):
                 summary = _export(con, path, tmp, models_to_run, model_run.empty,
-                                  timeline_content(options.timeline, sources), skipped, health, options, reporter,
-                                  notices, user_metadata)
+                                  timeline_content(options.timeline, sources, selection), skipped, health, options,
+                                  reporter, notices, user_metadata, selection)
     finally:
         if con is not None:
             con.close()
@@ -327,7 +346,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
         write_findings(findings_document(findings, VERSION), tmp / "findings.json", indent=2 if options.pretty else None)
         _write_manifest(tmp / "manifest.json", path, sources, skipped,
                         [event.message for event in health.events] + notices, row_counts, meter,
-                        indent=2 if options.pretty else None, user_metadata=user_metadata, model_run=model_run)
+                        indent=2 if options.pretty else None, user_metadata=user_metadata, model_run=model_run,
+                        selection=selection)
     if options.data_simplification:  # the tables live on in profile.duckdb
         shutil.rmtree(tables)
     return RunResult(output=tmp, ranks=ranks_read, skipped=skipped, summary=summary, row_counts=row_counts,
@@ -458,9 +478,12 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
 
 def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], empty: set[str],
             content: str, skipped: list[dict[str, Any]], health: HealthLedger, options: Options, reporter: Reporter, notices: list[str],
-            user_files: list[user_metadata.UserMetadata] | None = None) -> dict[str, Any]:
+            user_files: list[user_metadata.UserMetadata] | None = None, selection: Selection | None = None,
+            ) -> dict[str, Any]:
     """The files for people and other tools: the compatible reports, the mart CSVs, the timeline (with `content`:
-    full, summary or none) and summary.json (returned). Models known to hold no rows (`empty`) write no file."""
+    full, summary or none) and summary.json (returned). Models known to hold no rows (`empty`) write no file; with a
+    `selection`, only the models built (`models_to_run`) write theirs, summary.json records it, and report.html
+    shows only the pages whose inputs were built."""
     from .export.ascend_reports import write_ascend_reports
     from .export.chrome_trace import write_timeline
     from .export.mart_csv import write_marts
@@ -472,7 +495,7 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     reporter.stage("export", 4)
     reports = [m for m in models_to_run if m.layer == "reports" and m.file and m.name not in empty]
     write_reports(con, tmp / "reports", reports, options.report.style)
-    write_ascend_reports(con, tmp / "reports", options.report)
+    write_ascend_reports(con, tmp / "reports", options.report, None if selection is None else selection.models)
     write_minddata_reports(con, tmp / "reports", reports, options.report.style)
     write_memory_reports(con, tmp / "reports", reports)
     write_marts(con, tmp / "reports", [m for m in models_to_run if m.layer == "marts"], empty)
@@ -489,23 +512,29 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run
     reporter.advance(1)
     summary = build_summary(con, VERSION, str(path), skipped, timeline_info, health.summary())
     summary["user_metadata"] = _user_metadata_list(user_files)
+    if selection is not None:
+        summary["selection"] = selection.as_json()
     write_summary(summary, tmp / "reports" / "summary.json", indent=2 if options.pretty else None)
     reporter.advance(1)
     if options.visual_report:
         from .report import RunContext, write_run_report
 
         write_run_report(con, tmp / "report.html", RunContext(input=str(path), profpipe_version=VERSION,
-                                                               timeline=timeline_info, timeline_content=content))
+                                                               timeline=timeline_info, timeline_content=content,
+                                                               built=None if selection is None else selection.built))
     reporter.advance(1)
     return summary
 
 
-def timeline_content(choice: str, sources: list[Source]) -> str:
+def timeline_content(choice: str, sources: list[Source], selection: Selection | None = None) -> str:
     """What the timeline holds ("full", "summary" or "none") for Options.timeline `choice` and the run's sources:
-    "auto" is "summary" for an input that is one rank's Chrome trace (PyTorch or Paddle: its ops and kernels open in
+    "auto" is "none" for a run with a `selection` (--select writes the timeline only when --timeline asks for it),
+    "summary" for an input that is one rank's Chrome trace (PyTorch or Paddle: its ops and kernels open in
     Perfetto as they are; profpipe adds the steps, phases and overlap), "full" for every other input."""
     if choice != "auto":
         return choice
+    if selection is not None:
+        return "none"
     read = [source for source in sources if source.superseded_by is None]
     one_trace = read and all(source.family == "kineto" for source in read) and len({s.rank for s in read}) == 1
     return "summary" if one_trace else "full"
@@ -566,8 +595,9 @@ def _user_metadata_list(files: list[user_metadata.UserMetadata] | None) -> list[
 def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped: list[dict[str, Any]],
                     warnings: list[str], row_counts: dict[str, int], meter: StageMeter,
                     indent: int | None, user_metadata: list[user_metadata.UserMetadata] | None = None,
-                    model_run: ModelRun | None = None) -> None:
-    """manifest.json: inputs with size and fingerprint, versions, timings, warnings. Written last."""
+                    model_run: ModelRun | None = None, selection: Selection | None = None) -> None:
+    """manifest.json: inputs with size and fingerprint, versions, timings, warnings, and the selection (--select:
+    what was asked, the models built and the tables read; null: every model). Written last."""
     versions = {"profpipe": VERSION, "python": platform.python_version()}
     for package in ("duckdb", "pyarrow", "polars"):
         try:
@@ -587,6 +617,7 @@ def _write_manifest(path: Path, input_path: Path, sources: list[Source], skipped
                       for role, p in s.all_files()],
         } for s in sources],
         "skipped": skipped,
+        "selection": None if selection is None else selection.as_json(),
         "user_metadata": _user_metadata_list(user_metadata),
         "warnings": warnings,
         "row_counts": row_counts,

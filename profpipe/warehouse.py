@@ -41,7 +41,7 @@ import pyarrow as pa
 from .advisor import ADVISOR_TABLE
 from .database import connect as duckdb_connect
 from .errors import UsageError
-from .models import create_macros, load_models, run_models, set_run_options
+from .models import Selection, create_macros, load_models, run_models, set_run_options
 from .tables import catalog
 
 MARKER = ".profpipe-warehouse"
@@ -60,6 +60,7 @@ BATCH_RUNS_SCHEMA = pa.schema([
     ("input_bytes", pa.int64()), ("input_files", pa.int64()), ("sources", pa.int32()), ("ranks", pa.int32()),
     ("health_events", pa.int64()), ("health_lossy_rows", pa.int64()), ("sources_failed", pa.int32()),
     ("profpipe_version", pa.string()), ("schema_version", pa.string()),
+    ("selection", pa.string()), ("tables_not_built", pa.list_(pa.string())),
 ])
 #: Meaning of every batch_runs column (also COMMENT ON in catalog.duckdb and docs/batch.md).
 #: The run statuses whose tables hold the run's own numbers (a failed run's hold its last good version).
@@ -90,6 +91,9 @@ BATCH_RUNS_DOCS = {
     "sources_failed": "sources that could not be read (skipped)",
     "profpipe_version": "profpipe version that analysed the run",
     "schema_version": "data-contract version of the tables (profpipe's version and a hash of schemas/ and sql/)",
+    "selection": "the run's --select, as given (NULL: every model was built)",
+    "tables_not_built": "the public tables the run did not build (--select): their views hold no row of the run "
+                        "because it did not build them, not because they have none (NULL: every table was built)",
 }
 
 
@@ -97,6 +101,26 @@ def public_tables() -> list[str]:
     """The tables a run publishes: the normalized tables (trace_health included), the marts and the advisor's
     findings (advisor_finding)."""
     return list(catalog()) + [m.name for m in load_models() if m.layer == "marts"] + [ADVISOR_TABLE]
+
+
+def selection_text(selection: Selection | None) -> str | None:
+    """batch_runs.selection: the --select a run was built with, as given (None: every model)."""
+    return None if selection is None else " ".join(selection.asked)
+
+
+def not_built(selection: Selection) -> list[str]:
+    """batch_runs.tables_not_built: the public tables a run built with `selection` lacks (the advisor's findings
+    table is always built: it holds the rules the selection could check)."""
+    return [table for table in public_tables() if table not in selection.built | {ADVISOR_TABLE}]
+
+
+def lacking(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """Why the runs of a warehouse connection (`connect`) hold no row of `table`, by run: "not built" (a run built
+    with a --select that left it out) or "no rows" (built, and empty); runs that hold rows are not listed."""
+    found = con.execute(f"SELECT r.run, CASE WHEN list_contains(r.tables_not_built, ?) THEN 'not built' ELSE 'no rows' "
+                        f"END FROM batch_runs r WHERE r.status IN {OWN_NUMBERS} "
+                        f"AND r.run NOT IN (SELECT DISTINCT run FROM {_ident(table)}) ORDER BY r.run", [table])
+    return dict(found.fetchall())
 
 
 @lru_cache(maxsize=1)
@@ -334,6 +358,15 @@ def connect(root: Path, run: str | None = None, tables: tuple[str, ...] | None =
 def open_run(warehouse: Path, run: str) -> duckdb.DuckDBPyConnection:
     """A connection whose views hold exactly the public tables of one run of the warehouse."""
     return connect(warehouse, run)
+
+
+def run_built(warehouse: Path, run: str) -> frozenset[str] | None:
+    """The models and tables a run of the warehouse built (RunContext.built): None when it built every one, else
+    every one but its tables_not_built (--select)."""
+    lacks = Warehouse(warehouse).runs[run].row.get("tables_not_built")
+    if lacks is None:
+        return None
+    return frozenset([*catalog(), *(m.name for m in load_models())]) - set(lacks)
 
 
 def batch_runs_table(runs: dict[str, RunRecord]) -> pa.Table:

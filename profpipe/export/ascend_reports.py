@@ -44,20 +44,23 @@ from .text_table import simple_table
 _TITLE = "====================op compute time===================="
 
 
-def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, options: ReportOptions) -> list[Path]:
-    """Write the compatible files of every Ascend rank; return their paths."""
+def write_ascend_reports(con: duckdb.DuckDBPyConnection, reports_dir: Path, options: ReportOptions,
+                         built: frozenset[str] | None = None) -> list[Path]:
+    """Write the compatible files of every Ascend rank, each only where its report is among the models `built`
+    (--select; None: every model); return their paths."""
     written: list[Path] = []
     # ranks read from device-counter data (raw dumps, MindSpore 1.x result folders); msprof
     # exports carry host-clock times and MindSpore 2.x reports of their own
     for rank, device in con.execute("SELECT rank, device_id FROM ascend_rank ORDER BY rank").fetchall():
-        written += _RankReports(con, reports_dir, rank, device, options).write_all()
+        written += _RankReports(con, reports_dir, rank, device, options, built).write_all()
     return written
 
 
 class _RankReports:
     def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path, rank: int, device: int,
-                 options: ReportOptions) -> None:
+                 options: ReportOptions, built: frozenset[str] | None = None) -> None:
         self.con, self.folder, self.rank, self.device, self.options = con, folder, rank, device, options
+        self.built = built
         self.capture = 0  # the profiling cycle the step-keyed files are written for (see write_all)
         self.written: list[Path] = []
 
@@ -65,23 +68,25 @@ class _RankReports:
         self.folder.mkdir(parents=True, exist_ok=True)
         ops = self._report("aicore_intermediate_detail", "full_op_name, task_duration, stream_id, "
                            "execution_frequency, op_type, subgraph, short_name")
-        if ops:
+        if ops and self._wanted("output_timeline_data"):
             self._timeline_data()
+        if ops and self._wanted("aicore_intermediate_detail"):
             self._op_compute_time(ops)
             self._op_compute_time_detail(ops)
         aicpu = self._report("output_data_preprocess_aicpu", 'serial_number, node_type_name, "total_time(ms)", '
                              '"dispatch_time(ms)", run_start, run_end')
-        if ops or aicpu:
+        if (ops or aicpu) and self._wanted("ascend_timeline_display"):
             self._timeline_display()
-        if aicpu:
+        if aicpu and self._wanted("output_data_preprocess_aicpu"):
             self._aicpu(aicpu)
         # step-keyed files, once per profiling cycle of the rank: a later cycle's files carry _capture<c>
         for (self.capture,) in self.con.execute("SELECT capture FROM step_trace_raw WHERE rank = $1 UNION "
                                                 "SELECT capture FROM hccl_raw WHERE rank = $1 ORDER BY 1",
                                                 [self.rank]).fetchall():
-            self._step_trace()
-            self._point_info()
-            self._hccl_raw()
+            for report, write in (("step_trace_raw", self._step_trace), ("step_trace_point_info", self._point_info),
+                                  ("hccl_raw", self._hccl_raw)):
+                if self._wanted(report):
+                    write()
         return self.written
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -95,6 +100,10 @@ class _RankReports:
     def _params(self, per_capture: bool = False, **more: object) -> dict[str, object]:
         """The parameters of `_report_sql` and of the sql/queries/ascend_*.sql queries: $rank ($capture), `more`."""
         return {"rank": self.rank, **({"capture": self.capture} if per_capture else {}), **more}
+
+    def _wanted(self, report: str) -> bool:
+        """Whether the run built `report` (every report without a selection)."""
+        return self.built is None or report in self.built
 
     def _report(self, name: str, columns: str, per_capture: bool = False) -> list[tuple]:
         return self.con.execute(self._report_sql(name, columns, per_capture), self._params(per_capture)).fetchall()

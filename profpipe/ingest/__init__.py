@@ -13,17 +13,43 @@ from ..health import Warn
 #: A reader yields (table name, Arrow table) pieces and reports recoverable problems to `warn`.
 Reader = Callable[[Source, Warn], Iterator[tuple[str, pa.Table]]]
 
-#: The source families, each read by the `read` of the module of the same name in this package. A module
-#: is imported when a source of its family is met, so a run loads only the libraries its formats need
-#: (polars, for the line readers, is not loaded for PyTorch traces or Nsight exports).
-FAMILIES = ("mindspore_framework", "ascend_raw", "mindspore_ascend_reports", "msprof_export", "ascend_summary", "minddata",
-            "kineto", "nsys", "mindspore_memory", "host_info", "mindspore_op_range", "ascend_db")
+#: The source families, each read by the `read` of the module of the same name in this package, and the normalized
+#: tables each may write (a run with --select reads only the sources whose tables a selected model reads:
+#: `tables_of`; tests/test_select.py checks each module's table names against this). A module is imported when a
+#: source of its family is met, so a run loads only the libraries its formats need (polars, for the line readers, is
+#: not loaded for PyTorch traces or Nsight exports).
+FAMILY_TABLES: dict[str, frozenset[str]] = {family: frozenset(tables.split()) for family, tables in {
+    "mindspore_framework": "run_info op_meta host_op device_exec kernel_meta step_point",
+    "ascend_raw": "run_info host_op device_exec step_point task_desc op_desc aicpu_exec",
+    "mindspore_ascend_reports": "run_info step_point comm_task",
+    "msprof_export": "run_info host_op python_frame host_api device_exec step_point comm_task task_desc op_desc "
+                     "device_exec_metric l2_cache_task memory_bandwidth pcie_bandwidth",
+    "ascend_summary": "run_info ascend_step_summary ascend_comm_op_summary ascend_comm_link_summary ascend_comm_group",
+    "minddata": "run_info data_op queue_sample data_cpu_sample data_batch_time",
+    "kineto": "run_info host_op python_frame kernel_counter host_api memory_event collective_event device_exec step_point",
+    "nsys": "run_info host_op host_api device_exec step_point",
+    "mindspore_memory": "run_info memory_block memory_record memory_module static_op_memory memory_graph memory_node "
+                        "memory_tensor memory_node_tensor",
+    "host_info": "run_info host_info_record",
+    "mindspore_op_range": "run_info python_frame host_info_record",
+    "ascend_db": "run_info host_op python_frame host_api memory_block memory_record memory_module device_exec "
+                 "step_point comm_task task_desc device_exec_metric",
+}.items()}
+FAMILIES = tuple(FAMILY_TABLES)
 
 
 def _reader(family: str) -> Reader:
     if family not in FAMILIES:
         raise KeyError(f"no reader for source family {family!r}")
     return importlib.import_module(f"{__name__}.{family}").read
+
+
+def tables_of(source: Source) -> frozenset[str]:
+    """The normalized tables reading `source` may write: its family's and those of its side logs (MindData's,
+    MindSpore's host info)."""
+    side = {family for prefix, family in ((MINDDATA_ROLE, "minddata"), (HOST_INFO_PREFIX, "host_info"))
+            if any(role.startswith(prefix) for role in [*source.files, *source.slices])}
+    return FAMILY_TABLES[source.family].union(*(FAMILY_TABLES[family] for family in side))
 
 
 def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:

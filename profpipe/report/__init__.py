@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from ..database import connect as duckdb_connect
 from ..errors import UsageError
-from ..output import is_profpipe_output
+from ..output import built_by, is_profpipe_output
 from ..version import VERSION
-from ..warehouse import is_warehouse, open_run
+from ..warehouse import is_warehouse, open_run, run_built
 from . import document
 from .pages import RunContext, run_pages
 
@@ -69,8 +69,8 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
     if is_warehouse(output):
         if run is None:
             return write_warehouse_report(output, path or output / "report.html")
-        context = RunContext(input=f"{output} run {run}", profpipe_version=VERSION)
         with open_run(output, run) as con:
+            context = RunContext(input=f"{output} run {run}", profpipe_version=VERSION, built=run_built(output, run))
             return write_run_report(con, path or output / f"report-{run}.html", context)
     if run is not None:
         raise UsageError(f"{output}: --run needs a warehouse (profpipe batch), not an output folder")
@@ -80,7 +80,8 @@ def write_report(output: Path, path: Path | None = None, *, run: str | None = No
     summary = _json(output / "reports" / "summary.json")
     timeline = summary.get("timeline")
     context = RunContext(input=summary.get("input", str(output)), profpipe_version=summary.get("profpipe_version", VERSION),
-                         timeline=timeline, timeline_content=(timeline or {}).get("content", "full") if timeline else "none")
+                         timeline=timeline, timeline_content=(timeline or {}).get("content", "full") if timeline else "none",
+                         built=built_by(output))
     with duckdb_connect(database, read_only=True) as con:
         return write_run_report(con, path or output / "report.html", context)
 

@@ -79,8 +79,9 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
         column("ranks", "ranks", "int"), column("rank_steps", "rank-steps", "int"), column("step_avg_ms", "avg step ms", "ms"),
         column("step_median_ms", "median step ms", "ms"), column("data_verdict", "input-bound"),
         column("health_events", "health events", "int"), column("outliers", "outliers", search=True),
-        column("report", "report", "link")],
+        column("report", "report", "link"), column("built", "models built", search=True)],
         [{**r, "analysed_at": str(r["analysed_at"]), "outliers": "; ".join(marked.get(r["run"], [])),
+          "built": "every model" if r["selection"] is None else f"--select {r['selection']}",
           "report": _link(r["run"])} for r in t.runs[-RUN_ROWS:]], total=len(t.runs),
         note=(f"The newest {RUN_ROWS} runs (every run: `SELECT * FROM batch_runs` in catalog.duckdb). " if len(t.runs) > RUN_ROWS
               else "") + f"A run's report: `profpipe report {warehouse} --run ID` writes report-ID.html beside this file."))
@@ -89,8 +90,11 @@ def batch_page(con: duckdb.DuckDBPyConnection, warehouse: Path) -> Page:
     if pair is not None:
         sections += diff_sections(previous_changes(per_run, pair), pair[0], pair[1], regressions_only=True)
     else:
+        unbuilt = sum(r["steps_not_built"] for r in t.runs)
         sections.append(empty("Regressions", "Fewer than two measured runs (with a step trace, or op type or kernel "
-                                             "times): nothing to compare yet."))
+                                             "times): nothing to compare yet." + (
+            f" {unbuilt} runs were built with a --select that leaves out step_phases: their steps were not built, "
+            "which is not the same as having none." if unbuilt else "")))
     sections.append(_median_section(t, per_run))
     for section in sections:  # laid out and drawn when scrolled near (report.js): the page opens with its first screen
         if section["kind"] == "chart" or section.get("id") == "runs":

@@ -5,17 +5,23 @@ Where it sits: after the models; profpipe/report/__init__.py opens the run (an o
 run of a warehouse) and hands the pages to profpipe/report/document.py. The report shows aggregates, never
 per-event data: every table keeps its TOP_ROWS largest rows and every per-step chart its first steps (at most
 MAX_STEP_ROWS rank-steps in all), so that a 1,000-rank run still opens in a moment. A page without data says why.
+
+A run built with --select (RunContext.built) shows only what it built: a page none of whose queries read built
+models is left out, and a page some of whose queries did not keeps only the sections with data (a model that was not
+built is not "no data").
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from ..advisor import format_value, headline, read_findings, where
-from ..models import query_rows as rows
+from ..models import query_reads, query_rows
 from .sections import (PHASE_COLOURS, Section, bars, chart, chart_variants, column, drill, empty, facts, gantt,
                        heatmap, lines, table, text)
 
@@ -44,6 +50,28 @@ class RunContext:
     timeline: dict[str, Any] | None = None
     #: What the run's timeline holds: "full", "summary", "none", or None (a warehouse run: no timeline).
     timeline_content: str | None = None
+    #: The models and tables the run built (--select: models.Selection.built); None: every one.
+    built: frozenset[str] | None = None
+
+
+#: While run_pages builds a page of a run with a selection: the models and tables built, and for each query the page
+#: ran whether the run built what it reads.
+_BUILT: ContextVar[frozenset[str] | None] = ContextVar("report_built", default=None)
+_READ_BUILT: ContextVar[list[bool]] = ContextVar("report_read_built")
+
+
+def rows(con: duckdb.DuckDBPyConnection, name: str, /, **params: Any) -> list[dict[str, Any]]:
+    """The rows of the named query (models.query_rows), noting whether the run built what it reads."""
+    built = _BUILT.get()
+    if built is not None:
+        _READ_BUILT.get().append(query_reads(name) <= built)
+    return query_rows(con, name, **params)
+
+
+def _is_built(name: str) -> bool:
+    """Whether the run built what the named query reads (always, without a selection)."""
+    built = _BUILT.get()
+    return built is None or query_reads(name) <= built
 
 
 def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]:
@@ -51,8 +79,33 @@ def run_pages(con: duckdb.DuckDBPyConnection, context: RunContext) -> list[Page]
     ranks = con.execute("SELECT count(DISTINCT rank) FROM rank_summary").fetchone()[0] or 1
     max_steps = max(20, MAX_STEP_ROWS // ranks)
     findings = _findings(con)
-    return [overview(con, context, findings), advisor(findings), step_trace(con, max_steps), operators(con),
-            utilisation(con, max_steps), data_pipeline(con), communication(con), memory(con), timeline(con, context)]
+    builders: list[Callable[[], Page]] = [
+        lambda: overview(con, context, findings),
+        *([lambda: advisor(findings)] if findings or context.built is None else []),  # a selection may check no rule
+        lambda: step_trace(con, max_steps),
+        lambda: operators(con), lambda: utilisation(con, max_steps), lambda: data_pipeline(con),
+        lambda: communication(con), lambda: memory(con), lambda: timeline(con, context)]
+    if context.built is None:
+        return [build() for build in builders]
+    return [page for page in (_built_page(build, context.built) for build in builders) if page is not None]
+
+
+def _built_page(build: Callable[[], Page], built: frozenset[str]) -> Page | None:
+    """The page `build` makes for a run that built only `built`: None when none of its queries read what was built;
+    without its sections that have no data (empty, a table without rows) when some of them did not."""
+    built_token, read_token = _BUILT.set(built), _READ_BUILT.set([])
+    try:
+        page = build()
+        read = _READ_BUILT.get()
+    finally:
+        _BUILT.reset(built_token)
+        _READ_BUILT.reset(read_token)
+    if read and not any(read):
+        return None
+    if not all(read):
+        page["sections"] = [s for s in page["sections"]
+                            if s["kind"] != "empty" and not (s["kind"] == "table" and not s["rows"])]
+    return page if page["sections"] else None
 
 
 def _count(con: duckdb.DuckDBPyConnection, table_name: str) -> int:
@@ -66,12 +119,14 @@ def _page(page_id: str, title: str, sections: list[Section]) -> Page:
 # ---- Overview ------------------------------------------------------------------------------------------------
 
 def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list[dict[str, Any]] | None) -> Page:
-    [run] = rows(con, "report_run_facts")
-    sections: list[Section] = [facts("Run", [
-        ("input", context.input), ("profpipe", context.profpipe_version), ("formats", run["formats"] or "none"),
-        ("frameworks", run["frameworks"] or "unknown"), ("device types", run["device_types"] or "unknown"),
-        ("ranks", run["ranks"]), ("captures (rank × capture)", run["captures"]), ("devices", run["devices"]),
-        ("steps", f"{run['steps']} (rank-steps: {run['rank_steps']})" if run["steps"] else "no step trace")])]
+    sections: list[Section] = []
+    if _is_built("report_run_facts"):
+        [run] = rows(con, "report_run_facts")
+        sections.append(facts("Run", [
+            ("input", context.input), ("profpipe", context.profpipe_version), ("formats", run["formats"] or "none"),
+            ("frameworks", run["frameworks"] or "unknown"), ("device types", run["device_types"] or "unknown"),
+            ("ranks", run["ranks"]), ("captures (rank × capture)", run["captures"]), ("devices", run["devices"]),
+            ("steps", f"{run['steps']} (rank-steps: {run['rank_steps']})" if run["steps"] else "no step trace")]))
     phases = rows(con, "report_rank_phases")
     with_steps = [r for r in phases if r["total_ms"] is not None]
     if with_steps:
@@ -83,7 +138,8 @@ def overview(con: duckdb.DuckDBPyConnection, context: RunContext, findings: list
     else:
         sections.append(empty("Average step time by phase, per rank",
                               "No step trace in this dump (no step_trace/ProfilerStep/MindSpore step data), so no phases."))
-    sections.append(_finding_list("Top findings of the advisor", findings, 5))
+    if findings != []:  # no rule checked: a --select run that built the marts of none
+        sections.append(_finding_list("Top findings of the advisor", findings, 5))
     sections.append(_health(con))
     return _page("overview", "Overview", sections)
 
