@@ -151,6 +151,12 @@ def check_import(tree: Tree) -> None:
         sys.exit(f"ledger: the {tree.label} tree imports {imported}, not its own {tree.root}")
 
 
+def compile_bytecode(tree: Tree) -> None:
+    """Write the tree's bytecode once, as pip does when it installs a package: without it every run compiles the
+    package's modules again (where PYTHONDONTWRITEBYTECODE is set, as in some shells), a cost no installed copy pays."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree.root / tree.package)], check=True)
+
+
 def run_once(tree: Tree, item: Input, folder: Path, timeout_s: float) -> dict:
     """One measured run of `tree` on `item`, into a fresh output folder; the stages from its manifest."""
     out = LEDGER / f"out-{tree.label}"
@@ -236,6 +242,7 @@ def main() -> None:
     trees = [Tree("now", NOW_ROOT, git("rev-parse", "--short=12", "HEAD") + dirty), extract(args.before)]
     for tree in trees:
         check_import(tree)
+        compile_bytecode(tree)
     header = (f"profpipe cost ledger, {date.today()}: now {trees[0].commit} vs before {trees[1].commit}, "
               f"fastest of {repeat}, seconds (stages from manifest.json; wall incl. interpreter start), "
               "peak MiB (max RSS of any one process)")

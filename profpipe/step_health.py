@@ -4,31 +4,16 @@ A step needs a start and an end to reach the per-step marts (int_step -> step_ph
 capture cuts the step it stops in (a start, no end: the last step of a rank's capture) and may hold the end of one
 begun before it (an end, no start: the first step); the profilers' own tools leave such steps out too, so these are
 `excluded` (complete run). A step without its start or end anywhere else in the capture is damage (a marker lost
-in the middle of a trace): `dropped` (partial). The runner adds the rows to the ledger before it is written.
+in the middle of a trace): `dropped` (partial). The runner adds the rows to the ledger before it is written; the
+query is sql/queries/step_unfinished.sql.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .ingest.scratch import memory_database
 from .health import HealthEvent
-
-_UNFINISHED_SQL = """
-WITH steps AS (
-    SELECT rank, capture, step,
-           bool_or(kind = 'step_start') AS has_start, bool_or(kind = 'step_end') AS has_end
-    FROM read_parquet('{path}') WHERE kind IN ('step_start', 'step_end')
-    GROUP BY ALL
-), placed AS (
-    SELECT *, step = max(step) OVER (PARTITION BY rank, capture) AS last,
-           step = min(step) OVER (PARTITION BY rank, capture) AS first
-    FROM steps
-)
-SELECT rank, NOT has_end AS no_end, (NOT has_end AND last) OR (NOT has_start AND first) AS at_edge,
-       count(*) AS steps, min(step) AS example
-FROM placed WHERE NOT (has_start AND has_end)
-GROUP BY ALL ORDER BY ALL
-"""
+from .ingest.scratch import memory_database
+from .models import query
 
 
 def unfinished_steps(tables_dir: Path, row_counts: dict[str, int]) -> list[HealthEvent]:
@@ -38,7 +23,9 @@ def unfinished_steps(tables_dir: Path, row_counts: dict[str, int]) -> list[Healt
         return []
     con = memory_database()
     try:
-        rows = con.execute(_UNFINISHED_SQL.format(path=str(path).replace("'", "''"))).fetchall()
+        quoted = str(path).replace("'", "''")
+        con.execute(f"CREATE VIEW step_point AS SELECT * FROM read_parquet('{quoted}')")
+        rows = con.execute(query("step_unfinished")).fetchall()
     finally:
         con.close()
     return [_event(rank, no_end, at_edge, steps, example) for rank, no_end, at_edge, steps, example in rows]
