@@ -44,20 +44,25 @@ class _Test:
 def check_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None,
                  skip: Iterable[str] = ()) -> list[Failure]:
     """Every failing data test of `models` (default: the whole library) in `con`; the models named in `skip` (known
-    to hold no row) are not scanned. One query scans every model once (a row of counts per model, joined), and only
-    the tests that found rows, or that need a query of their own, run alone."""
+    to hold no row) are not scanned. One query counts the breaking rows of every test: a row per model (a list of
+    counts, one aggregate per row-level test, in one scan) and a row per test that needs a query of its own; only
+    the tests that found rows run again, for their count and an example."""
     skipped = set(skip)
-    checked = [(model, _tests(model)) for model in models or load_models() if model.name not in skipped]
-    scans = [(model, [t for t in tests if t.aggregate is not None]) for model, tests in checked]
-    scans = [(model, together) for model, together in scans if together]
-    suspects = [(model, t) for model, tests in checked for t in tests if t.aggregate is None]
-    if scans:
-        counts = con.execute("SELECT * FROM " + ", ".join(
-            f"(SELECT {', '.join(f'{t.aggregate} AS c{i}_{j}' for j, t in enumerate(together))} FROM {model.name})"
-            for i, (model, together) in enumerate(scans))).fetchall()[0]
-        tests = [(model, t) for model, together in scans for t in together]
-        suspects += [test for test, count in zip(tests, counts) if count]
-    return [failure for model, t in suspects for failure in _run(con, model.name, t.name, t.breaking)]
+    blocks: list[tuple[Model, list[_Test], str]] = []
+    for model in models or load_models():
+        if model.name in skipped:
+            continue
+        tests = _tests(model)
+        together = [t for t in tests if t.aggregate is not None]
+        if together:
+            blocks.append((model, together, f"SELECT [{', '.join(t.aggregate for t in together)}] FROM {model.name}"))
+        blocks += [(model, [t], f"SELECT [count(*)] FROM ({t.breaking})") for t in tests if t.aggregate is None]
+    if not blocks:
+        return []
+    counts = dict(con.execute(" UNION ALL ".join(f"SELECT {i}, * FROM ({sql})"
+                                                 for i, (_, _, sql) in enumerate(blocks))).fetchall())
+    return [failure for i, (model, tests, _) in enumerate(blocks) for t, count in zip(tests, counts[i]) if count
+            for failure in _run(con, model.name, t.name, t.breaking)]
 
 
 def _tests(model: Model) -> list[_Test]:
