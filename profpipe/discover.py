@@ -198,6 +198,9 @@ class Source:
     superseded_why: str = ""
     #: The nearest profiler_metadata.json in the source's folder or above it, inside the input (None: none).
     user_metadata: Path | None = None
+    #: --select: the normalized tables the run needs from this source (the reader may skip the work of the others:
+    #: profpipe/ingest/__init__.py read); None: every table.
+    wanted: frozenset[str] | None = None
 
     def all_files(self) -> list[tuple[str, Path]]:
         """(role, path) of every input file of the source, slices included."""

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -202,12 +202,13 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
 
 def selected_sources(sources: list[Source], selection: Selection | None, notices: list[str]) -> list[Source]:
     """The sources a run with `selection` (--select) reads: those whose family may write a table a selected model
-    reads (ingest.tables_of); all of them without a selection. The others are named in `notices`; when none is
+    reads (ingest.tables_of), each told the tables wanted (Source.wanted); all of them without a selection. The others are named in `notices`; when none is
     left, NoProfilerData says so."""
     if selection is None:
         return sources
     kept = [source for source in sources if ingest.tables_of(source) & selection.tables]
     left = [str(_location(source)) for source in sources if source not in kept]
+    kept = [replace(source, wanted=selection.tables) for source in kept]
     if not kept:
         raise NoProfilerData(f"--select {' '.join(selection.asked)} reads the tables {sorted(selection.tables) or 'none'}, "
                              f"which none of the {len(sources)} sources found writes ({', '.join(left[:5])})")

@@ -214,3 +214,19 @@ def test_the_compatible_files_are_those_of_the_reports_built(tmp_path: Path) -> 
         "aicore_intermediate_0_detail.csv", "output_op_compute_time_0.txt", "output_op_compute_time_detail_0.txt",
         "device_op_stats.csv"}
     assert written <= full
+
+
+def test_a_selection_that_reads_no_frame_skips_the_python_frames_of_a_kineto_trace(tmp_path: Path) -> None:
+    """The Kineto reader leaves the python_function events out of its work when no selected model reads
+    python_frame (Source.wanted): none reaches the output, and op_type_stats is the full run's; selecting a model
+    that reads them (python_call_tree) reads them all."""
+    trace = FIXTURES / "pytorch_cuda"
+    full = run(trace, tmp_path / "full", timeline="none")
+    ops = run(trace, tmp_path / "ops", timeline="none", select=("op_type_stats",))
+    tree = run(trace, tmp_path / "tree", timeline="none", select=("python_call_tree",))
+    assert full.row_counts["python_frame"] > 1000
+    assert ops.row_counts["python_frame"] == 0 and tree.row_counts["python_frame"] == full.row_counts["python_frame"]
+    with duckdb.connect(str(full.output / "profile.duckdb"), read_only=True) as a, \
+            duckdb.connect(str(ops.output / "profile.duckdb"), read_only=True) as b:
+        rows = [sorted(con.execute("SELECT * FROM op_type_stats").fetchall(), key=repr) for con in (a, b)]
+    assert rows[0] == rows[1] and rows[0]

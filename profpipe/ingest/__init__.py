@@ -56,8 +56,17 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     """Yield (table name, Arrow table) pieces for one source; recoverable problems go to `warn`.
 
     Side logs listed with another family's source (roles "minddata:<role>", MindData logs; "host_info:<role>",
-    MindSpore's host info) are read by their own reader after the family's own files.
+    MindSpore's host info) are read by their own reader after the family's own files. A source with `wanted` tables
+    (--select) yields only those (a reader may also skip their work: the Kineto reader skips Python frames).
     """
+    pieces = _pieces(source, warn)
+    if source.wanted is None:
+        yield from pieces
+    else:  # --select: only the tables the run needs (and run_info, which says what the source is)
+        yield from ((name, table) for name, table in pieces if name in source.wanted or name == "run_info")
+
+
+def _pieces(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
     side = (MINDDATA_ROLE, HOST_INFO_PREFIX)
     own = replace(source, files={r: p for r, p in source.files.items() if not r.startswith(side)},
                   slices={r: p for r, p in source.slices.items() if not r.startswith(side)})

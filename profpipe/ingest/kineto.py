@@ -200,7 +200,8 @@ FROM (SELECT CASE WHEN suffix(name, ']') THEN regexp_replace(regexp_replace(name
              CASE WHEN ph = 'i' THEN json_extract_string(args, ['$."Device Type"', '$."Device Id"', '$.Addr', '$.Bytes',
                                                                 '$."Total Allocated"', '$."Total Reserved"']) END AS memory
       FROM read_json($path, format = 'array', columns = __COLUMNS__, ignore_errors = $tolerant)
-      WHERE ph = 'X' OR (ph = 'i' AND name = '[memory]'))
+      -- Python frames only where the run wants them (--select: Source.wanted)
+      WHERE ph = 'X' AND ($frames OR cat IS DISTINCT FROM 'python_function') OR (ph = 'i' AND name = '[memory]'))
 LEFT JOIN (VALUES {", ".join(f"('{k}', '{v}')" for k, v in _CATEGORY_ALIASES.items())}) AS c(original, alias)
     ON c.original = raw_cat))
 """.replace("__COLUMNS__", _COLUMNS)
@@ -625,7 +626,8 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
                                         "(rank-<n>, worker<n>)", "a PyTorch profiler (Kineto) trace JSON object")
     with scratch_folder("kineto") as scratch:
         with scratch_database(scratch) as con:
-            array = _load_events(con, path, scratch, warn)
+            array = _load_events(con, path, scratch, warn,
+                                 frames=source.wanted is None or "python_frame" in source.wanted)
             for repair in array.repairs:
                 warn(f"{path}: {repair}", check="malformed_record", action="kept", rows=0, path=path,
                      offset=array.size)
@@ -651,11 +653,12 @@ def read(source: Source, warn: Warn) -> Iterator[tuple[str, pa.Table]]:
             if frames:
                 resolve_frames(con, _FRAMES_SQL, "SELECT op_index, thread, start_ns FROM host_ops", path, warn)
             yield "run_info", _run_info(source, array.metadata, device > 0, clock, path, warn)
-            yield from query_tables(con, [
-                ("host_op", _host_op_sql(frames > 0)), ("host_api", _HOST_API_SQL), ("device_exec", _DEVICE_EXEC_SQL),
-                ("step_point", _step_point_sql(source.step_range)), ("memory_event", _MEMORY_EVENT_SQL),
-                ("collective_event", _COLLECTIVE_TABLE_SQL)] + ([("python_frame", PYTHON_FRAME_SQL)] if frames else [])
-                + counters)
+            tables = [("host_op", _host_op_sql(frames > 0)), ("host_api", _HOST_API_SQL),
+                      ("device_exec", _DEVICE_EXEC_SQL), ("step_point", _step_point_sql(source.step_range)),
+                      ("memory_event", _MEMORY_EVENT_SQL), ("collective_event", _COLLECTIVE_TABLE_SQL)] + (
+                [("python_frame", PYTHON_FRAME_SQL)] if frames else []) + counters
+            yield from query_tables(con, [(name, sql) for name, sql in tables
+                                          if source.wanted is None or name in source.wanted])
 
 
 def _counter_sql(con: duckdb.DuckDBPyConnection, path: Path, warn: Warn) -> list[tuple[str, str]]:
@@ -916,8 +919,10 @@ ORDER BY thread, start_ns, end_ns DESC, is_call, tie
 """
 
 
-def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn: Warn) -> TraceArray:
-    """Table `events` from the trace's event array; the TraceArray says what the copy learnt.
+def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn: Warn,
+                 frames: bool = True) -> TraceArray:
+    """Table `events` from the trace's event array (its Python frames only with `frames`); the TraceArray says what
+    the copy learnt.
 
     Two faults DuckDB's reader refuses are recovered, each with a warning: invalid UTF-8 (the array
     is copied again with those bytes read as U+FFFD) and an event that repeats a key (the first
@@ -933,7 +938,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, path: Path, scratch: Path, warn
             try:
                 con.execute("CREATE OR REPLACE TABLE events AS " + _EVENTS_SQL,
                             {"path": str(array.path), "base_ns": array.base_ns or 0, "limit": TIME_LIMIT_NS,
-                             "tolerant": bool(tolerant), "exact_us": EXACT_DOUBLE_US})
+                             "tolerant": bool(tolerant), "exact_us": EXACT_DOUBLE_US, "frames": frames})
                 inexact, faulty = con.execute("SELECT bool_or(inexact_time), bool_or(fault IS NOT NULL) "
                                               "FROM events").fetchall()[0]
                 if array.times != "quoted" and inexact:
