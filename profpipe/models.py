@@ -143,6 +143,9 @@ class Model:
     #: Invariants across columns: (SQL expression true on every row, or with `per` columns an aggregate true for
     #: every group of rows; why it must hold; the `per` columns). NULL counts as true.
     invariants: tuple[Invariant, ...] = ()
+    #: Models or normalized tables without whose rows this model holds none (YAML `requires`): where one is known to
+    #: be empty, the run creates the model empty without its query (tests/test_model_library.py runs the query there).
+    requires: frozenset[str] = frozenset()
     #: intermediate models computed in Python: `package.module:function`, called with the rows of `sql` (an Arrow
     #: table) and returning the model's rows.
     computed_by: str | None = None
@@ -210,6 +213,13 @@ def _load_models(root: Path) -> tuple[Model, ...]:
         order = list(TopologicalSorter({m.name: m.refs for m in models.values()}).static_order())
     except CycleError as exc:
         raise ModelError(f"SQL models depend on each other in a cycle: {exc.args[1]}") from exc
+    upstream: dict[str, set[str]] = {}
+    for name in order:
+        upstream[name] = set(models[name].refs).union(*(upstream[ref] for ref in models[name].refs))
+        stray = models[name].requires - upstream[name] - sources
+        if stray:
+            raise ModelError(f"SQL model {name}: requires {sorted(stray)}, which it does not read (a model upstream of "
+                             "it or a normalized table)")
     return tuple(models[name] for name in order)
 
 
@@ -222,7 +232,7 @@ def _read_model(path: Path, layer: str) -> Model:
         raise ModelError(f"SQL model {name}: no {doc_path.name} beside it documenting its grain and columns")
     doc = read_yaml(doc_path) or {}
     unknown = set(doc) - {"description", "grain", "computed_once", "csv_order", "file", "returned_by", "columns",
-                          "tests", "style", "written_by", "newline", "computed_by"}
+                          "tests", "style", "written_by", "newline", "computed_by", "requires"}
     if unknown or not doc.get("description") or not doc.get("columns"):
         raise ModelError(f"{doc_path}: needs description and columns (unknown keys: {sorted(unknown)})")
     computed_once = bool(doc.get("computed_once", False))
@@ -265,7 +275,7 @@ def _read_model(path: Path, layer: str) -> Model:
                  sources=frozenset(n for kind, n in calls if kind == "source"), computed_once=computed_once,
                  csv_order=doc.get("csv_order"), file=doc.get("file"), style=doc.get("style"),
                  written_by=doc.get("written_by"), newline=doc.get("newline", "\n"), returned_by=doc.get("returned_by"),
-                 invariants=tuple(invariants), computed_by=computed_by)
+                 invariants=tuple(invariants), computed_by=computed_by, requires=frozenset(doc.get("requires") or ()))
 
 
 @lru_cache(maxsize=4)
@@ -425,7 +435,8 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
                row_counts: dict[str, int] | None = None, prepared: bool = False) -> ModelRun:
     """Create every model in `con`, in the given (dependency) order.
 
-    With `row_counts` (rows per normalized table), a model none of whose inputs holds a row is not run: it is
+    With `row_counts` (rows per normalized table), a model none of whose inputs holds a row, or one of whose
+    `requires` holds none, is not run: it is
     created from its YAML's columns with no rows (a table for a mart, a view for the others), so every model
     exists with the same columns and types whatever the input held (tests/test_model_library.py checks that each
     model gives no rows from empty inputs, so this changes no result). A model's output counts as empty when it
@@ -441,7 +452,7 @@ def run_models(con: duckdb.DuckDBPyConnection, models: list[Model] | None = None
     pending: list[str] = []
     for model in models or load_models():
         inputs = model.refs | (model.sources - set(EXTRA_SOURCES))
-        if row_counts is not None and inputs and inputs <= empty:
+        if row_counts is not None and (inputs and inputs <= empty or model.requires & empty):
             if not prepared:
                 pending.append(_empty_model_sql(model))
             skipped.append(model.name)

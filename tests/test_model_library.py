@@ -305,6 +305,26 @@ def test_the_models_data_tests_pass_on_every_fixture(outputs, fixture):
     assert not failures, "\n".join(map(str, failures))
 
 
+@pytest.mark.parametrize("fixture", FIXTURE_RUNS)
+def test_a_model_whose_required_input_is_empty_gives_no_rows_when_run(outputs, fixture):
+    """A model's `requires` (the inputs without which it holds no row) lets the run create it empty without its query:
+    where one of them is empty in a fixture's output, the model's own query run there gives no row either."""
+    with duckdb.connect(str(outputs[fixture] / "profile.duckdb"), read_only=True) as con:
+        for model in load_models():
+            empty = [name for name in sorted(model.requires)
+                     if not con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]]
+            if empty:
+                rows = con.execute(f"SELECT count(*) FROM ({model.sql})").fetchall()[0][0]
+                assert rows == 0, f"{model.name} gives {rows} rows with {empty} empty: it does not require them"
+
+
+def test_the_loader_refuses_a_requirement_the_model_does_not_read(tmp_path):
+    _mini_library(tmp_path, {"marts/a": ("SELECT 1 AS x", ""),
+                             "marts/b": ("SELECT 2 AS x", "requires: [a]\n")})
+    with pytest.raises(ModelError, match=r"b: requires \['a'\], which it does not read"):
+        load_models(tmp_path)
+
+
 def _shares(value, path: str = "") -> list[tuple[str, float]]:
     """Every number under a key that names a share (`share`, `*_share`) in a JSON document, with its path."""
     if isinstance(value, dict):
