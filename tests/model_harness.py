@@ -64,3 +64,15 @@ def model_rows(tables: dict[str, list[dict[str, Any]]], model: str,
         return rows(con, model)
     finally:
         con.close()
+
+
+def unmet_requirements(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The models of a saved profile whose own query gives rows although one of the inputs they `require` is empty
+    there (each such model would be created empty by a run: its `requires` is wrong)."""
+    unmet = []
+    for model in load_models():
+        empty = [name for name in sorted(model.requires) if not con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]]
+        rows = con.execute(f"SELECT count(*) FROM ({model.sql})").fetchall()[0][0] if empty else 0
+        if rows:
+            unmet.append(f"{model.name} gives {rows} rows with {empty} empty: it does not require them")
+    return unmet

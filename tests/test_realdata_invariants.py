@@ -1,7 +1,8 @@
 """Every real trace we hold keeps every model's data tests: each analyse checks the tables it wrote (a failure is a
 `model_test` row of trace_health), and here every model, the views too (profpipe/model_checks.py), is checked on
 the output of every real PyTorch / HTA / Kineto / TraceLens / Nsight Systems trace under ../shared/realdata (a
-share within 0-1, parts within their whole, a path within its span). The MindSpore and Ascend sets are checked by
+share within 0-1, parts within their whole, a path within its span), and each model a run left empty for a
+missing required input gives no row from its own query there. The MindSpore and Ascend sets are checked by
 tests/test_realdata_exit.py and the Ascend suites."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import duckdb
 import pytest
 
 from conftest import REALDATA, run
+from model_harness import unmet_requirements
 from profpipe.errors import NoProfilerData
 from profpipe.model_checks import check_models
 
@@ -41,4 +43,6 @@ def test_every_model_holds_on_every_real_trace(relative: str, tmp_path: Path) ->
     assert flagged == []
     with duckdb.connect(str(result.output / "profile.duckdb"), read_only=True) as con:
         failures = check_models(con)
+        unmet = unmet_requirements(con)
     assert not failures, "\n".join(map(str, failures))
+    assert unmet == []  # a model a run left empty for a missing input gives no row from it either
