@@ -202,8 +202,8 @@ def ingest_sources(sources: list[Source], parts: Path, options: Options, reporte
 
 def selected_sources(sources: list[Source], selection: Selection | None, notices: list[str]) -> list[Source]:
     """The sources a run with `selection` (--select) reads: those whose family may write a table a selected model
-    reads (ingest.tables_of), each told the tables wanted (Source.wanted); all of them without a selection. The others are named in `notices`; when none is
-    left, NoProfilerData says so."""
+    reads (ingest.tables_of), each told the tables wanted (Source.wanted); all of them without a selection. The
+    others are named in `notices`; when none is left, NoProfilerData says so."""
     if selection is None:
         return sources
     kept = [source for source in sources if ingest.tables_of(source) & selection.tables]
@@ -357,8 +357,8 @@ def build_output(path: Path, tmp: Path, sources: list[Source], outcomes: list[In
 
 def _check_output(con: duckdb.DuckDBPyConnection, tmp: Path, models: list[Model], model_run: ModelRun,
                   health: HealthLedger, row_counts: dict[str, int]) -> None:
-    """Run the data tests of every model this run wrote with rows, the tables (marts, reports, models computed once;
-    a view's tests would run its query again: `profpipe check` and the test suite run those too), with
+    """Run the data tests of every model this run saved as a table with rows (marts, reports, models computed in
+    Python; a view's tests would run its query again: `profpipe check` and the test suite run those too), with
     profpipe/model_checks.py; each failure becomes a trace-health row (check model_test, action flagged: the run is
     partial) naming the model and a breaking row, written to the ledger in profile.duckdb and tables/ alike."""
     from .model_checks import check_models
@@ -371,12 +371,9 @@ def _check_output(con: duckdb.DuckDBPyConnection, tmp: Path, models: list[Model]
                                message=f"model {failure.model} breaks its data test {failure.test!r}: {failure.rows} "
                                        "rows, e.g. " + failure.example,
                                rows=failure.rows, example=failure.example, tables=failure.model))
-    ledger = health.table()
-    pq.write_table(ledger, tmp / "tables" / "trace_health.parquet")
-    con.register("ledger_rows", ledger)
+    con.register("ledger_rows", _write_ledger(tmp, health, row_counts))
     con.execute("DELETE FROM trace_health; INSERT INTO trace_health SELECT * FROM ledger_rows")
     con.unregister("ledger_rows")
-    row_counts["trace_health"] = ledger.num_rows
     model_run.empty.discard("trace_health")
 
 
@@ -471,10 +468,16 @@ def _merge(tmp: Path, sources: list[Source], outcomes: list[IngestOutcome], opti
     row_counts = table_row_counts(tmp / "tables")
     for finding in [*clock_findings(tmp / "tables", row_counts), *unfinished_steps(tmp / "tables", row_counts)]:
         health.add(finding)
+    _write_ledger(tmp, health, row_counts)
+    return tmp / "tables", ranks_read, skipped, row_counts
+
+
+def _write_ledger(tmp: Path, health: HealthLedger, row_counts: dict[str, int]) -> pa.Table:
+    """The trace-health ledger as tmp/tables/trace_health.parquet, its rows counted in `row_counts`."""
     ledger = health.table()
     pq.write_table(ledger, tmp / "tables" / "trace_health.parquet")
     row_counts["trace_health"] = ledger.num_rows
-    return tmp / "tables", ranks_read, skipped, row_counts
+    return ledger
 
 
 def _export(con: duckdb.DuckDBPyConnection, path: Path, tmp: Path, models_to_run: list[Model], empty: set[str],
